@@ -1,0 +1,358 @@
+/* ioh-args.c - the iohelper command line */
+#include "ioh-args.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
+
+static const char usage_text[] =
+    "Usage: iohelper [OPTION...] IN OUT\n"
+    "       iohelper [OPTION...] PATH FD      (libvirt's libvirt_iohelper form)\n"
+    "Copy a VM save stream between a pipe and a file, fast and durably.\n"
+    "IN and OUT are each a path, '-' (stdin/stdout) or 'fd:N'.\n"
+    "\n"
+    "  --direct               open the file side with O_DIRECT (bypass the page cache)\n"
+    "  --fadvise              bypass the cache by write-back and POSIX_FADV_DONTNEED\n"
+    "  --pipe-size=SIZE       size of every pipe touched (default 1M, capped by\n"
+    "                         /proc/sys/fs/pipe-max-size)\n"
+    "  --buffer-size=SIZE     bytes per read and write (default 1M)\n"
+    "  --ring=N               buffers in flight (default 4)\n"
+    "  --offset=SIZE          where the stream starts in the file side\n"
+    "  --length=SIZE          copy exactly SIZE bytes; a shorter input is an error\n"
+    "  --fadvise-window=SIZE  bytes written back and dropped at a time (default 8M)\n"
+    "  --stats[=text|json]    print a summary on stderr at the end\n"
+    "  --progress             show progress on stderr when it is a terminal\n"
+    "  --status-fd=N          write JSON progress lines to fd N\n"
+    "  --status-interval=MS   period of --progress and --status-fd (default 1000)\n"
+    "  --record=FILE          append a JSON line describing the copy to FILE\n"
+    "  -h, --help             show this help\n"
+    "  -V, --version          show the version\n"
+    "\n"
+    "SIZE takes a K, M, G or T suffix (powers of 1024). Exit status: 0 when every byte\n"
+    "was copied and made durable, 1 on failure, 2 on a usage error.\n";
+
+const char *
+ioh_args_usage(void)
+{
+    return usage_text;
+}
+
+static gboolean usage_error(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+usage_error(GError **error, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error_literal(error, IOH_ARGS_ERROR, 0, msg);
+    return FALSE;
+}
+
+gboolean
+ioh_args_parse_size(const char *text, gboolean allow_zero, guint64 *ret_size, GError **error)
+{
+    guint64 v = 0, mult = 1;
+    const char *p = text;
+
+    if (!g_ascii_isdigit(*p)) {
+        return usage_error(error, "invalid size '%s'", text);
+    }
+    while (g_ascii_isdigit(*p)) {
+        guint d = (guint)(*p - '0');
+        if (v > (G_MAXUINT64 - d) / 10) {
+            return usage_error(error, "size '%s' is too large", text);
+        }
+        v = v * 10 + d;
+        p++;
+    }
+    switch (g_ascii_toupper(*p)) {
+    case '\0':
+        break;
+    case 'K':
+        mult = 1ULL << 10;
+        break;
+    case 'M':
+        mult = 1ULL << 20;
+        break;
+    case 'G':
+        mult = 1ULL << 30;
+        break;
+    case 'T':
+        mult = 1ULL << 40;
+        break;
+    default:
+        return usage_error(error, "invalid size '%s'", text);
+    }
+    if (*p) {
+        p++;
+        if (g_str_equal(p, "iB") || g_str_equal(p, "B")) {
+            p += strlen(p);
+        }
+        if (*p) {
+            return usage_error(error, "invalid size '%s'", text);
+        }
+    }
+    if (v > G_MAXINT64 / mult) {
+        return usage_error(error, "size '%s' is too large", text);
+    }
+    v *= mult;
+    if (v == 0 && !allow_zero) {
+        return usage_error(error, "size '%s' must not be zero", text);
+    }
+    *ret_size = v;
+    return TRUE;
+}
+
+static gboolean
+parse_bounded(const char *opt, const char *val, guint64 min, guint64 max, guint64 *ret,
+              GError **error)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (!ioh_args_parse_size(val, TRUE, ret, &err)) {
+        return usage_error(error, "%s: %s", opt, err->message);
+    }
+    if (*ret < min || *ret > max) {
+        return usage_error(error, "%s: '%s' is out of range (%" G_GUINT64_FORMAT
+                           " to %" G_GUINT64_FORMAT ")", opt, val, min, max);
+    }
+    return TRUE;
+}
+
+static gboolean
+parse_count(const char *opt, const char *val, guint64 min, guint64 max, guint64 *ret,
+            GError **error)
+{
+    guint64 v;
+
+    if (!g_ascii_string_to_unsigned(val, 10, min, max, &v, NULL)) {
+        return usage_error(error, "%s: '%s' is not a number from %" G_GUINT64_FORMAT
+                           " to %" G_GUINT64_FORMAT, opt, val, min, max);
+    }
+    *ret = v;
+    return TRUE;
+}
+
+/* Bare decimal: the libvirt form's FD operand. */
+static gboolean
+is_fd_number(const char *s)
+{
+    if (!*s || strlen(s) > 9) {
+        return FALSE;
+    }
+    for (; *s; s++) {
+        if (!g_ascii_isdigit(*s)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+typedef enum { OPT_FLAG, OPT_VALUE, OPT_OPTIONAL } OptArg;
+
+static const struct {
+    const char *name;
+    OptArg arg;
+} long_opts[] = {
+    { "direct", OPT_FLAG },          { "fadvise", OPT_FLAG },
+    { "pipe-size", OPT_VALUE },      { "buffer-size", OPT_VALUE },
+    { "ring", OPT_VALUE },           { "offset", OPT_VALUE },
+    { "length", OPT_VALUE },         { "fadvise-window", OPT_VALUE },
+    { "stats", OPT_OPTIONAL },       { "progress", OPT_FLAG },
+    { "status-fd", OPT_VALUE },      { "status-interval", OPT_VALUE },
+    { "record", OPT_VALUE },         { "help", OPT_FLAG },
+    { "version", OPT_FLAG },
+};
+
+static gboolean
+apply_option(IohArgs *a, const char *name, const char *val, GError **error)
+{
+    guint64 v;
+
+    if (g_str_equal(name, "direct")) {
+        a->direct = TRUE;
+    } else if (g_str_equal(name, "fadvise")) {
+        a->fadvise = TRUE;
+    } else if (g_str_equal(name, "progress")) {
+        a->progress = TRUE;
+    } else if (g_str_equal(name, "help")) {
+        a->help = TRUE;
+    } else if (g_str_equal(name, "version")) {
+        a->version = TRUE;
+    } else if (g_str_equal(name, "pipe-size")) {
+        if (!parse_bounded("--pipe-size", val, 4096, 1ULL << 30, &v, error)) {
+            return FALSE;
+        }
+        a->copy.pipe_size = (guint)v;
+    } else if (g_str_equal(name, "buffer-size")) {
+        if (!parse_bounded("--buffer-size", val, 4096, 256ULL << 20, &v, error)) {
+            return FALSE;
+        }
+        a->copy.buffer_size = (gsize)v;
+    } else if (g_str_equal(name, "ring")) {
+        if (!parse_count("--ring", val, 1, 64, &v, error)) {
+            return FALSE;
+        }
+        a->copy.ring = (guint)v;
+    } else if (g_str_equal(name, "offset")) {
+        if (!parse_bounded("--offset", val, 0, G_MAXINT64, &v, error)) {
+            return FALSE;
+        }
+        a->copy.has_offset = TRUE;
+        a->copy.offset = v;
+    } else if (g_str_equal(name, "length")) {
+        if (!parse_bounded("--length", val, 0, G_MAXINT64, &v, error)) {
+            return FALSE;
+        }
+        a->copy.has_length = TRUE;
+        a->copy.length = v;
+    } else if (g_str_equal(name, "fadvise-window")) {
+        if (!parse_bounded("--fadvise-window", val, 1ULL << 20, 1ULL << 30, &v, error)) {
+            return FALSE;
+        }
+        a->copy.fadvise_window = (gsize)v;
+    } else if (g_str_equal(name, "stats")) {
+        if (!val || g_str_equal(val, "text")) {
+            a->stats = IOH_STATS_TEXT;
+        } else if (g_str_equal(val, "json")) {
+            a->stats = IOH_STATS_JSON;
+        } else {
+            return usage_error(error, "--stats: '%s' is not 'text' or 'json'", val);
+        }
+    } else if (g_str_equal(name, "status-fd")) {
+        if (!parse_count("--status-fd", val, 0, INT_MAX, &v, error)) {
+            return FALSE;
+        }
+        a->status_fd = (int)v;
+    } else if (g_str_equal(name, "status-interval")) {
+        if (!parse_count("--status-interval", val, 10, 3600000, &v, error)) {
+            return FALSE;
+        }
+        a->copy.progress_interval_us = (gint64)v * 1000;
+    } else if (g_str_equal(name, "record")) {
+        if (!*val) {
+            return usage_error(error, "--record: empty file name");
+        }
+        g_free(a->record);
+        a->record = g_strdup(val);
+    }
+    return TRUE;
+}
+
+static gboolean
+parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
+{
+    const char *arg = argv[*i] + 2;
+    const char *eq = strchr(arg, '=');
+    g_autofree char *name = eq ? g_strndup(arg, (gsize)(eq - arg)) : g_strdup(arg);
+    const char *val = eq ? eq + 1 : NULL;
+
+    for (gsize k = 0; k < G_N_ELEMENTS(long_opts); k++) {
+        if (!g_str_equal(name, long_opts[k].name)) {
+            continue;
+        }
+        switch (long_opts[k].arg) {
+        case OPT_FLAG:
+            if (val) {
+                return usage_error(error, "option '--%s' takes no value", name);
+            }
+            break;
+        case OPT_VALUE:
+            if (!val) {
+                if (*i + 1 >= argc) {
+                    return usage_error(error, "option '--%s' needs a value", name);
+                }
+                val = argv[++(*i)];
+            }
+            break;
+        case OPT_OPTIONAL:
+            break;
+        }
+        return apply_option(a, name, val, error);
+    }
+    return usage_error(error, "unknown option '--%s'", name);
+}
+
+static gboolean
+parse_args(int argc, char **argv, IohArgs *a, GError **error)
+{
+    g_autoptr(GPtrArray) operands = g_ptr_array_new();
+    gboolean options_done = FALSE;
+
+    memset(a, 0, sizeof(*a));
+    ioh_copy_options_init(&a->copy);
+    a->status_fd = -1;
+    a->fd = -1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+
+        if (options_done || arg[0] != '-' || g_str_equal(arg, "-")) {
+            g_ptr_array_add(operands, (gpointer)arg);
+        } else if (g_str_equal(arg, "--")) {
+            options_done = TRUE;
+        } else if (g_str_has_prefix(arg, "--")) {
+            if (!parse_long(a, argc, argv, &i, error)) {
+                return FALSE;
+            }
+        } else if (g_str_equal(arg, "-h")) {
+            a->help = TRUE;
+        } else if (g_str_equal(arg, "-V")) {
+            a->version = TRUE;
+        } else {
+            return usage_error(error, "unknown option '%s'", arg);
+        }
+    }
+    if (a->help || a->version) {
+        return TRUE;
+    }
+    if (a->direct && a->fadvise) {
+        return usage_error(error, "--direct and --fadvise cannot be combined");
+    }
+    a->copy.mode = a->direct ? IOH_MODE_DIRECT
+                             : a->fadvise ? IOH_MODE_FADVISE : IOH_MODE_BUFFERED;
+    if (operands->len != 2) {
+        return usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
+                           operands->len, operands->len == 1 ? "" : "s");
+    }
+    if (is_fd_number(g_ptr_array_index(operands, 1))) {
+        a->libvirt = TRUE;
+        a->path = g_strdup(g_ptr_array_index(operands, 0));
+        a->fd = (int)g_ascii_strtoll(g_ptr_array_index(operands, 1), NULL, 10);
+        if (!*a->path) {
+            return usage_error(error, "empty PATH");
+        }
+    } else {
+        a->in = g_strdup(g_ptr_array_index(operands, 0));
+        a->out = g_strdup(g_ptr_array_index(operands, 1));
+        if (!*a->in || !*a->out) {
+            return usage_error(error, "empty file name");
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error)
+{
+    if (!parse_args(argc, argv, ret_args, error)) {
+        ioh_args_clear(ret_args);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+ioh_args_clear(IohArgs *a)
+{
+    g_clear_pointer(&a->in, g_free);
+    g_clear_pointer(&a->out, g_free);
+    g_clear_pointer(&a->path, g_free);
+    g_clear_pointer(&a->record, g_free);
+}

@@ -1,0 +1,58 @@
+/* ioh-args.h - the iohelper command line
+ *
+ *   iohelper [OPTION...] IN OUT   standalone: IN and OUT are a path, "-" or "fd:N"
+ *   iohelper PATH FD              libvirt's form: FD is the open image; its access mode
+ *                                 gives the direction and its O_DIRECT flag the mode
+ *
+ * Two operands whose second is a bare decimal number are the libvirt form (write a file
+ * named "1" as ./1). Options are accepted in both forms.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "ioh-copy.h"
+
+G_BEGIN_DECLS
+
+#define IOH_ARGS_ERROR (ioh_args_error_quark())
+GQuark ioh_args_error_quark(void);
+
+typedef enum {
+    IOH_STATS_NONE,
+    IOH_STATS_TEXT,
+    IOH_STATS_JSON,
+} IohStatsFormat;
+
+typedef struct {
+    gboolean help;
+    gboolean version;
+    gboolean libvirt;        /* PATH FD form */
+    char *in;                /* standalone operands */
+    char *out;
+    char *path;              /* libvirt form */
+    int fd;
+    gboolean direct;
+    gboolean fadvise;
+    IohCopyOptions copy;
+    IohStatsFormat stats;
+    gboolean progress;
+    int status_fd;           /* -1: none */
+    char *record;            /* append a JSON line per copy to this file */
+} IohArgs;
+
+/* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */
+gboolean ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error);
+
+/* Parses a size: digits with an optional K, M, G or T suffix (powers of 1024, "KiB" and
+ * "k" accepted too). Rejects signs, junk, zero when !@allow_zero, and overflow. */
+gboolean ioh_args_parse_size(const char *text, gboolean allow_zero, guint64 *ret_size,
+                             GError **error);
+
+/* Releases the strings held by @args (the struct itself is the caller's). */
+void ioh_args_clear(IohArgs *args);
+
+/* The --help text. */
+const char *ioh_args_usage(void);
+
+G_END_DECLS

@@ -1,0 +1,54 @@
+/* ioh-copy.h - the copy engine: move a stream between a pipe and a file
+ *
+ * The storage side (a regular file or block device) decides the cache mode; the pipe
+ * side is raised to the pipe size. Success means every byte was delivered and, when
+ * the destination is storage, made durable with fdatasync. The caller still closes the
+ * ends with ioh_end_close() and must treat a failed close as a failed copy.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "ioh-file.h"
+#include "ioh-stats.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+    IOH_MODE_BUFFERED,  /* page cache, fdatasync at the end */
+    IOH_MODE_DIRECT,    /* O_DIRECT with aligned buffers; the unaligned tail goes buffered */
+    IOH_MODE_FADVISE,   /* page cache, written back and dropped behind the head */
+} IohMode;
+
+const char *ioh_mode_name(IohMode mode);
+
+typedef void (*IohProgressFunc)(const IohStats *stats, gpointer user_data);
+
+typedef struct {
+    IohMode mode;
+    gsize buffer_size;          /* bytes per read/write, rounded up to the alignment */
+    guint ring;                 /* buffers in flight */
+    guint pipe_size;            /* size for pipe ends; 0 leaves them alone */
+    gboolean has_offset;
+    guint64 offset;             /* where the stream starts in the storage side */
+    gboolean has_length;
+    guint64 length;             /* copy exactly this many bytes; fewer is an error */
+    gsize fadvise_window;       /* bytes written back and dropped at a time (fadvise) */
+    gint64 progress_interval_us;
+    IohProgressFunc progress;   /* called at most once per interval, and once at the end */
+    gpointer progress_data;
+} IohCopyOptions;
+
+#define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)
+#define IOH_COPY_DEFAULT_RING 4
+#define IOH_COPY_DEFAULT_WINDOW (8 * 1024 * 1024)
+
+/* Fills @opts with the defaults: buffered, 1 MiB buffers, 1 MiB pipes, 1 s progress. */
+void ioh_copy_options_init(IohCopyOptions *opts);
+
+/* Copies @src to @dst as @opts say. @stats is filled as the copy goes (and on failure,
+ * with what was done). */
+gboolean ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
+                  GError **error);
+
+G_END_DECLS

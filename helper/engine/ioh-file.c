@@ -1,0 +1,193 @@
+/* ioh-file.c - the two ends of a copy: opening, probing, closing */
+#include "config.h"
+#include "ioh-file.h"
+#include "ioh-error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/stat.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IOH_MIN_ALIGN 4096
+
+static guint
+probe_align(int fd, IohKind kind)
+{
+    guint align = IOH_MIN_ALIGN;
+
+#ifdef HAVE_STATX_DIOALIGN
+    struct statx stx;
+    /* Kernels since 6.1 tell the real O_DIRECT constraints of the file system. */
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+        (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 0) {
+        align = MAX(align, stx.stx_dio_offset_align);
+        align = MAX(align, stx.stx_dio_mem_align);
+        return align;
+    }
+#endif
+    if (kind == IOH_KIND_BLOCK) {
+        int lbs = 0;
+        if (ioctl(fd, BLKSSZGET, &lbs) == 0 && lbs > 0) {
+            align = MAX(align, (guint)lbs);
+        }
+    } else {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_blksize > 0 && st.st_blksize <= (1 << 20)) {
+            align = MAX(align, (guint)st.st_blksize);
+        }
+    }
+    return align;
+}
+
+static IohEnd *
+end_new(int fd, const char *name, gboolean owned, GError **error)
+{
+    struct stat st;
+    IohEnd *end;
+    int fl;
+
+    if (fstat(fd, &st) < 0) {
+        ioh_error_set_errno(error, errno, "stat", name);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        ioh_error_set_errno(error, EISDIR, "open", name);
+        return NULL;
+    }
+    fl = fcntl(fd, F_GETFL);
+    end = g_new0(IohEnd, 1);
+    end->fd = fd;
+    end->name = g_strdup(name);
+    end->owned = owned;
+    if (S_ISFIFO(st.st_mode)) {
+        end->kind = IOH_KIND_PIPE;
+    } else if (S_ISREG(st.st_mode)) {
+        end->kind = IOH_KIND_FILE;
+    } else if (S_ISBLK(st.st_mode)) {
+        end->kind = IOH_KIND_BLOCK;
+    } else {
+        end->kind = IOH_KIND_OTHER;
+    }
+    end->direct = fl >= 0 && (fl & O_DIRECT);
+    end->align = ioh_end_is_storage(end) ? probe_align(fd, end->kind) : IOH_MIN_ALIGN;
+    return end;
+}
+
+IohEnd *
+ioh_end_open(const char *path, gboolean for_write, guint64 offset, GError **error)
+{
+    g_autoptr(IohEnd) end = NULL;
+    int flags = O_CLOEXEC | (for_write ? O_WRONLY | O_CREAT : O_RDONLY);
+    int fd;
+
+    fd = open(path, flags, 0600);
+    if (fd < 0) {
+        ioh_error_set_errno(error, errno, "open", path);
+        return NULL;
+    }
+    end = end_new(fd, path, TRUE, error);
+    if (!end) {
+        close(fd);
+        return NULL;
+    }
+    if (end->kind == IOH_KIND_FILE) {
+        /* Two helpers on one image would interleave two streams: refuse the second. */
+        if (flock(fd, (for_write ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+            if (errno == EWOULDBLOCK) {
+                g_set_error(error, IOH_ERROR, EBUSY,
+                            "lock %s: in use by another iohelper", path);
+            } else {
+                ioh_error_set_errno(error, errno, "lock", path);
+            }
+            return NULL;
+        }
+        /* Truncate only once the lock is ours, and keep what precedes the stream. */
+        if (for_write && ftruncate(fd, (off_t)offset) < 0) {
+            ioh_error_set_errno(error, errno, "truncate", path);
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&end);
+}
+
+IohEnd *
+ioh_end_from_fd(int fd, const char *name, GError **error)
+{
+    if (fcntl(fd, F_GETFD) < 0) {
+        g_set_error(error, IOH_ERROR, EBADF, "%s: not an open file descriptor", name);
+        return NULL;
+    }
+    return end_new(fd, name, FALSE, error);
+}
+
+gboolean
+ioh_end_is_storage(const IohEnd *end)
+{
+    return end->kind == IOH_KIND_FILE || end->kind == IOH_KIND_BLOCK;
+}
+
+gboolean
+ioh_end_set_direct(IohEnd *end, gboolean direct, GError **error)
+{
+    int fl = fcntl(end->fd, F_GETFL);
+
+    if (fl < 0) {
+        return ioh_error_set_errno(error, errno, "fcntl", end->name);
+    }
+    fl = direct ? (fl | O_DIRECT) : (fl & ~O_DIRECT);
+    if (fcntl(end->fd, F_SETFL, fl) < 0) {
+        if (direct && errno == EINVAL) {
+            g_set_error(error, IOH_ERROR, EINVAL,
+                        "open %s: O_DIRECT not supported by its file system", end->name);
+            return FALSE;
+        }
+        return ioh_error_set_errno(error, errno, "fcntl", end->name);
+    }
+    end->direct = direct;
+    return TRUE;
+}
+
+int
+ioh_fd_access_mode(int fd, gboolean *ret_direct)
+{
+    int fl = fcntl(fd, F_GETFL);
+
+    if (fl < 0) {
+        return -errno;
+    }
+    if (ret_direct) {
+        *ret_direct = (fl & O_DIRECT) != 0;
+    }
+    return fl & O_ACCMODE;
+}
+
+gboolean
+ioh_end_close(IohEnd *end, GError **error)
+{
+    int fd = end->fd;
+
+    end->fd = -1;
+    end->owned = FALSE;
+    if (fd >= 0 && close(fd) < 0 && errno != EINTR) {
+        /* EINTR on close leaves the fd closed on Linux; anything else lost data. */
+        return ioh_error_set_errno(error, errno, "close", end->name);
+    }
+    return TRUE;
+}
+
+void
+ioh_end_free(IohEnd *end)
+{
+    if (!end) {
+        return;
+    }
+    if (end->owned && end->fd >= 0) {
+        close(end->fd);
+    }
+    g_free(end->name);
+    g_free(end);
+}

@@ -1,0 +1,66 @@
+/* ioh-stats.c - what a copy did, and its summaries */
+#include "ioh-stats.h"
+
+#include <json-glib/json-glib.h>
+
+double
+ioh_stats_seconds(const IohStats *stats)
+{
+    gint64 end = stats->end_us ? stats->end_us : g_get_monotonic_time();
+
+    return (double)(end - stats->start_us) / G_USEC_PER_SEC;
+}
+
+static double
+mib_per_s(const IohStats *stats)
+{
+    double s = ioh_stats_seconds(stats);
+
+    return s > 0 ? (double)stats->bytes / (1024.0 * 1024.0) / s : 0.0;
+}
+
+char *
+ioh_stats_format_text(const IohStats *stats)
+{
+    return g_strdup_printf("total: %" G_GUINT64_FORMAT " bytes (%.2f GiB), %.3f s, %.1f MiB/s, "
+                           "%" G_GUINT64_FORMAT " reads, %" G_GUINT64_FORMAT " writes, "
+                           "sync %.3f s, %s %s",
+                           stats->bytes, (double)stats->bytes / (1024.0 * 1024.0 * 1024.0),
+                           ioh_stats_seconds(stats), mib_per_s(stats), stats->reads,
+                           stats->writes, (double)stats->sync_us / G_USEC_PER_SEC,
+                           stats->mode ? stats->mode : "buffered",
+                           stats->direction ? stats->direction : "copy");
+}
+
+char *
+ioh_stats_format_json(const IohStats *stats)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = NULL;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "bytes");
+    json_builder_add_int_value(b, (gint64)stats->bytes);
+    json_builder_set_member_name(b, "synced");
+    json_builder_add_int_value(b, (gint64)stats->synced);
+    json_builder_set_member_name(b, "seconds");
+    json_builder_add_double_value(b, ioh_stats_seconds(stats));
+    json_builder_set_member_name(b, "mib_per_s");
+    json_builder_add_double_value(b, mib_per_s(stats));
+    json_builder_set_member_name(b, "reads");
+    json_builder_add_int_value(b, (gint64)stats->reads);
+    json_builder_set_member_name(b, "writes");
+    json_builder_add_int_value(b, (gint64)stats->writes);
+    json_builder_set_member_name(b, "sync_seconds");
+    json_builder_add_double_value(b, (double)stats->sync_us / G_USEC_PER_SEC);
+    json_builder_set_member_name(b, "mode");
+    json_builder_add_string_value(b, stats->mode ? stats->mode : "buffered");
+    json_builder_set_member_name(b, "direction");
+    json_builder_add_string_value(b, stats->direction ? stats->direction : "copy");
+    json_builder_end_object(b);
+
+    root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    return json_generator_to_data(gen, NULL);
+}

@@ -1,0 +1,30 @@
+/* ioh-stats.h - what a copy did, and its one-line and JSON summaries */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+    guint64 bytes;          /* bytes delivered to the destination */
+    guint64 synced;         /* bytes known durable (save); == bytes once the copy succeeded */
+    guint64 reads;          /* read-side system calls (read, splice, ...) */
+    guint64 writes;         /* write-side system calls */
+    gint64 start_us;        /* g_get_monotonic_time() at the start */
+    gint64 end_us;          /* ... and at the end (0 while running) */
+    gint64 sync_us;         /* time spent in fdatasync and sync_file_range waits */
+    const char *mode;       /* "buffered", "direct" or "fadvise" */
+    const char *direction;  /* "save", "restore" or "copy" */
+} IohStats;
+
+/* Seconds since the start (until end_us once set). */
+double ioh_stats_seconds(const IohStats *stats);
+
+/* "total: 2147483648 bytes (2.00 GiB), 1.23 s, 1665.0 MiB/s, 2048 reads, 2048 writes,
+ *  sync 0.12 s, direct save" */
+char *ioh_stats_format_text(const IohStats *stats);
+
+/* The same as a one-line JSON object. */
+char *ioh_stats_format_json(const IohStats *stats);
+
+G_END_DECLS

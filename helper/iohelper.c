@@ -1,0 +1,270 @@
+/* iohelper.c - the iohelper binary: a thin CLI over the copy engine
+ *
+ * Only this file prints and exits. Messages: "iohelper: <what> <path>: <cause>", or in
+ * libvirt's form "iohelper: failure with <PATH>: <reason>" (libvirt shows that text).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-glib/json-glib.h>
+
+#include "ioh-args.h"
+#include "ioh-copy.h"
+#include "ioh-error.h"
+#include "ioh-file.h"
+
+typedef struct {
+    IohArgs *args;
+    gboolean tty;
+    gboolean drew;
+} Reporter;
+
+static void
+draw_progress(const IohStats *s)
+{
+    double secs = ioh_stats_seconds(s);
+    double rate = secs > 0 ? (double)s->bytes / secs : 0;
+
+    /* dd status=progress style, redrawn in place. */
+    fprintf(stderr, "\r%" G_GUINT64_FORMAT " bytes (%.1f GB, %.1f GiB) copied, %.0f s, "
+            "%.1f MB/s, %.1f GiB synced   ", s->bytes, (double)s->bytes / 1e9,
+            (double)s->bytes / (1 << 30), secs, rate / 1e6, (double)s->synced / (1 << 30));
+    fflush(stderr);
+}
+
+static void
+write_status_line(int fd, const IohStats *s, gboolean done)
+{
+    g_autofree char *line = g_strdup_printf(
+        "{\"written\":%" G_GUINT64_FORMAT ",\"synced\":%" G_GUINT64_FORMAT
+        ",\"seconds\":%.3f,\"done\":%s}\n", s->bytes, s->synced, ioh_stats_seconds(s),
+        done ? "true" : "false");
+    const char *p = line;
+    gsize left = strlen(line);
+
+    while (left > 0) {
+        gssize n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return;    /* a reader that went away must not fail the copy */
+        }
+        p += n;
+        left -= (gsize)n;
+    }
+}
+
+static void
+on_progress(const IohStats *s, gpointer data)
+{
+    Reporter *r = data;
+
+    if (r->tty) {
+        draw_progress(s);
+        r->drew = TRUE;
+    }
+    if (r->args->status_fd >= 0) {
+        write_status_line(r->args->status_fd, s, s->end_us != 0);
+    }
+}
+
+static void
+append_record(const char *file, const IohArgs *a, const IohStats *s, gboolean ok,
+              const char *message)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = NULL;
+    g_autofree char *line = NULL;
+    g_autofree char *data = NULL;
+    int fd;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "pid");
+    json_builder_add_int_value(b, getpid());
+    json_builder_set_member_name(b, "form");
+    json_builder_add_string_value(b, a->libvirt ? "libvirt" : "standalone");
+    json_builder_set_member_name(b, "path");
+    json_builder_add_string_value(b, a->libvirt ? a->path : a->out);
+    json_builder_set_member_name(b, "direction");
+    json_builder_add_string_value(b, s->direction ? s->direction : "copy");
+    json_builder_set_member_name(b, "mode");
+    json_builder_add_string_value(b, s->mode ? s->mode : "buffered");
+    json_builder_set_member_name(b, "bytes");
+    json_builder_add_int_value(b, (gint64)s->bytes);
+    json_builder_set_member_name(b, "ok");
+    json_builder_add_boolean_value(b, ok);
+    if (message) {
+        json_builder_set_member_name(b, "error");
+        json_builder_add_string_value(b, message);
+    }
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    data = json_generator_to_data(gen, NULL);
+    line = g_strconcat(data, "\n", NULL);
+
+    /* O_APPEND: concurrent helpers each add whole lines. */
+    fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        if (write(fd, line, strlen(line)) < 0) {
+            /* the record is a diagnostic; the copy's result stands */
+        }
+        close(fd);
+    }
+}
+
+static IohEnd *
+open_operand(const char *spec, gboolean for_write, const IohArgs *a, GError **error)
+{
+    guint64 n;
+
+    if (g_str_equal(spec, "-")) {
+        return ioh_end_from_fd(for_write ? 1 : 0, for_write ? "stdout" : "stdin", error);
+    }
+    if (g_str_has_prefix(spec, "fd:")) {
+        g_autofree char *name = NULL;
+        if (!g_ascii_string_to_unsigned(spec + 3, 10, 0, G_MAXINT, &n, NULL)) {
+            g_set_error(error, IOH_ERROR, EINVAL, "%s: not a file descriptor number", spec);
+            return NULL;
+        }
+        name = g_strdup_printf("fd %d", (int)n);
+        return ioh_end_from_fd((int)n, name, error);
+    }
+    return ioh_end_open(spec, for_write, a->copy.has_offset ? a->copy.offset : 0, error);
+}
+
+/* libvirt's form: FD's access mode gives the direction, its O_DIRECT flag the mode. */
+static gboolean
+open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
+{
+    gboolean direct = FALSE;
+    int mode = ioh_fd_access_mode(a->fd, &direct);
+    g_autoptr(IohEnd) file = NULL;
+    g_autoptr(IohEnd) pipe = NULL;
+
+    if (mode < 0) {
+        g_set_error(error, IOH_ERROR, -mode, "fd %d: %s", a->fd, g_strerror(-mode));
+        return FALSE;
+    }
+    if (mode == O_RDWR) {
+        g_set_error(error, IOH_ERROR, EINVAL,
+                    "fd %d is open read-write; expected O_WRONLY (save) or O_RDONLY (restore)",
+                    a->fd);
+        return FALSE;
+    }
+    if (direct) {
+        a->copy.mode = IOH_MODE_DIRECT;
+    }
+    file = ioh_end_from_fd(a->fd, a->path, error);
+    if (!file) {
+        return FALSE;
+    }
+    pipe = mode == O_WRONLY ? ioh_end_from_fd(0, "stdin", error)
+                            : ioh_end_from_fd(1, "stdout", error);
+    if (!pipe) {
+        return FALSE;
+    }
+    *ret_src = mode == O_WRONLY ? g_steal_pointer(&pipe) : g_steal_pointer(&file);
+    *ret_dst = mode == O_WRONLY ? g_steal_pointer(&file) : g_steal_pointer(&pipe);
+    return TRUE;
+}
+
+static gboolean
+run(IohArgs *a, IohStats *stats, GError **error)
+{
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    Reporter rep = { .args = a };
+    gboolean ok;
+
+    if (a->libvirt) {
+        if (!open_libvirt(a, &src, &dst, error)) {
+            return FALSE;
+        }
+    } else {
+        src = open_operand(a->in, FALSE, a, error);
+        if (!src) {
+            return FALSE;
+        }
+        dst = open_operand(a->out, TRUE, a, error);
+        if (!dst) {
+            return FALSE;
+        }
+    }
+    if (a->status_fd >= 0 && fcntl(a->status_fd, F_GETFD) < 0) {
+        g_set_error(error, IOH_ERROR, EBADF, "--status-fd %d: not an open file descriptor",
+                    a->status_fd);
+        return FALSE;
+    }
+    rep.tty = a->progress && isatty(STDERR_FILENO);
+    if (rep.tty || a->status_fd >= 0) {
+        a->copy.progress = on_progress;
+        a->copy.progress_data = &rep;
+    }
+
+    ok = ioh_copy(src, dst, &a->copy, stats, error);
+    if (rep.drew) {
+        fputc('\n', stderr);
+    }
+    /* Close the destination first and check it: a failed close can mean lost data. */
+    if (ok) {
+        ok = ioh_end_close(dst, error) && ioh_end_close(src, error);
+    }
+    return ok;
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autoptr(GError) error = NULL;
+    IohArgs args;
+    IohStats stats = { 0 };
+    gboolean ok;
+
+    /* A reader that goes away must give EPIPE and a message, not a silent death. */
+    signal(SIGPIPE, SIG_IGN);
+
+    if (!ioh_args_parse(argc, argv, &args, &error)) {
+        fprintf(stderr, "iohelper: %s (try --help)\n", error->message);
+        return 2;
+    }
+    if (args.help) {
+        fputs(ioh_args_usage(), stdout);
+        ioh_args_clear(&args);
+        return 0;
+    }
+    if (args.version) {
+        printf("iohelper %s\n", IOHELPER_VERSION);
+        ioh_args_clear(&args);
+        return 0;
+    }
+
+    ok = run(&args, &stats, &error);
+    if (args.record) {
+        append_record(args.record, &args, &stats, ok, ok ? NULL : error->message);
+    }
+    if (!ok) {
+        if (args.libvirt) {
+            fprintf(stderr, "iohelper: failure with %s: %s\n", args.path, error->message);
+        } else {
+            fprintf(stderr, "iohelper: %s\n", error->message);
+        }
+        ioh_args_clear(&args);
+        return 1;
+    }
+    if (args.stats != IOH_STATS_NONE) {
+        g_autofree char *line = args.stats == IOH_STATS_JSON ? ioh_stats_format_json(&stats)
+                                                             : ioh_stats_format_text(&stats);
+        fprintf(stderr, "%s%s\n", args.stats == IOH_STATS_JSON ? "" : "iohelper: ", line);
+    }
+    ioh_args_clear(&args);
+    return 0;
+}

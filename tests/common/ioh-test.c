@@ -1,0 +1,190 @@
+/* ioh-test.c - shared test support */
+#include "ioh-test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#define TMPFS_MAGIC_ 0x01021994
+
+char *
+ioht_workdir(void)
+{
+    const char *base = g_getenv("IOH_TEST_DIR");
+    struct statfs sfs;
+    g_autofree char *tmpl = NULL;
+    char *dir;
+
+    if (!base || !*base) {
+        base = g_get_tmp_dir();
+        if (statfs(base, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC_) {
+            base = ".";
+        }
+    }
+    g_mkdir_with_parents(base, 0755);
+    tmpl = g_build_filename(base, "ioht-XXXXXX", NULL);
+    dir = g_mkdtemp(g_steal_pointer(&tmpl));
+    g_assert_nonnull(dir);
+    return dir;
+}
+
+void
+ioht_workdir_remove(const char *dir)
+{
+    g_autoptr(GDir) d = NULL;
+    const char *name;
+
+    if (!dir) {
+        return;
+    }
+    d = g_dir_open(dir, 0, NULL);
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK)) {
+            ioht_workdir_remove(p);
+        } else {
+            g_unlink(p);
+        }
+    }
+    g_rmdir(dir);
+}
+
+gboolean
+ioht_dir_supports_direct(const char *dir)
+{
+    g_autofree char *p = g_build_filename(dir, ".direct-probe", NULL);
+    void *buf = NULL;
+    gboolean ok = FALSE;
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+
+    if (fd >= 0 && posix_memalign(&buf, 4096, 4096) == 0) {
+        memset(buf, 0, 4096);
+        ok = write(fd, buf, 4096) == 4096;
+    }
+    free(buf);
+    if (fd >= 0) {
+        close(fd);
+    }
+    g_unlink(p);
+    return ok;
+}
+
+void
+ioht_write_random_file(const char *path, guint64 size, guint32 seed)
+{
+    const gsize chunk = 1 << 20;
+    g_autofree guint64 *buf = g_malloc(chunk);
+    guint64 x = 0x9E3779B97F4A7C15ULL ^ seed;
+    FILE *f = fopen(path, "wbe");
+
+    g_assert_nonnull(f);
+    while (size > 0) {
+        gsize n = (gsize)MIN((guint64)chunk, size);
+        for (gsize i = 0; i < chunk / 8; i++) {
+            /* xorshift64: fast, and incompressible enough for a copy test */
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            buf[i] = x;
+        }
+        g_assert_cmpuint(fwrite(buf, 1, n, f), ==, n);
+        size -= n;
+    }
+    g_assert_cmpint(fclose(f), ==, 0);
+}
+
+gboolean
+ioht_files_equal(const char *a, const char *b)
+{
+    const gsize chunk = 1 << 20;
+    g_autofree char *ba = g_malloc(chunk);
+    g_autofree char *bb = g_malloc(chunk);
+    FILE *fa = fopen(a, "rbe");
+    FILE *fb = fopen(b, "rbe");
+    guint64 off = 0;
+    gboolean same = fa && fb;
+
+    while (same) {
+        gsize na = fread(ba, 1, chunk, fa);
+        gsize nb = fread(bb, 1, chunk, fb);
+        if (na != nb || memcmp(ba, bb, na) != 0) {
+            g_test_message("%s and %s differ near offset %" G_GUINT64_FORMAT
+                           " (%zu vs %zu bytes read)", a, b, off, na, nb);
+            same = FALSE;
+        }
+        if (na < chunk) {
+            break;
+        }
+        off += na;
+    }
+    if (fa) {
+        fclose(fa);
+    }
+    if (fb) {
+        fclose(fb);
+    }
+    return same;
+}
+
+const char *
+ioht_helper_path(void)
+{
+    const char *p = g_getenv("IOHELPER_PATH");
+
+    g_assert_nonnull(p);
+    return p;
+}
+
+typedef struct {
+    int in, out;
+} ChildFds;
+
+static void
+child_setup(gpointer data)
+{
+    ChildFds *f = data;
+    int null = open("/dev/null", O_RDWR);
+
+    dup2(f->in >= 0 ? f->in : null, 0);
+    dup2(f->out >= 0 ? f->out : null, 1);
+    /* dup2 clears FD_CLOEXEC on 0 and 1 */
+}
+
+int
+ioht_run(char **argv, int stdin_fd, int stdout_fd, char **ret_stderr)
+{
+    g_autoptr(GError) error = NULL;
+    ChildFds fds = { stdin_fd, stdout_fd };
+    g_autofree char *err_text = NULL;
+    int status = -1;
+
+    g_assert_true(g_spawn_sync(NULL, argv, NULL,
+                               G_SPAWN_LEAVE_DESCRIPTORS_OPEN | G_SPAWN_CHILD_INHERITS_STDIN,
+                               child_setup, &fds, NULL, &err_text, &status, &error));
+    g_assert_no_error(error);
+    if (err_text && *err_text) {
+        g_test_message("%s: stderr: %s", argv[0], err_text);
+    }
+    if (ret_stderr) {
+        *ret_stderr = g_steal_pointer(&err_text);
+    }
+    return status;
+}
+
+int
+ioht_exit_code(int status)
+{
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    if (WIFSIGNALED(status)) {
+        return 128 + WTERMSIG(status);
+    }
+    return -1;
+}

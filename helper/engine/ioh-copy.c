@@ -7,9 +7,10 @@
  * disk, 2 cores; see benchmarks/RESULTS.md):
  *
  * - O_DIRECT throughput grows with the size of a write (fio, qd1: 1 MiB 1.77 GB/s, 4 MiB
- *   2.4 GB/s, the same as 1 MiB at qd4), so the side that touches storage coalesces
- *   consecutive full buffers into one read or write of up to half the ring; the pipe side
- *   moves one buffer at a time so buffers come back to the other thread as soon as possible.
+ *   2.4 GB/s, the same as 1 MiB at qd4), so an O_DIRECT side coalesces consecutive full
+ *   buffers into one read or write of up to half the ring; the pipe side (and a buffered
+ *   file, where write-back and readahead decide the disk's I/O size) moves one buffer per
+ *   call, so buffers come back to the other thread as soon as possible.
  * - Plain read/write/pwrite system calls rather than io_uring or splice(2): with the reader
  *   and the writer overlapped, the disk is the bottleneck and the user-space copy is hidden
  *   (io_uring with several 1 MiB writes in flight measured no better than one coalesced
@@ -53,6 +54,7 @@ typedef struct {
     gboolean stop;           /* an error happened: both threads leave */
     GError *error;           /* the first error */
     int wake_fd;             /* eventfd, readable once stop is set */
+    gboolean poll_src;       /* the source is a readable pipe: poll it with wake_fd first */
 } IohRing;
 
 typedef struct {
@@ -157,7 +159,6 @@ static gssize
 read_full(IohCopy *c, char *buf, gsize len, GError **error)
 {
     IohEnd *src = c->src;
-    gboolean is_pipe = !ioh_end_is_storage(src);
     gsize have = 0;
 
     while (have < len) {
@@ -173,7 +174,7 @@ read_full(IohCopy *c, char *buf, gsize len, GError **error)
         if (src->direct) {
             want = ALIGN_UP(want, src->align);
         }
-        if (is_pipe && !wait_ready(c, src->fd, POLLIN)) {
+        if (c->ring->poll_src && !wait_ready(c, src->fd, POLLIN)) {
             return -1;
         }
         n = read(src->fd, buf + have, want);
@@ -389,12 +390,14 @@ sync_destination(IohCopy *c, GError **error)
 }
 
 
-/* How many slots one storage read or write may span: half the ring, so that the other
- * thread always has the other half to work on. The pipe side moves one slot at a time. */
+/* How many slots one read or write of @end may span. O_DIRECT: half the ring, so that the
+ * other thread always has the other half to work on. Through the page cache the size of a
+ * call does not matter to the disk (write-back and readahead decide), and a pipe is best
+ * moved one slot at a time: both move one buffer per call. */
 static guint
-storage_span(const IohRing *r)
+io_span(const IohRing *r, const IohEnd *end)
 {
-    return MAX(1, r->n / 2);
+    return end->direct ? MAX(1, r->n / 2) : 1;
 }
 
 /* The reader thread: fills free slots from the source until EOF, the length, or a stop. */
@@ -404,7 +407,7 @@ reader_main(gpointer data)
     IohCopy *c = data;
     IohRing *r = c->ring;
     const IohCopyOptions *opts = c->opts;
-    guint span = ioh_end_is_storage(c->src) ? storage_span(r) : 1;
+    guint span = io_span(r, c->src);
     guint64 total = 0;
 
     for (;;) {
@@ -466,7 +469,7 @@ writer_loop(IohCopy *c)
     IohRing *r = c->ring;
     IohStats *stats = c->stats;
     const IohCopyOptions *opts = c->opts;
-    guint span = ioh_end_is_storage(c->dst) ? storage_span(r) : 1;
+    guint span = io_span(r, c->dst);
 
     for (;;) {
         GError *err = NULL;
@@ -574,6 +577,11 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     if (opts->mode == IOH_MODE_FADVISE && ioh_end_is_storage(src)) {
         posix_fadvise(src->fd, (off_t)c.src_start, 0, POSIX_FADV_SEQUENTIAL);
     }
+    /* Only a pipe open for reading: poll would wait forever for POLLIN on a write end,
+     * where read fails at once with EBADF. */
+    ring.poll_src = src->kind == IOH_KIND_PIPE &&
+                    (ioh_fd_access_mode(src->fd, NULL) == O_RDONLY ||
+                     ioh_fd_access_mode(src->fd, NULL) == O_RDWR);
     g_mutex_init(&ring.lock);
     g_cond_init(&ring.cond);
 

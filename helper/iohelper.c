@@ -231,6 +231,8 @@ main(int argc, char **argv)
 
     /* A reader that goes away must give EPIPE and a message, not a silent death. */
     signal(SIGPIPE, SIG_IGN);
+    /* Past RLIMIT_FSIZE, write() must fail with EFBIG and a message, not kill us. */
+    signal(SIGXFSZ, SIG_IGN);
 
     if (!ioh_args_parse(argc, argv, &args, &error)) {
         fprintf(stderr, "iohelper: %s (try --help)\n", error->message);

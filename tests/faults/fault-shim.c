@@ -188,25 +188,37 @@ parse_rule(char *spec)
     n_rules++;
 }
 
+static char *
+keep(char *buf, size_t size, const char *text)
+{
+    if (strlen(text) >= size) {
+        shim_die("setting (too long)", text);
+    }
+    strcpy(buf, text);
+    return buf;
+}
+
 __attribute__((constructor)) static void
 shim_init(void)
 {
     const char *spec = getenv("IOH_FAULT");
     const char *paths = getenv("IOH_FAULT_PATH");
     const char *fdlist = getenv("IOH_FAULT_FD");
+    /* Static copies for strtok_r: no allocation for LeakSanitizer to report. */
+    static char bufs[3][4096];
     char *copy, *save = NULL, *tok;
 
     log_path = getenv("IOH_FAULT_LOG");
     trace_path = getenv("IOH_FAULT_TRACE");
     if (paths && *paths) {
-        copy = strdup(paths);
+        copy = keep(bufs[0], sizeof(bufs[0]), paths);
         for (tok = strtok_r(copy, "|", &save); tok && n_patterns < MAX_PATTERNS;
              tok = strtok_r(NULL, "|", &save)) {
             patterns[n_patterns++] = tok;
         }
     }
     if (fdlist && *fdlist) {
-        copy = strdup(fdlist);
+        copy = keep(bufs[1], sizeof(bufs[1]), fdlist);
         save = NULL;
         for (tok = strtok_r(copy, ",", &save); tok && n_fds < MAX_FDS;
              tok = strtok_r(NULL, ",", &save)) {
@@ -214,7 +226,7 @@ shim_init(void)
         }
     }
     if (spec && *spec) {
-        copy = strdup(spec);
+        copy = keep(bufs[2], sizeof(bufs[2]), spec);
         save = NULL;
         for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             parse_rule(tok);

@@ -294,7 +294,11 @@ test_errors(void)
     expect_refused(fd, IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_NOHELPER, "not an executable");
     g_setenv("IOHELPER_PATH", dir, TRUE);
     expect_refused(fd, IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_NOHELPER, "not an executable");
-    g_setenv("IOHELPER_PATH", saved_env, TRUE);
+    if (saved_env) {
+        g_setenv("IOHELPER_PATH", saved_env, TRUE);
+    } else {
+        g_unsetenv("IOHELPER_PATH");
+    }
 
     /* NULL wraps are errors, not crashes. */
     g_assert_false(ioh_wrap_finish(NULL, &error));
@@ -475,8 +479,20 @@ test_no_fd_leak(void)
         g_assert_no_error(error);
         pid = ioh_wrap_get_pid(wrap);
         g_assert_cmpint(pid, >, 0);
-        /* The helper waits on its pipe: it is alive while we look. */
-        fds = list_fds(pid);
+        /* The helper waits on its pipe: it is alive while we look. Starting up it may
+         * hold a passing fd of its own (/proc/sys/fs/pipe-max-size): a leak stays. */
+        for (int tries = 0; tries < 100; tries++) {
+            g_clear_pointer(&fds, g_list_free);
+            fds = list_fds(pid);
+            if (g_list_length(fds) == 4 && GPOINTER_TO_INT(g_list_last(fds)->data) == 3) {
+                break;
+            }
+            g_usleep(10000);
+        }
+        for (GList *l = fds; l; l = l->next) {
+            g_autofree char *t = fd_target(pid, GPOINTER_TO_INT(l->data));
+            g_test_message("helper %d fd %d -> %s", (int)pid, GPOINTER_TO_INT(l->data), t);
+        }
         g_assert_cmpuint(g_list_length(fds), ==, 4);
         for (int i = 0; i < 4; i++) {
             g_assert_cmpint(GPOINTER_TO_INT(g_list_nth_data(fds, (guint)i)), ==, i);

@@ -206,6 +206,7 @@ static gboolean
 write_all(IohCopy *c, const char *buf, gsize len, GError **error)
 {
     IohEnd *dst = c->dst;
+    const char *start = buf;
 
     while (len > 0) {
         gsize chunk = len;
@@ -234,6 +235,15 @@ write_all(IohCopy *c, const char *buf, gsize len, GError **error)
             if (errno == EAGAIN) {
                 if (!wait_ready(c, dst->fd, POLLOUT)) {
                     return TRUE;    /* stopped: the caller finds the ring's error */
+                }
+                continue;
+            }
+            if (errno == EINVAL && dst->direct && c->stats->bytes + (guint64)(buf - start) > 0) {
+                /* O_DIRECT worked until now: the kernel clipped this write to an
+                 * unaligned length (RLIMIT_FSIZE, the file system's size limit). Retry
+                 * through the page cache to get the real error (EFBIG) or finish. */
+                if (!ioh_end_set_direct(dst, FALSE, error)) {
+                    return FALSE;
                 }
                 continue;
             }

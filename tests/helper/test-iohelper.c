@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pty.h>
+
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -136,6 +138,34 @@ run_drained(char **argv, int in_fd, const char *dst, char **ret_err)
     close(p[1]);
     g_thread_join(t);
     return ioht_exit_code(status);
+}
+
+/* Starts @argv with @fd0 as its stdin and @fd2 (if >= 0) as its stderr, for tests that
+ * talk to the helper while it runs. */
+static pid_t
+spawn_helper(char **argv, int fd0, int fd2)
+{
+    pid_t pid = fork();
+
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        dup2(fd0, 0);
+        if (fd2 >= 0) {
+            dup2(fd2, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int
+wait_exit_code(pid_t pid)
+{
+    int st;
+
+    g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
+    return ioht_exit_code(st);
 }
 
 static char *
@@ -334,13 +364,7 @@ test_pipe_size(gconstpointer data)
     want = MIN(want, (guint)atoi(max_text));
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
     g_assert_cmpint(fcntl(p[1], F_GETPIPE_SZ), ==, 65536);
-    pid = fork();
-    g_assert_cmpint(pid, >=, 0);
-    if (pid == 0) {
-        dup2(p[0], 0);
-        execv(argv[0], argv);
-        _exit(127);
-    }
+    pid = spawn_helper(argv, p[0], -1);
     close(p[0]);
     /* Once the helper has read a first byte it has sized the pipe. */
     g_assert_cmpint(write(p[1], "x", 1), ==, 1);
@@ -349,11 +373,7 @@ test_pipe_size(gconstpointer data)
     }
     size = fcntl(p[1], F_GETPIPE_SZ);
     close(p[1]);
-    {
-        int st;
-        g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
-        g_assert_cmpint(ioht_exit_code(st), ==, 0);
-    }
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
     g_assert_cmpint(size, ==, (int)want);
     g_unlink(img);
 }
@@ -892,15 +912,9 @@ test_second_writer_refused(void)
     g_autofree char *err = NULL;
     int p[2];
     pid_t pid;
-    int st;
 
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-    pid = fork();
-    if (pid == 0) {
-        dup2(p[0], 0);
-        execv(first[0], first);
-        _exit(127);
-    }
+    pid = spawn_helper(first, p[0], -1);
     close(p[0]);
     g_assert_cmpint(write(p[1], "abc", 3), ==, 3);
     /* wait until the first helper holds its lock: it has created the file */
@@ -910,10 +924,131 @@ test_second_writer_refused(void)
     g_usleep(100000);
     g_assert_cmpint(ioht_exit_code(ioht_run(second, -1, -1, &err)), ==, 1);
     close(p[1]);
-    g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
-    g_assert_cmpint(ioht_exit_code(st), ==, 0);
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
     assert_one_line(err, "in use by another iohelper");
     g_unlink(img);
+}
+
+/* --progress redraws a dd-style line on a terminal (and stays silent elsewhere). */
+static void
+test_progress_tty(void)
+{
+    g_autofree char *src = wpath("pg-src");
+    g_autofree char *img = wpath("pg-img");
+    const char *opts[] = { "--progress", "--status-interval=10", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autoptr(GString) screen = g_string_new(NULL);
+    int master, slave, p[2];
+    PumpJob job;
+    GThread *t;
+    pid_t pid;
+    char buf[4096];
+    gssize n;
+
+    ioht_write_random_file(src, 64 * MiB, 14);
+    g_assert_cmpint(openpty(&master, &slave, NULL, NULL, NULL), ==, 0);
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    pid = spawn_helper(argv, p[0], slave);
+    close(p[0]);
+    close(slave);
+    job = (PumpJob){ .path = src, .fd = p[1] };
+    t = g_thread_new("feed", feed_thread, &job);
+    /* read the terminal until the helper closes it (EIO once the slave is gone) */
+    while ((n = read(master, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) {
+            g_string_append_len(screen, buf, n);
+        }
+    }
+    g_thread_join(t);
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
+    close(master);
+    g_test_message("terminal: %s", screen->str);
+    g_assert_nonnull(strstr(screen->str, "\r67108864 bytes (0.1 GB, 0.1 GiB) copied"));
+    g_assert_nonnull(strstr(screen->str, "synced"));
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* --record appends one JSON line per copy saying what was done. */
+static void
+test_record(void)
+{
+    g_autofree char *src = wpath("rc-src");
+    g_autofree char *img = wpath("rc-img");
+    g_autofree char *rec = wpath("rc-record");
+    g_autofree char *opt = g_strdup_printf("--record=%s", rec);
+    const char *opts[] = { opt, "--fadvise", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autofree char *text = NULL;
+    JsonObject *o;
+
+    ioht_write_random_file(src, 12345, 15);
+    g_assert_cmpint(run_fed(argv, src, -1, NULL), ==, 0);
+    g_assert_true(g_file_get_contents(rec, &text, NULL, NULL));
+    g_assert_true(json_parser_load_from_data(parser, text, -1, NULL));
+    o = json_node_get_object(json_parser_get_root(parser));
+    g_assert_cmpstr(json_object_get_string_member(o, "mode"), ==, "fadvise");
+    g_assert_cmpstr(json_object_get_string_member(o, "direction"), ==, "save");
+    g_assert_cmpstr(json_object_get_string_member(o, "form"), ==, "standalone");
+    g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, 12345);
+    g_assert_true(json_object_get_boolean_member(o, "ok"));
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(rec);
+}
+
+/* O_DIRECT needs an aligned start: an unaligned --offset is refused up front. */
+static void
+test_direct_unaligned_offset(void)
+{
+    g_autofree char *src = wpath("uo-src");
+    g_autofree char *img = wpath("uo-img");
+    const char *opts[] = { "--direct", "--offset=100", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autofree char *err = NULL;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, 8192, 16);
+    g_assert_cmpint(run_fed(argv, src, -1, &err), ==, 1);
+    assert_one_line(err, "not a multiple of");
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* Out of space in libvirt's form: both helpers fail with exit 1, ours names the cause. */
+static void
+test_libvirt_enospc_as_stock(void)
+{
+    g_autofree char *mnt = NULL;
+    g_autofree char *src = wpath("lvn-src");
+    int rc[2];
+
+    if (skip_unless_stock()) {
+        return;
+    }
+    mnt = mount_scratch("tmpfs", "size=1m");
+    if (!mnt) {
+        return;
+    }
+    ioht_write_random_file(src, 3 * MiB, 17);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *img = g_strdup_printf("%s/img%d", mnt, i);
+        g_autofree char *err = NULL;
+        rc[i] = libvirt_save(i ? ioht_helper_path() : STOCK_HELPER, src, img, FALSE, &err);
+        if (i == 1) {
+            g_autofree char *want = g_strdup_printf("iohelper: failure with %s: write %s: "
+                                                    "No space left on device\n", img, img);
+            g_assert_cmpstr(err, ==, want);
+        }
+        g_unlink(img);
+    }
+    unmount_scratch(mnt);
+    g_assert_cmpint(rc[0], ==, 1);
+    g_assert_cmpint(rc[1], ==, rc[0]);
+    g_unlink(src);
 }
 
 static void
@@ -976,6 +1111,10 @@ main(int argc, char **argv)
     g_test_add_func("/helper/cli/stats", test_stats);
     g_test_add_func("/helper/cli/status-fd", test_status_fd);
     g_test_add_func("/helper/lock/second-writer-refused", test_second_writer_refused);
+    g_test_add_func("/helper/cli/progress-on-a-terminal", test_progress_tty);
+    g_test_add_func("/helper/cli/record", test_record);
+    g_test_add_func("/helper/direct/unaligned-offset-refused", test_direct_unaligned_offset);
+    g_test_add_func("/helper/libvirt/enospc-as-stock", test_libvirt_enospc_as_stock);
 
     rc = g_test_run();
     ioht_workdir_remove(workdir);

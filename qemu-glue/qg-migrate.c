@@ -389,8 +389,10 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
             /* A dead helper makes QEMU fail with EPIPE: say what really happened. */
             g_clear_pointer(&relay, qg_relay_free);
             if (!ioh_wrap_finish(wrap, &herr)) {
-                g_set_error(error, herr->domain, herr->code, "save failed: %s (QEMU: %s)",
-                            herr->message, qerr->message);
+                const char *q = strstr(qerr->message, "QEMU says: ");
+                g_set_error(error, herr->domain, herr->code,
+                            "save failed: %s; QEMU then reported: %s", herr->message,
+                            q ? q + strlen("QEMU says: ") : qerr->message);
                 g_error_free(qerr);
             } else {
                 g_propagate_error(error, qerr);

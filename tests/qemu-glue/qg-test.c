@@ -52,6 +52,7 @@ qgt_qemu_start(const char *data_file, gboolean incoming)
     q->sockdir = g_dir_make_tmp("qgt-XXXXXX", &error);
     g_assert_no_error(error);
     q->sock = g_build_filename(q->sockdir, "qmp.sock", NULL);
+    q->test_sock = g_build_filename(q->sockdir, "test.sock", NULL);
     g_ptr_array_add(argv, g_strdup(qgt_qemu_binary()));
     g_ptr_array_add(argv, g_strdup("-machine"));
     g_ptr_array_add(argv, g_strdup("pc,accel=tcg"));
@@ -63,6 +64,8 @@ qgt_qemu_start(const char *data_file, gboolean incoming)
     g_ptr_array_add(argv, g_strdup("-S"));
     g_ptr_array_add(argv, g_strdup("-qmp"));
     g_ptr_array_add(argv, g_strdup_printf("unix:%s,server=on,wait=off", q->sock));
+    g_ptr_array_add(argv, g_strdup("-qmp"));
+    g_ptr_array_add(argv, g_strdup_printf("unix:%s,server=on,wait=off", q->test_sock));
     g_ptr_array_add(argv, g_strdup("-device"));
     g_ptr_array_add(argv, g_strdup_printf("loader,file=%s,addr=0x%x,force-raw=on",
                                           data_file, QGT_DATA_ADDR));
@@ -71,16 +74,17 @@ qgt_qemu_start(const char *data_file, gboolean incoming)
         g_ptr_array_add(argv, g_strdup("defer"));
     }
     g_ptr_array_add(argv, NULL);
-    g_assert_true(g_spawn_async(NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+    g_assert_true(g_spawn_async(NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
                                 die_with_parent, NULL, &q->pid, &error));
     g_assert_no_error(error);
 
     deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-    while (!g_file_test(q->sock, G_FILE_TEST_EXISTS)) {
+    while (!g_file_test(q->sock, G_FILE_TEST_EXISTS) ||
+           !g_file_test(q->test_sock, G_FILE_TEST_EXISTS)) {
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
         g_usleep(20000);
     }
-    q->qmp = qg_qmp_connect(q->sock, 0, &error);
+    q->qmp = qg_qmp_connect(q->test_sock, 0, &error);
     g_assert_no_error(error);
     return q;
 }
@@ -98,8 +102,10 @@ qgt_qemu_stop(QgtQemu *q)
         g_spawn_close_pid(q->pid);
     }
     g_unlink(q->sock);
+    g_unlink(q->test_sock);
     g_rmdir(q->sockdir);
     g_free(q->sock);
+    g_free(q->test_sock);
     g_free(q->sockdir);
     g_free(q);
 }

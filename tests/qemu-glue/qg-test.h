@@ -14,8 +14,9 @@ G_BEGIN_DECLS
 typedef struct {
     GPid pid;
     char *sockdir;   /* short, in /tmp: unix socket paths are limited to 107 bytes */
-    char *sock;
-    QgQmp *qmp;      /* the test's own connection */
+    char *sock;      /* the QMP socket for the tool under test */
+    char *test_sock; /* a second QMP monitor, for the test (a QMP socket takes one client) */
+    QgQmp *qmp;      /* the test's connection, on test_sock */
 } QgtQemu;
 
 /* The emulator, or NULL (the caller skips). */

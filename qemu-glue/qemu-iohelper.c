@@ -4,6 +4,8 @@
  *                         [--max-bandwidth=MIB] [--progress] [--stats[=text|json]]
  *   qemu-iohelper restore --qmp SOCK FILE [--bypass-cache[=direct|fadvise]]
  *                         [--progress] [--stats[=text|json]]
+ *   qemu-iohelper qmp     --qmp SOCK COMMAND [ARGS-JSON] [--wait-migration]
+ *                         (runs one QMP command, prints its return value as JSON)
  *
  * Only this file prints and exits. Exit status: 0 success, 1 failure, 2 usage.
  */
@@ -26,6 +28,7 @@ typedef struct {
     char *stats;           /* NULL, "text" or "json" */
     gint64 max_bandwidth_mib;
     gint timeout_s;
+    gboolean wait_migration;
     gboolean tty;
     gboolean drew;
 } Opts;
@@ -81,6 +84,8 @@ static const GOptionEntry entries[] = {
       "show bytes on disk, MiB/s and ETA on stderr", NULL },
     { "stats", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_stats,
       "print a summary at the end on stdout (text or json)", "FORMAT" },
+    { "wait-migration", 0, 0, G_OPTION_ARG_NONE, &opts.wait_migration,
+      "qmp: then wait for the migration to end; print its status and seconds", NULL },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &opts.timeout_s,
       "seconds to wait for any one QMP reply (default 120)", "S" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
@@ -144,10 +149,77 @@ print_stats(const char *what, const char *file, const QgMigrateStats *s)
     fflush(stdout);
 }
 
+static char *
+node_to_json(JsonNode *node)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+
+    json_generator_set_root(gen, node);
+    return json_generator_to_data(gen, NULL);
+}
+
+/* `qmp COMMAND [ARGS]`: a QMP shell for scripts (the demo and its benchmark). */
+static int
+run_qmp(QgQmp *qmp, const char *command, const char *args_json)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) ret = NULL;
+    g_autofree char *text = NULL;
+    JsonObject *args = NULL;
+    gint64 start;
+
+    if (args_json) {
+        JsonNode *root;
+        if (!json_parser_load_from_data(parser, args_json, -1, &err) ||
+            !(root = json_parser_get_root(parser)) || !JSON_NODE_HOLDS_OBJECT(root)) {
+            fprintf(stderr, "qemu-iohelper: arguments must be a JSON object: %s\n",
+                    err ? err->message : args_json);
+            return 2;
+        }
+        args = json_node_get_object(root);
+    }
+    start = g_get_monotonic_time();
+    ret = qg_qmp_execute(qmp, command, args, &err);
+    if (!ret) {
+        fprintf(stderr, "qemu-iohelper: %s\n", err->message);
+        return 1;
+    }
+    text = node_to_json(ret);
+    if (!opts.wait_migration) {
+        printf("%s\n", text);
+        return 0;
+    }
+    for (;;) {
+        g_autoptr(JsonObject) ev = qg_qmp_next_event(qmp, 1000, &err);
+        JsonNode *data;
+        const char *st;
+
+        if (err) {
+            fprintf(stderr, "qemu-iohelper: %s\n", err->message);
+            return 1;
+        }
+        if (!ev || !g_str_equal(json_object_get_string_member_with_default(ev, "event", ""),
+                                "MIGRATION")) {
+            continue;
+        }
+        data = json_object_get_member(ev, "data");
+        st = data && JSON_NODE_HOLDS_OBJECT(data)
+            ? json_object_get_string_member_with_default(json_node_get_object(data),
+                                                         "status", "") : "";
+        if (g_str_equal(st, "completed") || g_str_equal(st, "failed") ||
+            g_str_equal(st, "cancelled")) {
+            printf("{\"status\":\"%s\",\"seconds\":%.3f}\n", st,
+                   (g_get_monotonic_time() - start) / 1e6);
+            return g_str_equal(st, "completed") ? 0 : 1;
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GOptionContext) ctx = g_option_context_new("save|restore FILE");
+    g_autoptr(GOptionContext) ctx = g_option_context_new("save|restore FILE | qmp COMMAND [ARGS]");
     g_autoptr(GError) err = NULL;
     g_autoptr(QgQmp) qmp = NULL;
     QgMigrateOptions mopts = { 0 };
@@ -165,7 +237,10 @@ main(int argc, char **argv)
         fprintf(stderr, "qemu-iohelper: %s\n", err->message);
         return 2;
     }
-    if (argc != 3 || (!g_str_equal(argv[1], "save") && !g_str_equal(argv[1], "restore"))) {
+    if (argc >= 3 && argc <= 4 && g_str_equal(argv[1], "qmp")) {
+        /* checked below */
+    } else if (argc != 3 ||
+               (!g_str_equal(argv[1], "save") && !g_str_equal(argv[1], "restore"))) {
         fprintf(stderr, "qemu-iohelper: usage: qemu-iohelper save|restore --qmp SOCK FILE "
                 "(see --help)\n");
         return 2;
@@ -186,6 +261,9 @@ main(int argc, char **argv)
     if (!qmp) {
         fprintf(stderr, "qemu-iohelper: %s\n", err->message);
         return 1;
+    }
+    if (g_str_equal(cmd, "qmp")) {
+        return run_qmp(qmp, argv[2], argc == 4 ? argv[3] : NULL);
     }
     mopts.cache = opts.cache;
     mopts.live = opts.live;

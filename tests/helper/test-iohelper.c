@@ -1,0 +1,1123 @@
+/* test-iohelper.c - the iohelper binary, end to end: real pipes, real files on ext4,
+ * O_DIRECT, the libvirt form side by side with the stock libvirt_iohelper, and every
+ * error a user can hit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <pty.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "ioh-test.h"
+
+#define STOCK_HELPER "/usr/lib/libvirt/libvirt_iohelper"
+#define MiB (1024 * 1024)
+
+static char *workdir;
+static gboolean have_direct;
+
+/* ---- plumbing: a producer and a consumer on real pipes, like QEMU ---- */
+
+typedef struct {
+    char *path;
+    int fd;
+} PumpJob;
+
+/* Writes a file into a pipe with write() of 1 MiB, as QEMU does, then closes it. */
+static gpointer
+feed_thread(gpointer data)
+{
+    PumpJob *job = data;
+    g_autofree char *buf = g_malloc(MiB);
+    int in = open(job->path, O_RDONLY | O_CLOEXEC);
+    gssize n;
+
+    g_assert_cmpint(in, >=, 0);
+    while ((n = read(in, buf, MiB)) > 0) {
+        char *p = buf;
+        while (n > 0) {
+            gssize w = write(job->fd, p, (gsize)n);
+            if (w < 0 && errno == EINTR) {
+                continue;
+            }
+            if (w < 0) {
+                goto out;    /* the helper went away; its exit status tells why */
+            }
+            p += w;
+            n -= w;
+        }
+    }
+out:
+    close(in);
+    close(job->fd);
+    return NULL;
+}
+
+/* Reads a pipe to EOF into a file. */
+static gpointer
+drain_thread(gpointer data)
+{
+    PumpJob *job = data;
+    g_autofree char *buf = g_malloc(MiB);
+    int out = open(job->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    gssize n;
+
+    g_assert_cmpint(out, >=, 0);
+    while ((n = read(job->fd, buf, MiB)) != 0) {
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        g_assert_cmpint(n, >, 0);
+        g_assert_cmpint(write(out, buf, (gsize)n), ==, n);
+    }
+    close(out);
+    close(job->fd);
+    return NULL;
+}
+
+static char **
+helper_argv(const char *prog, const char *const *opts, const char *a, const char *b)
+{
+    GPtrArray *v = g_ptr_array_new();
+
+    g_ptr_array_add(v, g_strdup(prog));
+    for (; opts && *opts; opts++) {
+        if (**opts) {    /* "" stands for "no option", e.g. the buffered mode */
+            g_ptr_array_add(v, g_strdup(*opts));
+        }
+    }
+    g_ptr_array_add(v, g_strdup(a));
+    g_ptr_array_add(v, g_strdup(b));
+    g_ptr_array_add(v, NULL);
+    return (char **)g_ptr_array_free(v, FALSE);
+}
+
+/* Runs @argv with a producer feeding @src into its stdin through a pipe, and its
+ * stdout on @out_fd. Returns the exit code. */
+static int
+run_fed(char **argv, const char *src, int out_fd, char **ret_err)
+{
+    int p[2];
+    PumpJob job;
+    GThread *t;
+    int status;
+
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    job = (PumpJob){ .path = (char *)src, .fd = p[1] };
+    t = g_thread_new("feed", feed_thread, &job);
+    status = ioht_run(argv, p[0], out_fd, ret_err);
+    close(p[0]);
+    g_thread_join(t);
+    return ioht_exit_code(status);
+}
+
+/* Runs @argv with its stdout on a pipe drained into @dst, stdin on @in_fd. */
+static int
+run_drained(char **argv, int in_fd, const char *dst, char **ret_err)
+{
+    int p[2];
+    PumpJob job;
+    GThread *t;
+    int status;
+
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    job = (PumpJob){ .path = (char *)dst, .fd = p[0] };
+    t = g_thread_new("drain", drain_thread, &job);
+    status = ioht_run(argv, in_fd, p[1], ret_err);
+    close(p[1]);
+    g_thread_join(t);
+    return ioht_exit_code(status);
+}
+
+/* Starts @argv with @fd0 as its stdin and @fd2 (if >= 0) as its stderr, for tests that
+ * talk to the helper while it runs. */
+static pid_t
+spawn_helper(char **argv, int fd0, int fd2)
+{
+    pid_t pid = fork();
+
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        dup2(fd0, 0);
+        if (fd2 >= 0) {
+            dup2(fd2, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int
+wait_exit_code(pid_t pid)
+{
+    int st;
+
+    g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
+    return ioht_exit_code(st);
+}
+
+static char *
+wpath(const char *name)
+{
+    return g_build_filename(workdir, name, NULL);
+}
+
+static guint64
+file_size(const char *path)
+{
+    struct stat st;
+
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    return (guint64)st.st_size;
+}
+
+/* Bytes of @path now in the page cache (mincore). */
+static guint64
+cached_bytes(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    guint64 size = file_size(path), n = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    g_autofree unsigned char *vec = NULL;
+    void *map;
+
+    g_assert_cmpint(fd, >=, 0);
+    if (size == 0) {
+        close(fd);
+        return 0;
+    }
+    map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    g_assert_true(map != MAP_FAILED);
+    vec = g_malloc((size + page - 1) / page);
+    g_assert_cmpint(mincore(map, size, vec), ==, 0);
+    for (guint64 i = 0; i < (size + page - 1) / page; i++) {
+        n += vec[i] & 1;
+    }
+    munmap(map, size);
+    close(fd);
+    return n * page;
+}
+
+static gboolean
+skip_unless_direct(void)
+{
+    if (!have_direct) {
+        g_test_skip("the test folder's file system refuses O_DIRECT");
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static gboolean
+skip_unless_root(void)
+{
+    if (geteuid() != 0) {
+        g_test_skip("needs root (mount, loop devices)");
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* ---- round trips ---- */
+
+typedef struct {
+    const char *mode;    /* "", "--direct", "--fadvise" */
+    guint64 size;
+} RoundTrip;
+
+static void
+test_roundtrip(gconstpointer data)
+{
+    const RoundTrip *rt = data;
+    g_autofree char *src = wpath("rt-src");
+    g_autofree char *img = wpath("rt-img");
+    g_autofree char *back = wpath("rt-back");
+    const char *opts[] = { rt->mode, NULL };
+    g_auto(GStrv) save = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_auto(GStrv) restore = helper_argv(ioht_helper_path(), opts, img, "-");
+
+    if (g_str_equal(rt->mode, "--direct") && skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, rt->size, (guint32)rt->size);
+    g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
+    g_assert_cmpuint(file_size(img), ==, rt->size);
+    g_assert_true(ioht_files_equal(src, img));
+    g_assert_cmpint(run_drained(restore, -1, back, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(src, back));
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(back);
+}
+
+/* A file-to-file copy works too. */
+static void
+test_file_to_file(void)
+{
+    g_autofree char *src = wpath("ff-src");
+    g_autofree char *dst = wpath("ff-dst");
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, src, dst);
+
+    ioht_write_random_file(src, 3 * MiB + 7, 7);
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, -1, NULL)), ==, 0);
+    g_assert_true(ioht_files_equal(src, dst));
+    g_unlink(src);
+    g_unlink(dst);
+}
+
+/* fd:N operands: the helper uses inherited fds. */
+static void
+test_fd_operands(void)
+{
+    g_autofree char *src = wpath("fd-src");
+    g_autofree char *dst = wpath("fd-dst");
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, "fd:0", "fd:1");
+    int in, out;
+
+    ioht_write_random_file(src, MiB + 1, 8);
+    in = open(src, O_RDONLY | O_CLOEXEC);
+    out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, in, out, NULL)), ==, 0);
+    close(in);
+    close(out);
+    g_assert_true(ioht_files_equal(src, dst));
+    g_unlink(src);
+    g_unlink(dst);
+}
+
+/* --offset keeps what precedes the stream; --length delivers exactly that much, and a
+ * stream shorter than --length is an error, never a short success. */
+static void
+test_offset_length(gconstpointer data)
+{
+    const char *mode = data;
+    g_autofree char *src = wpath("ol-src");
+    g_autofree char *img = wpath("ol-img");
+    g_autofree char *back = wpath("ol-back");
+    g_autofree char *junk = wpath("ol-junk");
+    const guint64 size = 5 * MiB + 333;
+    const char *save_opts[] = { "--offset=4096", mode, NULL };
+    const char *restore_opts[] = { "--offset=4096", "--length=5243213", mode, NULL };
+    const char *too_much[] = { "--offset=4096", "--length=6M", mode, NULL };
+    g_auto(GStrv) save = helper_argv(ioht_helper_path(), save_opts, "-", img);
+    g_auto(GStrv) restore = helper_argv(ioht_helper_path(), restore_opts, img, "-");
+    g_auto(GStrv) restore_long = helper_argv(ioht_helper_path(), too_much, img, "-");
+    g_autofree char *head = g_strnfill(4096, 'H');
+    g_autofree char *contents = NULL;
+    g_autofree char *err = NULL;
+    gsize len;
+    int fd;
+
+    if (g_str_equal(mode, "--direct") && skip_unless_direct()) {
+        return;
+    }
+    g_assert_true(g_file_set_contents(img, head, 4096, NULL));
+    ioht_write_random_file(src, size, 11);
+    g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
+    g_assert_cmpuint(file_size(img), ==, 4096 + size);
+    g_assert_true(g_file_get_contents(img, &contents, &len, NULL));
+    g_assert_cmpmem(contents, 4096, head, 4096);
+
+    /* Bytes after the stream must not reach the reader. */
+    fd = open(img, O_WRONLY | O_APPEND | O_CLOEXEC);
+    g_assert_cmpint(write(fd, "TRAILING", 8), ==, 8);
+    close(fd);
+    g_assert_cmpint(run_drained(restore, -1, back, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(src, back));
+
+    g_assert_cmpint(run_drained(restore_long, -1, junk, &err), ==, 1);
+    g_assert_nonnull(strstr(err, "stream ended after"));
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(back);
+    g_unlink(junk);
+}
+
+/* ---- pipes ---- */
+
+/* The helper raises the pipe it reads to 1 MiB (or the size asked), seen from our end. */
+static void
+test_pipe_size(gconstpointer data)
+{
+    const char *opt = data;
+    guint want = *opt ? 256 * 1024 : MiB;
+    g_autofree char *img = wpath("ps-img");
+    const char *opts[] = { opt, NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autofree char *max_text = NULL;
+    int p[2], size;
+    pid_t pid;
+
+    g_assert_true(g_file_get_contents("/proc/sys/fs/pipe-max-size", &max_text, NULL, NULL));
+    want = MIN(want, (guint)atoi(max_text));
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    g_assert_cmpint(fcntl(p[1], F_GETPIPE_SZ), ==, 65536);
+    pid = spawn_helper(argv, p[0], -1);
+    close(p[0]);
+    /* Once the helper has read a first byte it has sized the pipe. */
+    g_assert_cmpint(write(p[1], "x", 1), ==, 1);
+    for (int i = 0; i < 200 && fcntl(p[1], F_GETPIPE_SZ) != (int)want; i++) {
+        g_usleep(10000);
+    }
+    size = fcntl(p[1], F_GETPIPE_SZ);
+    close(p[1]);
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
+    g_assert_cmpint(size, ==, (int)want);
+    g_unlink(img);
+}
+
+/* ---- the libvirt form, side by side with the stock helper ---- */
+
+static gboolean
+skip_unless_stock(void)
+{
+    if (!g_file_test(STOCK_HELPER, G_FILE_TEST_IS_EXECUTABLE)) {
+        g_test_skip(STOCK_HELPER " is missing (Debian package libvirt-daemon)");
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* libvirt's save: without O_DIRECT it writes its own header, then hands the fd to the
+ * helper, which appends the stream from the fd's position. With O_DIRECT it spawns the
+ * helper on the empty file and sends its header through the pipe (libvirt 9.0's helper
+ * refuses anything else: "O_DIRECT write needs empty seekable file"). */
+static int
+libvirt_save(const char *prog, const char *src, const char *img, gboolean direct,
+             char **ret_err)
+{
+    g_auto(GStrv) argv = helper_argv(prog, NULL, img, "1");
+    g_autofree char *head = g_strnfill(4096, 'L');
+    int fd = open(img, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int rc;
+
+    g_assert_cmpint(fd, >=, 0);
+    if (direct) {
+        g_assert_cmpint(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT), ==, 0);
+    } else {
+        g_assert_cmpint(write(fd, head, 4096), ==, 4096);
+    }
+    rc = run_fed(argv, src, fd, ret_err);
+    close(fd);
+    return rc;
+}
+
+static int
+libvirt_restore(const char *prog, const char *img, const char *back, gboolean direct,
+                char **ret_err)
+{
+    g_auto(GStrv) argv = helper_argv(prog, NULL, img, "0");
+    int fd = open(img, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+    int rc;
+
+    g_assert_cmpint(fd, >=, 0);
+    if (!direct) {
+        g_assert_cmpint(lseek(fd, 4096, SEEK_SET), ==, 4096);
+    }
+    rc = run_drained(argv, fd, back, ret_err);
+    close(fd);
+    return rc;
+}
+
+static void
+test_libvirt_same_bytes(gconstpointer data)
+{
+    gboolean direct = GPOINTER_TO_INT(data);
+    g_autofree char *src = wpath("lv-src");
+    g_autofree char *ours = wpath("lv-ours");
+    g_autofree char *stock = wpath("lv-stock");
+    g_autofree char *ours_back = wpath("lv-ours-back");
+    g_autofree char *stock_back = wpath("lv-stock-back");
+
+    if (skip_unless_stock() || (direct && skip_unless_direct())) {
+        return;
+    }
+    ioht_write_random_file(src, 9 * MiB + 4097, 21);
+    g_assert_cmpint(libvirt_save(ioht_helper_path(), src, ours, direct, NULL), ==, 0);
+    g_assert_cmpint(libvirt_save(STOCK_HELPER, src, stock, direct, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(ours, stock));
+    g_assert_cmpuint(file_size(ours), ==, (direct ? 0 : 4096) + 9 * MiB + 4097);
+    g_assert_cmpint(libvirt_restore(ioht_helper_path(), ours, ours_back, direct, NULL), ==, 0);
+    g_assert_cmpint(libvirt_restore(STOCK_HELPER, stock, stock_back, direct, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(ours_back, stock_back));
+    g_assert_true(ioht_files_equal(ours_back, src));
+    g_unlink(src);
+    g_unlink(ours);
+    g_unlink(stock);
+    g_unlink(ours_back);
+    g_unlink(stock_back);
+}
+
+/* Both helpers refuse a read-write fd and a closed fd, with a non-zero exit and a
+ * "failure with PATH" line. */
+static void
+test_libvirt_same_failures(void)
+{
+    const char *progs[] = { STOCK_HELPER, NULL };
+    g_autofree char *img = wpath("lvf-img");
+    int stock_rc[2], our_rc[2];
+
+    if (skip_unless_stock()) {
+        return;
+    }
+    progs[1] = ioht_helper_path();
+    g_assert_true(g_file_set_contents(img, "data", 4, NULL));
+    for (int i = 0; i < 2; i++) {
+        g_auto(GStrv) rw = helper_argv(progs[i], NULL, img, "0");
+        g_auto(GStrv) closed = helper_argv(progs[i], NULL, img, "7");
+        g_autofree char *err1 = NULL;
+        g_autofree char *err2 = NULL;
+        int fd = open(img, O_RDWR | O_CLOEXEC);
+        int *rc = i == 0 ? stock_rc : our_rc;
+
+        rc[0] = ioht_exit_code(ioht_run(rw, fd, -1, &err1));
+        close(fd);
+        rc[1] = ioht_exit_code(ioht_run(closed, -1, -1, &err2));
+        g_assert_nonnull(strstr(err1, "failure with"));
+        g_assert_nonnull(strstr(err2, "failure with"));
+        if (i == 1) {
+            g_assert_true(g_str_has_prefix(err1, "iohelper: failure with "));
+            g_assert_nonnull(strstr(err1, "read-write"));
+            g_assert_cmpint(strchr(err1, '\n') - err1, ==, (int)strlen(err1) - 1);
+        }
+    }
+    g_assert_cmpint(our_rc[0], ==, stock_rc[0]);
+    g_assert_cmpint(our_rc[1], ==, stock_rc[1]);
+    g_assert_cmpint(our_rc[0], ==, 1);
+    g_unlink(img);
+}
+
+/* ---- page cache: --direct and --fadvise leave (almost) nothing behind ---- */
+
+static void
+test_cache_left(gconstpointer data)
+{
+    const char *mode = data;
+    g_autofree char *src = wpath("pc-src");
+    g_autofree char *img = wpath("pc-img");
+    const char *opts[] = { mode, NULL };
+    g_auto(GStrv) save = helper_argv(ioht_helper_path(), opts, "-", img);
+    guint64 size = 96 * MiB + 100, cached;
+
+    if (g_str_equal(mode, "--direct") && skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, size, 5);
+    g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(src, img));
+    g_unlink(src);
+    /* compare reads the image through the cache: measure a fresh save instead */
+    g_unlink(img);
+    ioht_write_random_file(src, size, 5);
+    g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
+    cached = cached_bytes(img);
+    g_test_message("%s: %" G_GUINT64_FORMAT " KiB of %" G_GUINT64_FORMAT " KiB cached", mode,
+                   cached / 1024, size / 1024);
+    if (g_str_equal(mode, "--direct")) {
+        g_assert_cmpuint(cached, <=, 64 * 1024);    /* only the buffered tail */
+    } else {
+        g_assert_cmpuint(cached, <=, 24 * MiB);
+    }
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* ---- block devices: O_DIRECT with an unaligned tail, no padding written ---- */
+
+static void
+test_block_device(void)
+{
+    g_autofree char *backing = wpath("blk-backing");
+    g_autofree char *src = wpath("blk-src");
+    g_autofree char *back = wpath("blk-back");
+    g_autofree char *dev = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *contents = NULL;
+    const guint64 size = 3 * MiB + 1234;
+    gsize len;
+    int st;
+
+    if (skip_unless_root()) {
+        return;
+    }
+    ioht_write_random_file(src, size, 31);
+    {
+        int fd = open(backing, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_assert_cmpint(ftruncate(fd, 8 * MiB), ==, 0);
+        close(fd);
+    }
+    {
+        g_autofree char *cmd = g_strdup_printf("losetup --find --show %s", backing);
+        if (!g_spawn_command_line_sync(cmd, &out, NULL, &st, NULL) || st != 0) {
+            g_test_skip("losetup failed: no loop devices here");
+            g_unlink(backing);
+            g_unlink(src);
+            return;
+        }
+        dev = g_strstrip(g_strdup(out));
+    }
+    {
+        const char *opts[] = { "--direct", NULL };
+        g_auto(GStrv) save = helper_argv(ioht_helper_path(), opts, "-", dev);
+        const char *ropts[] = { "--direct", "--length=3146962", NULL };
+        g_auto(GStrv) restore = helper_argv(ioht_helper_path(), ropts, dev, "-");
+        int rc1 = run_fed(save, src, -1, NULL);
+        int rc2 = run_drained(restore, -1, back, NULL);
+        g_autofree char *cmd = g_strdup_printf("losetup -d %s", dev);
+        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
+        g_assert_cmpint(rc1, ==, 0);
+        g_assert_cmpint(rc2, ==, 0);
+    }
+    g_assert_true(ioht_files_equal(src, back));
+    /* The bytes past the stream stayed zero: the tail was not padded. */
+    g_assert_true(g_file_get_contents(backing, &contents, &len, NULL));
+    for (gsize i = size; i < size + 8192; i++) {
+        g_assert_cmpint(contents[i], ==, 0);
+    }
+    g_unlink(backing);
+    g_unlink(src);
+    g_unlink(back);
+}
+
+/* ---- errors: one line naming the file and the cause, non-zero exit ---- */
+
+static void
+assert_one_line(const char *err, const char *needle)
+{
+    g_assert_nonnull(err);
+    g_assert_true(g_str_has_prefix(err, "iohelper: "));
+    g_assert_nonnull(strstr(err, needle));
+    g_assert_nonnull(strchr(err, '\n'));
+    g_assert_cmpint(strchr(err, '\n') - err, ==, (int)strlen(err) - 1);
+}
+
+static void
+test_error_missing(void)
+{
+    g_autofree char *missing = wpath("no-such-file");
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, missing, "-");
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, -1, &err)), ==, 1);
+    assert_one_line(err, "open ");
+    g_assert_nonnull(strstr(err, missing));
+    g_assert_nonnull(strstr(err, "No such file or directory"));
+}
+
+static void
+test_error_directory(void)
+{
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, "-", workdir);
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, -1, &err)), ==, 1);
+    assert_one_line(err, workdir);
+    g_assert_nonnull(strstr(err, "Is a directory"));
+}
+
+static void
+drop_to_nobody(gpointer data)
+{
+    (void)data;
+    if (setgid(65534) < 0 || setuid(65534) < 0) {
+        _exit(126);
+    }
+}
+
+static void
+test_error_permission(void)
+{
+    g_autofree char *img = wpath("perm-img");
+    g_autofree char *err = NULL;
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, img, "-");
+    g_autoptr(GError) error = NULL;
+    int status;
+
+    g_assert_true(g_file_set_contents(img, "secret", 6, NULL));
+    g_assert_cmpint(chmod(img, 0600), ==, 0);
+    if (geteuid() == 0) {
+        /* root passes permission checks: run the helper as nobody */
+        g_assert_cmpint(chmod(workdir, 0755), ==, 0);
+        g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, drop_to_nobody, NULL,
+                                   NULL, &err, &status, &error));
+    } else {
+        g_assert_cmpint(chmod(img, 0), ==, 0);
+        status = ioht_run(argv, -1, -1, &err);
+    }
+    g_assert_cmpint(ioht_exit_code(status), ==, 1);
+    assert_one_line(err, "Permission denied");
+    g_assert_nonnull(strstr(err, img));
+    g_unlink(img);
+}
+
+/* Mounts a file system of @type on a new folder; returns it, or NULL after skipping. */
+static char *
+mount_scratch(const char *type, const char *opts)
+{
+    g_autofree char *dir = g_strdup_printf("%s/mnt-%s", workdir, type);
+
+    if (skip_unless_root()) {
+        return NULL;
+    }
+    g_mkdir_with_parents(dir, 0755);
+    if (mount(type, dir, type, 0, opts) < 0) {
+        g_autofree char *why = g_strdup_printf("cannot mount %s: %s", type, g_strerror(errno));
+        g_test_skip(why);
+        g_rmdir(dir);
+        return NULL;
+    }
+    return g_steal_pointer(&dir);
+}
+
+static void
+unmount_scratch(const char *dir)
+{
+    umount2(dir, MNT_DETACH);
+    g_rmdir(dir);
+}
+
+/* ramfs has no O_DIRECT: --direct says so at open, before reading the stream. */
+static void
+test_error_direct_refused(void)
+{
+    g_autofree char *mnt = mount_scratch("ramfs", NULL);
+    g_autofree char *src = wpath("dr-src");
+    g_autofree char *img = NULL;
+    g_autofree char *err = NULL;
+
+    if (!mnt) {
+        return;
+    }
+    img = g_build_filename(mnt, "img", NULL);
+    ioht_write_random_file(src, 100000, 3);
+    {
+        const char *opts[] = { "--direct", NULL };
+        g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+        g_assert_cmpint(run_fed(argv, src, -1, &err), ==, 1);
+    }
+    unmount_scratch(mnt);
+    assert_one_line(err, "O_DIRECT");
+    g_assert_nonnull(strstr(err, img));
+    g_unlink(src);
+}
+
+/* A full file system mid-copy: ENOSPC named, exit 1, never success. */
+static void
+test_error_enospc(gconstpointer data)
+{
+    const char *mode = data;
+    g_autofree char *mnt = mount_scratch("tmpfs", "size=2m");
+    g_autofree char *src = wpath("ns-src");
+    g_autofree char *img = NULL;
+    g_autofree char *err = NULL;
+    const char *opts[] = { mode, NULL };
+
+    if (!mnt) {
+        return;
+    }
+    img = g_build_filename(mnt, "img", NULL);
+    ioht_write_random_file(src, 5 * MiB, 4);
+    {
+        g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+        g_assert_cmpint(run_fed(argv, src, -1, &err), ==, 1);
+    }
+    unmount_scratch(mnt);
+    g_assert_nonnull(err);
+    if (strstr(err, "O_DIRECT")) {
+        g_test_skip("this kernel's tmpfs refuses O_DIRECT");
+        return;
+    }
+    assert_one_line(err, "No space left on device");
+    g_assert_nonnull(strstr(err, img));
+    g_unlink(src);
+}
+
+static void
+limit_fsize(gpointer data)
+{
+    struct rlimit rl = { .rlim_cur = 1 * MiB, .rlim_max = 1 * MiB };
+
+    (void)data;
+    setrlimit(RLIMIT_FSIZE, &rl);
+}
+
+/* Past RLIMIT_FSIZE: EFBIG, not death by SIGXFSZ. */
+static void
+test_error_efbig(void)
+{
+    g_autofree char *src = wpath("fb-src");
+    g_autofree char *img = wpath("fb-img");
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, src, img);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *err = NULL;
+    int status;
+
+    ioht_write_random_file(src, 3 * MiB, 9);
+    g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, limit_fsize, NULL, NULL,
+                               &err, &status, &error));
+    g_assert_cmpint(ioht_exit_code(status), ==, 1);
+    assert_one_line(err, "File too large");
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* The reader goes away: EPIPE named, exit 1 (SIGPIPE must not kill it silently). */
+static void
+test_error_epipe(void)
+{
+    g_autofree char *src = wpath("ep-src");
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, src, "-");
+    g_autofree char *err = NULL;
+    int p[2];
+
+    ioht_write_random_file(src, 8 * MiB, 10);
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    close(p[0]);
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, p[1], &err)), ==, 1);
+    close(p[1]);
+    assert_one_line(err, "write stdout: Broken pipe");
+    g_unlink(src);
+}
+
+/* Usage errors: exit 2, one line. */
+static void
+test_usage_errors(void)
+{
+    const char *cases[][4] = {
+        { NULL },
+        { "-", NULL },
+        { "--frobnicate", "-", "-", NULL },
+        { "--direct", "--fadvise", "-", NULL },
+        { "--pipe-size=-1", "-", "-", NULL },
+        { "--buffer-size=lots", "-", "-", NULL },
+        { "--stats=xml", "-", "-", NULL },
+        { "--ring=0", "-", "-", NULL },
+        { "a", "b", "c", NULL },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GPtrArray) v = g_ptr_array_new();
+        g_autofree char *err = NULL;
+
+        g_ptr_array_add(v, (gpointer)ioht_helper_path());
+        for (int k = 0; k < 4 && cases[i][k]; k++) {
+            g_ptr_array_add(v, (gpointer)cases[i][k]);
+        }
+        g_ptr_array_add(v, NULL);
+        g_assert_cmpint(ioht_exit_code(ioht_run((char **)v->pdata, -1, -1, &err)), ==, 2);
+        assert_one_line(err, "iohelper: ");
+    }
+}
+
+static void
+test_help_version(void)
+{
+    g_autofree char *out = NULL;
+    g_autofree char *cmd = g_strdup_printf("%s --help", ioht_helper_path());
+    g_autofree char *vcmd = g_strdup_printf("%s --version", ioht_helper_path());
+    int st;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &st, NULL));
+    g_assert_cmpint(ioht_exit_code(st), ==, 0);
+    g_assert_nonnull(strstr(out, "Usage: iohelper"));
+    g_clear_pointer(&out, g_free);
+    g_assert_true(g_spawn_command_line_sync(vcmd, &out, NULL, &st, NULL));
+    g_assert_cmpint(ioht_exit_code(st), ==, 0);
+    g_assert_true(g_str_has_prefix(out, "iohelper "));
+}
+
+/* --stats=json is one JSON object with the counters; --stats is one text line. */
+static void
+test_stats(void)
+{
+    g_autofree char *src = wpath("st-src");
+    g_autofree char *img = wpath("st-img");
+    const char *jopts[] = { "--stats=json", NULL };
+    const char *topts[] = { "--stats", NULL };
+    g_auto(GStrv) jargv = helper_argv(ioht_helper_path(), jopts, "-", img);
+    g_auto(GStrv) targv = helper_argv(ioht_helper_path(), topts, "-", img);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autofree char *jerr = NULL;
+    g_autofree char *terr = NULL;
+    JsonObject *o;
+
+    ioht_write_random_file(src, 2 * MiB + 5, 12);
+    g_assert_cmpint(run_fed(jargv, src, -1, &jerr), ==, 0);
+    g_assert_true(json_parser_load_from_data(parser, jerr, -1, NULL));
+    o = json_node_get_object(json_parser_get_root(parser));
+    g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, 2 * MiB + 5);
+    g_assert_cmpint(json_object_get_int_member(o, "synced"), ==, 2 * MiB + 5);
+    g_assert_cmpint(json_object_get_int_member(o, "writes"), >=, 3);
+    g_assert_cmpint(json_object_get_int_member(o, "reads"), >=, 3);
+    g_assert_true(json_object_has_member(o, "sync_seconds"));
+    g_assert_cmpstr(json_object_get_string_member(o, "direction"), ==, "save");
+    g_assert_cmpint(run_fed(targv, src, -1, &terr), ==, 0);
+    assert_one_line(terr, "total: 2097157 bytes");
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* --status-fd: JSON progress lines, the last one done with every byte synced. */
+static void
+test_status_fd(void)
+{
+    g_autofree char *src = wpath("sf-src");
+    g_autofree char *img = wpath("sf-img");
+    g_autofree char *status = wpath("sf-status");
+    const char *opts[] = { "--status-fd=1", "--status-interval=10", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    int fd = open(status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    guint n;
+    JsonObject *last;
+
+    ioht_write_random_file(src, 32 * MiB, 13);
+    g_assert_cmpint(run_fed(argv, src, fd, NULL), ==, 0);
+    close(fd);
+    g_assert_true(g_file_get_contents(status, &text, NULL, NULL));
+    lines = g_strsplit(g_strstrip(text), "\n", -1);
+    n = g_strv_length(lines);
+    g_assert_cmpuint(n, >=, 1);
+    g_assert_true(json_parser_load_from_data(parser, lines[n - 1], -1, NULL));
+    last = json_node_get_object(json_parser_get_root(parser));
+    g_assert_cmpint(json_object_get_int_member(last, "written"), ==, 32 * MiB);
+    g_assert_cmpint(json_object_get_int_member(last, "synced"), ==, 32 * MiB);
+    g_assert_true(json_object_get_boolean_member(last, "done"));
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(status);
+}
+
+/* A second writer of the same image is refused while the first holds it. */
+static void
+test_second_writer_refused(void)
+{
+    g_autofree char *img = wpath("lk-img");
+    g_auto(GStrv) first = helper_argv(ioht_helper_path(), NULL, "-", img);
+    g_auto(GStrv) second = helper_argv(ioht_helper_path(), NULL, "-", img);
+    g_autofree char *err = NULL;
+    int p[2];
+    pid_t pid;
+
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    pid = spawn_helper(first, p[0], -1);
+    close(p[0]);
+    g_assert_cmpint(write(p[1], "abc", 3), ==, 3);
+    /* wait until the first helper holds its lock: it has created the file */
+    for (int i = 0; i < 200 && !g_file_test(img, G_FILE_TEST_EXISTS); i++) {
+        g_usleep(10000);
+    }
+    g_usleep(100000);
+    g_assert_cmpint(ioht_exit_code(ioht_run(second, -1, -1, &err)), ==, 1);
+    close(p[1]);
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
+    assert_one_line(err, "in use by another iohelper");
+    g_unlink(img);
+}
+
+/* --progress redraws a dd-style line on a terminal (and stays silent elsewhere). */
+static void
+test_progress_tty(void)
+{
+    g_autofree char *src = wpath("pg-src");
+    g_autofree char *img = wpath("pg-img");
+    const char *opts[] = { "--progress", "--status-interval=10", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autoptr(GString) screen = g_string_new(NULL);
+    int master, slave, p[2];
+    PumpJob job;
+    GThread *t;
+    pid_t pid;
+    char buf[4096];
+    gssize n;
+
+    ioht_write_random_file(src, 64 * MiB, 14);
+    g_assert_cmpint(openpty(&master, &slave, NULL, NULL, NULL), ==, 0);
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    pid = spawn_helper(argv, p[0], slave);
+    close(p[0]);
+    close(slave);
+    job = (PumpJob){ .path = src, .fd = p[1] };
+    t = g_thread_new("feed", feed_thread, &job);
+    /* read the terminal until the helper closes it (EIO once the slave is gone) */
+    while ((n = read(master, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) {
+            g_string_append_len(screen, buf, n);
+        }
+    }
+    g_thread_join(t);
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
+    close(master);
+    g_test_message("terminal: %s", screen->str);
+    g_assert_nonnull(strstr(screen->str, "\r67108864 bytes (0.1 GB, 0.1 GiB) copied"));
+    g_assert_nonnull(strstr(screen->str, "synced"));
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* --record appends one JSON line per copy saying what was done. */
+static void
+test_record(void)
+{
+    g_autofree char *src = wpath("rc-src");
+    g_autofree char *img = wpath("rc-img");
+    g_autofree char *rec = wpath("rc-record");
+    g_autofree char *opt = g_strdup_printf("--record=%s", rec);
+    const char *opts[] = { opt, "--fadvise", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autofree char *text = NULL;
+    JsonObject *o;
+
+    ioht_write_random_file(src, 12345, 15);
+    g_assert_cmpint(run_fed(argv, src, -1, NULL), ==, 0);
+    g_assert_true(g_file_get_contents(rec, &text, NULL, NULL));
+    g_assert_true(json_parser_load_from_data(parser, text, -1, NULL));
+    o = json_node_get_object(json_parser_get_root(parser));
+    g_assert_cmpstr(json_object_get_string_member(o, "mode"), ==, "fadvise");
+    g_assert_cmpstr(json_object_get_string_member(o, "direction"), ==, "save");
+    g_assert_cmpstr(json_object_get_string_member(o, "form"), ==, "standalone");
+    g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, 12345);
+    g_assert_true(json_object_get_boolean_member(o, "ok"));
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(rec);
+}
+
+/* O_DIRECT needs an aligned start: an unaligned --offset is refused up front. */
+static void
+test_direct_unaligned_offset(void)
+{
+    g_autofree char *src = wpath("uo-src");
+    g_autofree char *img = wpath("uo-img");
+    const char *opts[] = { "--direct", "--offset=100", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autofree char *err = NULL;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, 8192, 16);
+    g_assert_cmpint(run_fed(argv, src, -1, &err), ==, 1);
+    assert_one_line(err, "not a multiple of");
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* Out of space in libvirt's form: both helpers fail with exit 1, ours names the cause. */
+static void
+test_libvirt_enospc_as_stock(void)
+{
+    g_autofree char *mnt = NULL;
+    g_autofree char *src = wpath("lvn-src");
+    int rc[2];
+
+    if (skip_unless_stock()) {
+        return;
+    }
+    mnt = mount_scratch("tmpfs", "size=1m");
+    if (!mnt) {
+        return;
+    }
+    ioht_write_random_file(src, 3 * MiB, 17);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *img = g_strdup_printf("%s/img%d", mnt, i);
+        g_autofree char *err = NULL;
+        rc[i] = libvirt_save(i ? ioht_helper_path() : STOCK_HELPER, src, img, FALSE, &err);
+        if (i == 1) {
+            g_autofree char *want = g_strdup_printf("iohelper: failure with %s: write %s: "
+                                                    "No space left on device\n", img, img);
+            g_assert_cmpstr(err, ==, want);
+        }
+        g_unlink(img);
+    }
+    unmount_scratch(mnt);
+    g_assert_cmpint(rc[0], ==, 1);
+    g_assert_cmpint(rc[1], ==, rc[0]);
+    g_unlink(src);
+}
+
+static void
+add_roundtrips(void)
+{
+    static const char *modes[] = { "", "--direct", "--fadvise" };
+    static const char *names[] = { "buffered", "direct", "fadvise" };
+    static const guint64 sizes[] = { 0, 1, 4095, 4096, 4097, MiB - 1, MiB, MiB + 1,
+                                     256ULL * MiB + 12345 };
+
+    for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+        for (gsize s = 0; s < G_N_ELEMENTS(sizes); s++) {
+            RoundTrip *rt = g_new0(RoundTrip, 1);
+            g_autofree char *path = g_strdup_printf("/helper/roundtrip/%s/%" G_GUINT64_FORMAT,
+                                                    names[m], sizes[s]);
+            rt->mode = modes[m];
+            rt->size = sizes[s];
+            g_test_add_data_func_full(path, rt, test_roundtrip, g_free);
+        }
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    int rc;
+
+    g_test_init(&argc, &argv, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    workdir = ioht_workdir();
+    have_direct = ioht_dir_supports_direct(workdir);
+
+    add_roundtrips();
+    g_test_add_func("/helper/file-to-file", test_file_to_file);
+    g_test_add_func("/helper/fd-operands", test_fd_operands);
+    g_test_add_data_func("/helper/offset-length/buffered", "", test_offset_length);
+    g_test_add_data_func("/helper/offset-length/direct", "--direct", test_offset_length);
+    g_test_add_data_func("/helper/offset-length/fadvise", "--fadvise", test_offset_length);
+    g_test_add_data_func("/helper/pipe/raised-to-1MiB", "", test_pipe_size);
+    g_test_add_data_func("/helper/pipe/pipe-size-option", "--pipe-size=256K", test_pipe_size);
+    g_test_add_data_func("/helper/libvirt/same-bytes-as-stock/buffered", GINT_TO_POINTER(0),
+                         test_libvirt_same_bytes);
+    g_test_add_data_func("/helper/libvirt/same-bytes-as-stock/direct", GINT_TO_POINTER(1),
+                         test_libvirt_same_bytes);
+    g_test_add_func("/helper/libvirt/same-failures-as-stock", test_libvirt_same_failures);
+    g_test_add_data_func("/helper/cache/direct-leaves-nothing", "--direct", test_cache_left);
+    g_test_add_data_func("/helper/cache/fadvise-leaves-little", "--fadvise", test_cache_left);
+    g_test_add_func("/helper/direct/block-device-tail", test_block_device);
+    g_test_add_func("/helper/error/missing-file", test_error_missing);
+    g_test_add_func("/helper/error/directory", test_error_directory);
+    g_test_add_func("/helper/error/permission-denied", test_error_permission);
+    g_test_add_func("/helper/error/direct-refused", test_error_direct_refused);
+    g_test_add_data_func("/helper/error/enospc/buffered", "", test_error_enospc);
+    g_test_add_data_func("/helper/error/enospc/fadvise", "--fadvise", test_error_enospc);
+    g_test_add_data_func("/helper/error/enospc/direct", "--direct", test_error_enospc);
+    g_test_add_func("/helper/error/efbig", test_error_efbig);
+    g_test_add_func("/helper/error/epipe", test_error_epipe);
+    g_test_add_func("/helper/error/usage", test_usage_errors);
+    g_test_add_func("/helper/cli/help-version", test_help_version);
+    g_test_add_func("/helper/cli/stats", test_stats);
+    g_test_add_func("/helper/cli/status-fd", test_status_fd);
+    g_test_add_func("/helper/lock/second-writer-refused", test_second_writer_refused);
+    g_test_add_func("/helper/cli/progress-on-a-terminal", test_progress_tty);
+    g_test_add_func("/helper/cli/record", test_record);
+    g_test_add_func("/helper/direct/unaligned-offset-refused", test_direct_unaligned_offset);
+    g_test_add_func("/helper/libvirt/enospc-as-stock", test_libvirt_enospc_as_stock);
+
+    rc = g_test_run();
+    ioht_workdir_remove(workdir);
+    g_free(workdir);
+    return rc;
+}

@@ -240,6 +240,10 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
             }
             return FALSE;
         }
+        if (w->opts->interrupted && *w->opts->interrupted) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s interrupted", w->what);
+            return FALSE;
+        }
         if (ev && g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
                             "MIGRATION") == 0) {
             JsonObject *d = qg_json_get_object(ev, "data");

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <signal.h>
 #include <glib.h>
 #include "qg-qmp.h"
 
@@ -48,6 +49,9 @@ typedef struct {
     guint progress_interval_ms; /* 0: 500 */
     QgProgressFunc progress;    /* nullable; called from the calling thread */
     gpointer progress_data;
+    /* nullable: a flag a signal handler sets; the job is then cancelled cleanly
+     * (G_IO_ERROR_CANCELLED), within progress_interval_ms. */
+    const volatile sig_atomic_t *interrupted;
 } QgMigrateOptions;
 
 typedef struct {

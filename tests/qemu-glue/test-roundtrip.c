@@ -229,6 +229,24 @@ test_damaged_images(void)
     g_unlink(bad);
 }
 
+/* The save's "IMG.part-XXXXXX" in progress, or NULL. */
+static char *
+find_part_file(const char *img)
+{
+    g_autofree char *dir = g_path_get_dirname(img);
+    g_autofree char *prefix = g_strdup_printf("%s.part-", img);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        if (g_str_has_prefix(p, prefix)) {
+            return g_steal_pointer(&p);
+        }
+    }
+    return NULL;
+}
+
 static GPid
 find_child(GPid parent, const char *comm)
 {
@@ -282,6 +300,8 @@ disturbed_save(gboolean kill_helper, const char *needle)
     if (!need_qemu()) {
         return;
     }
+    /* An older image at the path must survive the failed save. */
+    store_file(img, "old image", 9);
     src = qgt_qemu_start(data_file, FALSE);
     g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
     argv[3] = src->sock;
@@ -292,8 +312,9 @@ disturbed_save(gboolean kill_helper, const char *needle)
     g_assert_no_error(error);
     deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
     while (g_get_monotonic_time() < deadline) {
+        g_autofree char *part = find_part_file(img);
         helper = find_child(tool, "iohelper");
-        if (helper && stat(img, &st) == 0 && st.st_size > 4096 + (8 << 20)) {
+        if (helper && part && stat(part, &st) == 0 && st.st_size > 4096 + (8 << 20)) {
             break;
         }
         g_usleep(20000);
@@ -316,9 +337,15 @@ disturbed_save(gboolean kill_helper, const char *needle)
     assert_contains(err, needle);
     assert_contains(err, "save: ");          /* --progress lines */
     assert_contains(err, "MiB/s");
-    g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+    {
+        g_autofree char *part = find_part_file(img);
+        g_autofree char *old = load_file(img, NULL);
+        g_assert_null(part);
+        g_assert_cmpstr(old, ==, "old image");
+    }
     assert_status(src, "running");
     qgt_qemu_stop(src);
+    g_unlink(img);
 }
 
 static void test_helper_killed(void) { disturbed_save(TRUE, "helper killed by signal 9"); }

@@ -18,7 +18,8 @@
  *                            EBADF EINVAL EROFS ENOMEM) or number: the call fails with it
  *                            and does nothing; except close, which closes and then fails
  *                            (as NFS does); "short": read/write move half the bytes (a
- *                            multiple of 4096 when that is >= 4096), at least one byte.
+ *                            multiple of 4096 when that is >= 4096), at least one byte;
+ *                            "stallMS": sleep MS milliseconds, then make the call.
  *   IOH_FAULT_LOG    a file: one line appended per injected fault ("fault write#5 EIO").
  *   IOH_FAULT_TRACE  a file: one line appended per matching call with its result
  *                    ("write fd=4 len=1048576 ret=1048576"), faulted or not.
@@ -45,6 +46,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_RULES 16
@@ -71,8 +73,9 @@ typedef struct {
     int op;
     When when;
     unsigned long n;
-    int err;        /* errno to fail with; 0 with is_short */
+    int err;        /* errno to fail with; 0 with is_short or stall_ms */
     int is_short;
+    unsigned stall_ms;
 } Rule;
 
 static Rule rules[MAX_RULES];
@@ -172,6 +175,11 @@ parse_rule(char *spec)
     }
     if (strcmp(what, "short") == 0) {
         r->is_short = 1;
+    } else if (strncmp(what, "stall", 5) == 0) {
+        r->stall_ms = (unsigned)strtoul(what + 5, &end, 10);
+        if (*end || r->stall_ms == 0) {
+            shim_die("WHAT", what);
+        }
     } else {
         for (size_t i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++) {
             if (strcmp(what, errnames[i].name) == 0) {
@@ -335,7 +343,17 @@ static void
 log_fault(int op, unsigned long nth, const Rule *r, int fd)
 {
     append_line(log_path, "fault %s#%lu %s fd=%d\n", op_names[op], nth,
-                r->is_short ? "short" : errname(r->err), fd);
+                r->is_short ? "short" : r->stall_ms ? "stall" : errname(r->err), fd);
+}
+
+static void
+stall(int op, unsigned long nth, const Rule *r, int fd)
+{
+    struct timespec ts = { r->stall_ms / 1000, (long)(r->stall_ms % 1000) * 1000000L };
+
+    log_fault(op, nth, r, fd);
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
 }
 
 static void
@@ -372,6 +390,10 @@ short_len(size_t len)
             return CALL; \
         } \
         r_ = next_fault(op, &nth_); \
+        if (r_ && r_->stall_ms) { \
+            stall(op, nth_, r_, fd); \
+            r_ = NULL; \
+        } \
         if (r_ && !r_->is_short) { \
             log_fault(op, nth_, r_, fd); \
             trace(op, fd, (long long)(lenvar), -1, r_->err); \
@@ -464,6 +486,10 @@ iov_total(const struct iovec *iov, int cnt)
             return CALL; \
         } \
         r_ = next_fault(op, &nth_); \
+        if (r_ && r_->stall_ms) { \
+            stall(op, nth_, r_, fd); \
+            r_ = NULL; \
+        } \
         if (r_ && !r_->is_short) { \
             log_fault(op, nth_, r_, fd); \
             trace(op, fd, (long long)iov_total(iov, cnt), -1, r_->err); \
@@ -592,6 +618,10 @@ sendfile(int out_fd, int in_fd, off_t *off, size_t len)
             return CALL; \
         } \
         r_ = next_fault(op, &nth_); \
+        if (r_ && r_->stall_ms) { \
+            stall(op, nth_, r_, fd); \
+            r_ = NULL; \
+        } \
         if (r_ && !r_->is_short) { \
             log_fault(op, nth_, r_, fd); \
             trace(op, fd, 0, -1, r_->err); \
@@ -666,6 +696,10 @@ close(int fd)
         return real_close(fd);
     }
     r = next_fault(OP_CLOSE, &nth);
+    if (r && r->stall_ms) {
+        stall(OP_CLOSE, nth, r, fd);
+        r = NULL;
+    }
     ret = real_close(fd);
     err = errno;
     if (r && !r->is_short) {
@@ -694,6 +728,10 @@ io_uring_submit(struct io_uring *ring)
         return real_io_uring_submit(ring);
     }
     r = next_fault(OP_IO_URING_SUBMIT, &nth);
+    if (r && r->stall_ms) {
+        stall(OP_IO_URING_SUBMIT, nth, r, -1);
+        r = NULL;
+    }
     if (r && !r->is_short) {
         log_fault(OP_IO_URING_SUBMIT, nth, r, -1);
         return -r->err;

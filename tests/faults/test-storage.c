@@ -165,20 +165,17 @@ test_inject(gconstpointer data)
         if (t->mode->opt && strstr(t->mode->opt, "direct")) {
             args[2] = NULL;
         }
-        if (fd != target) {
-            g_assert_cmpint(dup3(fd, target, O_CLOEXEC), ==, target);
-            close(fd);
-        }
         how.args = args;
         how.fault_path = dst;
-        how.extra_fds = &target;
+        how.extra_fds = &fd;
+        how.extra_targets = &target;
         how.n_extra = 1;
         ft_pipe(p);
         how.in_fd = p[0];
         how.out_fd = -1;
         c = ft_spawn(&how);
         close(p[0]);
-        close(target);
+        close(fd);
         f = ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE);
         ft_wait(&c, &r);
         ft_feed_join(f);

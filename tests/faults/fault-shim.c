@@ -14,6 +14,8 @@
  *                      WHEN  N     the Nth matching call of OP (counted from 1)
  *                            N+    the Nth and every later one
  *                            %K    every Kth (K, 2K, 3K, ...); "every" is %1
+ *                            unaligned  every call moving a length that is not a
+ *                                  multiple of 4096 (the tail of an O_DIRECT stream)
  *                      WHAT  an errno name (EIO ENOSPC EDQUOT EFBIG EINTR EAGAIN EPIPE
  *                            EBADF EINVAL EROFS ENOMEM) or number: the call fails with it
  *                            and does nothing; except close, which closes and then fails
@@ -67,7 +69,7 @@ static const char *const op_names[OP_COUNT] = {
     "fallocate", "ftruncate", "io_uring_submit",
 };
 
-typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY } When;
+typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY, WHEN_UNALIGNED } When;
 
 typedef struct {
     int op;
@@ -153,7 +155,9 @@ parse_rule(char *spec)
     if (r->op < 0) {
         shim_die("operation", op);
     }
-    if (strcmp(when, "every") == 0) {
+    if (strcmp(when, "unaligned") == 0) {
+        r->when = WHEN_UNALIGNED;
+    } else if (strcmp(when, "every") == 0) {
         r->when = WHEN_EVERY;
         r->n = 1;
     } else if (when[0] == '%') {
@@ -321,7 +325,7 @@ append_line(const char *path, const char *fmt, ...)
 
 /* The fault for the call about to be made, or NULL. Counts the call. */
 static const Rule *
-next_fault(int op, unsigned long *ret_nth)
+next_fault(int op, size_t len, unsigned long *ret_nth)
 {
     unsigned long nth = __atomic_add_fetch(&counters[op], 1, __ATOMIC_SEQ_CST);
 
@@ -332,7 +336,8 @@ next_fault(int op, unsigned long *ret_nth)
             continue;
         }
         if ((r->when == WHEN_NTH && nth == r->n) || (r->when == WHEN_FROM && nth >= r->n) ||
-            (r->when == WHEN_EVERY && nth % r->n == 0)) {
+            (r->when == WHEN_EVERY && nth % r->n == 0) ||
+            (r->when == WHEN_UNALIGNED && len % 4096 != 0)) {
             return r;
         }
     }
@@ -389,7 +394,7 @@ short_len(size_t len)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, &nth_); \
+        r_ = next_fault(op, (lenvar), &nth_); \
         if (r_ && r_->stall_ms) { \
             stall(op, nth_, r_, fd); \
             r_ = NULL; \
@@ -485,7 +490,7 @@ iov_total(const struct iovec *iov, int cnt)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, &nth_); \
+        r_ = next_fault(op, iov_total(iov, cnt), &nth_); \
         if (r_ && r_->stall_ms) { \
             stall(op, nth_, r_, fd); \
             r_ = NULL; \
@@ -617,7 +622,7 @@ sendfile(int out_fd, int in_fd, off_t *off, size_t len)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, &nth_); \
+        r_ = next_fault(op, 0, &nth_); \
         if (r_ && r_->stall_ms) { \
             stall(op, nth_, r_, fd); \
             r_ = NULL; \
@@ -695,7 +700,7 @@ close(int fd)
     if (!fd_matches(fd)) {
         return real_close(fd);
     }
-    r = next_fault(OP_CLOSE, &nth);
+    r = next_fault(OP_CLOSE, 0, &nth);
     if (r && r->stall_ms) {
         stall(OP_CLOSE, nth, r, fd);
         r = NULL;
@@ -727,7 +732,7 @@ io_uring_submit(struct io_uring *ring)
     if (!active) {
         return real_io_uring_submit(ring);
     }
-    r = next_fault(OP_IO_URING_SUBMIT, &nth);
+    r = next_fault(OP_IO_URING_SUBMIT, 0, &nth);
     if (r && r->stall_ms) {
         stall(OP_IO_URING_SUBMIT, nth, r, -1);
         r = NULL;

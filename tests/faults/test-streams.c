@@ -560,6 +560,8 @@ test_fds(void)
             g_assert_nonnull(strstr(*l, "/dev/null"));
         } else if (fd == 2 || fd == 3) {
             g_assert_nonnull(strstr(*l, "pipe:"));
+        } else if (strstr(*l, "anon_inode:")) {
+            n--;   /* the engine's own eventfd (or io_uring): made by it, not inherited */
         } else if (!g_str_has_suffix(*l, want_img)) {
             g_test_fail_printf("unexpected fd in the helper: %s", *l);
         }

@@ -57,9 +57,14 @@ if [ $? -eq 0 ] && echo "$flags" | grep -q -- "-liohwrap"; then
 else
     notok "pkg-config --cflags --libs iohwrap"; sed 's/^/# /' "$work/pc.err"
 fi
+# A sanitized build (CI's second pass) installs a sanitized library: match it.
+san=
+if ldd "$lib" | grep -q libasan; then
+    san="-fsanitize=address,undefined"
+fi
 # shellcheck disable=SC2086
 check "cc outside.c \$(pkg-config --cflags --libs iohwrap)" \
-    cc -Wall -Wextra -Werror "$srcdir/outside.c" $flags -o "$work/outside"
+    cc -Wall -Wextra -Werror $san "$srcdir/outside.c" $flags -o "$work/outside"
 LD_LIBRARY_PATH="$(dirname "$lib")" "$work/outside" "$work/o.save" >"$work/o.out" 2>&1
 if [ $? -eq 0 ] && grep -q "saved through helper: yes" "$work/o.out" &&
     [ "$(cat "$work/o.save")" = "hello, libwrap" ]; then

@@ -2,6 +2,8 @@
  *
  * Every test drives the real helper ($IOHELPER_PATH) through the public API only.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
@@ -241,6 +243,37 @@ test_nospawn_restore(void)
     ioht_workdir_remove(dir);
 }
 
+/* An fd opened O_DIRECT cannot take QEMU's unaligned writes: it always gets a helper. */
+static void
+test_odirect_fd(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = tpath(dir, "src");
+    g_autofree char *path = tpath(dir, "od.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd;
+
+    if (!have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    ioht_write_random_file(src, 1 * MIB + 3, 12);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_null(ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_NONE, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_wrap_is_spawned(wrap));
+    g_assert_true(feed_file(src, fd));
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    g_assert_true(ioht_files_equal(src, path));
+    ioht_workdir_remove(dir);
+}
+
 /* ---- misuse --------------------------------------------------------------------- */
 
 static void
@@ -294,6 +327,16 @@ test_errors(void)
     expect_refused(fd, IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_NOHELPER, "not an executable");
     g_setenv("IOHELPER_PATH", dir, TRUE);
     expect_refused(fd, IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_NOHELPER, "not an executable");
+    /* Unset (or empty): the installed libexec path. */
+    g_setenv("IOHELPER_PATH", "", TRUE);
+    {
+        g_autofree char *installed = g_build_filename(IOHELPER_LIBEXECDIR, "iohelper", NULL);
+        if (!g_file_test(installed, G_FILE_TEST_IS_EXECUTABLE)) {
+            expect_refused(fd, IOH_WRAP_POLLABLE, NULL, IOH_WRAP_ERROR_NOHELPER, installed);
+        } else {
+            g_test_message("%s is installed: the default path works", installed);
+        }
+    }
     if (saved_env) {
         g_setenv("IOHELPER_PATH", saved_env, TRUE);
     } else {
@@ -1094,6 +1137,7 @@ main(int argc, char **argv)
 
     g_test_add_func("/libwrap/nospawn/fd-untouched", test_nospawn_untouched);
     g_test_add_func("/libwrap/nospawn/restore-offset", test_nospawn_restore);
+    g_test_add_func("/libwrap/nospawn/odirect-fd-gets-helper", test_odirect_fd);
     g_test_add_func("/libwrap/errors/misuse", test_errors);
     for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
         for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {

@@ -7,7 +7,7 @@
 #   lv_setup WORK HELPER RECORD    config, bind mounts (namespace only), wrapper script
 #   lv_start                   starts libvirtd; sets LV_URI and LV_PID
 #   lv_virsh ARGS...           virsh against our libvirtd only
-#   lv_use_helper ours|stock   which binary libvirtd spawns as libvirt_iohelper from now on
+#   lv_use_helper ours|stock|none   which binary libvirtd spawns as libvirt_iohelper from now on
 #   lv_domain_xml NAME MIB BLOB   a transient domain whose RAM at 16 MiB holds BLOB
 #   lv_pmemsave NAME FILE BYTES   guest RAM [0, BYTES) to FILE
 #   lv_cleanup                 destroys domains, kills QEMU and libvirtd, unmounts
@@ -149,8 +149,19 @@ lv_use_helper() {
     case $1 in
     ours) mount --bind "$LV_WORK/iohelper-wrapper" "$LV_STOCK_HELPER" ;;
     stock) mount --bind "$LV_WORK/stock-iohelper" "$LV_STOCK_HELPER" ;;
-    *) echo "lv_use_helper: ours or stock" >&2; return 1 ;;
+    none) ;;
+    *) echo "lv_use_helper: ours, stock or none" >&2; return 1 ;;
     esac
+}
+
+# lv_overlay DIR: writes to DIR land in WORK and vanish with the namespace.
+lv_overlay() {
+    local dir=$1 up
+    up=$LV_WORK/overlay/$(echo "$dir" | tr / _)
+    mkdir -p "$up/upper" "$up/work" &&
+        mount -t overlay "iohtest$(echo "$dir" | tr / _)" \
+            -o "lowerdir=$dir,upperdir=$up/upper,workdir=$up/work" "$dir" || return 1
+    LV_MOUNTS+=("$dir")
 }
 
 lv_virsh() {

@@ -12,7 +12,8 @@
 # /usr/lib/libvirt/libvirt_iohelper; the system's libvirt is not touched. Each run times,
 # with the guest running: virsh save, virsh restore (libvirt reads that one itself: no
 # helper, a reference), virsh save --bypass-cache, virsh restore --bypass-cache. Every
-# timing is the whole virsh command (wall clock), after a sync. Prints a table on stdout.
+# timing is the whole virsh command (wall clock), after a sync; beside it, how long the
+# helper process lived (same timing wrapper around both). Prints a table on stdout.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
@@ -63,8 +64,31 @@ head -c "$((BLOB_MIB << 20))" /dev/urandom >"$WORK/blob.bin" || exit 1
 lv_domain_xml "$DOM" "$RAM_MIB" "$WORK/blob.bin" >"$WORK/domain.xml"
 lv_virsh create "$WORK/domain.xml" >/dev/null || exit 1
 
+# Both helpers run under the same timing wrapper: how long the helper process lived (it
+# lives as long as the stream flows, plus its final sync). libvirt clears the
+# environment, hence absolute paths and bash's own clock.
+HMS=$WORK/helper-ms
+mkwrap() {
+    cat >"$WORK/timed-$1" <<EOF
+#!/bin/bash
+t0=\${EPOCHREALTIME/./}
+$2 "\$@"
+rc=\$?
+t1=\${EPOCHREALTIME/./}
+echo \$(( (t1 - t0) / 1000 )) >>'$HMS'
+exit \$rc
+EOF
+    chmod 755 "$WORK/timed-$1"
+}
+mkwrap ours "'$HELPER' --record='$RECORD'"
+mkwrap stock "'$WORK/stock-iohelper'"
+use_helper() {
+    lv_use_helper none && mount --bind "$WORK/timed-$1" "$LV_STOCK_HELPER"
+}
+
 OPS=(save restore save-bypass restore-bypass)
-declare -A T               # T[helper,op] = "t1 t2 ..."
+declare -A T               # T[helper,op] = "t1 t2 ..." virsh wall seconds
+declare -A H               # H[helper,op] = "t1 t2 ..." helper process seconds
 IMG=$WORK/$DOM.save
 
 timed() {
@@ -76,15 +100,19 @@ timed() {
     echo "$t1 - $t0" | bc
 }
 
+helper_runs() {
+    if [ -f "$HMS" ]; then wc -l <"$HMS"; else echo 0; fi
+}
 record_lines() {
     if [ -f "$RECORD" ]; then wc -l <"$RECORD"; else echo 0; fi
 }
 
 one_run() {
-    local h=$1 r=$2 n0 t op
-    lv_use_helper "$h" || return 1
+    local h=$1 r=$2 n0 t op hn hs
+    use_helper "$h" || return 1
     n0=$(record_lines)
     for op in "${OPS[@]}"; do
+        hn=$(helper_runs)
         case $op in
         save) t=$(timed save "$DOM" "$IMG") ;;
         restore) t=$(timed restore "$IMG") ;;
@@ -93,7 +121,12 @@ one_run() {
         esac || { echo "virsh-save: $h $op failed" >&2; return 1; }
         case $op in restore*) rm -f "$IMG" ;; esac
         T[$h,$op]="${T[$h,$op]:-} $t"
-        printf '# run %d %-5s %-15s %6.2f s\n' "$r" "$h" "$op" "$t" >&2
+        hs=-
+        if [ "$(helper_runs)" -gt "$hn" ]; then
+            hs=$(tail -n 1 "$HMS" | awk '{ printf "%.2f", $1 / 1000 }')
+            H[$h,$op]="${H[$h,$op]:-} $hs"
+        fi
+        printf '# run %d %-5s %-15s virsh %6.2f s  helper %5s s\n' "$r" "$h" "$op" "$t" "$hs" >&2
     done
     # ours writes a record line per copy (3: two saves, one bypass restore), stock none
     local n1 want=0
@@ -107,7 +140,7 @@ one_run() {
 
 median() {
     tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
-        if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+        if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 stream=0
@@ -122,16 +155,20 @@ echo "virsh save/restore, ${RAM_MIB} MiB guest with ${BLOB_MIB} MiB random RAM,"
      "stream $((stream / 1048576)) MiB, $RUNS interleaved runs each, median wall seconds"
 echo "images in $DIR ($(df -PT "$DIR" | awk 'NR == 2 { print $2 }'))," \
      "libvirt $(libvirtd --version | awk '{ print $NF }'), $(qemu-system-x86_64 --version | head -n 1 | awk '{ print "QEMU " $4 }')"
-printf '%-29s %10s %10s %10s %10s\n' "operation" "iohelper" "stock" "ours/stock" "MiB/s ours"
+printf '%-29s %21s %10s %21s\n' "" "virsh wall s" "" "helper process s"
+printf '%-29s %10s %10s %10s %10s %10s\n' "operation" "iohelper" "stock" "ours/stock" \
+    "iohelper" "stock"
 for op in "${OPS[@]}"; do
     a=$(echo "${T[ours,$op]}" | median)
     b=$(echo "${T[stock,$op]}" | median)
+    ha=$(echo "${H[ours,$op]:-}" | median)
+    hb=$(echo "${H[stock,$op]:-}" | median)
     case $op in
     save) name="virsh save" ;;
     restore) name="virsh restore (no helper)" ;;
     save-bypass) name="virsh save --bypass-cache" ;;
     restore-bypass) name="virsh restore --bypass-cache" ;;
     esac
-    printf '%-29s %10.2f %10.2f %10.2f %10.0f\n' "$name" "$a" "$b" \
-        "$(echo "$a / $b" | bc -l)" "$(echo "$stream / 1048576 / $a" | bc -l)"
+    printf '%-29s %10.2f %10.2f %10.2f %10s %10s\n' "$name" "$a" "$b" \
+        "$(echo "$a / $b" | bc -l)" "${ha:--}" "${hb:--}"
 done

@@ -42,10 +42,9 @@ lv_missing() {
         echo "$LV_STOCK_HELPER missing (libvirt-daemon not installed)"
         return
     fi
-    if [ ! -e /usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so ] &&
-       ! ls /usr/lib*/libvirt/connection-driver/libvirt_driver_qemu.so >/dev/null 2>&1 &&
-       ! ls /usr/lib/*/libvirt/connection-driver/libvirt_driver_qemu.so >/dev/null 2>&1; then
-        echo "libvirt QEMU driver missing (libvirt-daemon-driver-qemu)"
+    if ! compgen -G '/usr/lib*/libvirt/connection-driver/libvirt_driver_qemu.so' >/dev/null &&
+       ! compgen -G '/usr/lib/*/libvirt/connection-driver/libvirt_driver_qemu.so' >/dev/null; then
+        echo "libvirt's QEMU driver missing (libvirt-daemon-driver-qemu)"
         return
     fi
     if ! unshare -m --propagation private true 2>/dev/null; then

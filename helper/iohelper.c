@@ -185,6 +185,12 @@ run(IohArgs *a, IohStats *stats, GError **error)
     Reporter rep = { .args = a };
     gboolean ok;
 
+    /* Before opening anything: a save must not truncate an image only to fail. */
+    if (a->status_fd >= 0 && fcntl(a->status_fd, F_GETFD) < 0) {
+        g_set_error(error, IOH_ERROR, EBADF, "--status-fd %d: not an open file descriptor",
+                    a->status_fd);
+        return FALSE;
+    }
     if (a->libvirt) {
         if (!open_libvirt(a, &src, &dst, error)) {
             return FALSE;
@@ -198,11 +204,6 @@ run(IohArgs *a, IohStats *stats, GError **error)
         if (!dst) {
             return FALSE;
         }
-    }
-    if (a->status_fd >= 0 && fcntl(a->status_fd, F_GETFD) < 0) {
-        g_set_error(error, IOH_ERROR, EBADF, "--status-fd %d: not an open file descriptor",
-                    a->status_fd);
-        return FALSE;
     }
     rep.tty = a->progress && isatty(STDERR_FILENO);
     if (rep.tty || a->status_fd >= 0) {
@@ -219,6 +220,17 @@ run(IohArgs *a, IohStats *stats, GError **error)
         ok = ioh_end_close(dst, error) && ioh_end_close(src, error);
     }
     return ok;
+}
+
+/* One line on stderr whatever a path holds: control characters become '?'. */
+static void
+make_one_line(char *s)
+{
+    for (; *s; s++) {
+        if ((guchar)*s < 0x20 || *s == 0x7f) {
+            *s = '?';
+        }
+    }
 }
 
 int
@@ -254,7 +266,9 @@ main(int argc, char **argv)
         append_record(args.record, &args, &stats, ok, ok ? NULL : error->message);
     }
     if (!ok) {
+        make_one_line(error->message);
         if (args.libvirt) {
+            make_one_line(args.path);
             fprintf(stderr, "iohelper: failure with %s: %s\n", args.path, error->message);
         } else {
             fprintf(stderr, "iohelper: %s\n", error->message);

@@ -50,6 +50,12 @@ usage_error(GError **error, const char *fmt, ...)
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
+    /* The message quotes what the user typed: keep it one line, free of escapes. */
+    for (char *p = msg; *p; p++) {
+        if ((guchar)*p < 0x20 || *p == 0x7f) {
+            *p = '?';
+        }
+    }
     g_set_error_literal(error, IOH_ARGS_ERROR, 0, msg);
     return FALSE;
 }

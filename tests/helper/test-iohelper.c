@@ -140,6 +140,34 @@ run_drained(char **argv, int in_fd, const char *dst, char **ret_err)
     return ioht_exit_code(status);
 }
 
+/* Starts @argv with @fd0 as its stdin and @fd2 (if >= 0) as its stderr, for tests that
+ * talk to the helper while it runs. */
+static pid_t
+spawn_helper(char **argv, int fd0, int fd2)
+{
+    pid_t pid = fork();
+
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        dup2(fd0, 0);
+        if (fd2 >= 0) {
+            dup2(fd2, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int
+wait_exit_code(pid_t pid)
+{
+    int st;
+
+    g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
+    return ioht_exit_code(st);
+}
+
 static char *
 wpath(const char *name)
 {
@@ -336,13 +364,7 @@ test_pipe_size(gconstpointer data)
     want = MIN(want, (guint)atoi(max_text));
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
     g_assert_cmpint(fcntl(p[1], F_GETPIPE_SZ), ==, 65536);
-    pid = fork();
-    g_assert_cmpint(pid, >=, 0);
-    if (pid == 0) {
-        dup2(p[0], 0);
-        execv(argv[0], argv);
-        _exit(127);
-    }
+    pid = spawn_helper(argv, p[0], -1);
     close(p[0]);
     /* Once the helper has read a first byte it has sized the pipe. */
     g_assert_cmpint(write(p[1], "x", 1), ==, 1);
@@ -351,11 +373,7 @@ test_pipe_size(gconstpointer data)
     }
     size = fcntl(p[1], F_GETPIPE_SZ);
     close(p[1]);
-    {
-        int st;
-        g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
-        g_assert_cmpint(ioht_exit_code(st), ==, 0);
-    }
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
     g_assert_cmpint(size, ==, (int)want);
     g_unlink(img);
 }
@@ -894,15 +912,9 @@ test_second_writer_refused(void)
     g_autofree char *err = NULL;
     int p[2];
     pid_t pid;
-    int st;
 
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-    pid = fork();
-    if (pid == 0) {
-        dup2(p[0], 0);
-        execv(first[0], first);
-        _exit(127);
-    }
+    pid = spawn_helper(first, p[0], -1);
     close(p[0]);
     g_assert_cmpint(write(p[1], "abc", 3), ==, 3);
     /* wait until the first helper holds its lock: it has created the file */
@@ -912,8 +924,7 @@ test_second_writer_refused(void)
     g_usleep(100000);
     g_assert_cmpint(ioht_exit_code(ioht_run(second, -1, -1, &err)), ==, 1);
     close(p[1]);
-    g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
-    g_assert_cmpint(ioht_exit_code(st), ==, 0);
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
     assert_one_line(err, "in use by another iohelper");
     g_unlink(img);
 }
@@ -927,7 +938,7 @@ test_progress_tty(void)
     const char *opts[] = { "--progress", "--status-interval=10", NULL };
     g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
     g_autoptr(GString) screen = g_string_new(NULL);
-    int master, slave, p[2], st;
+    int master, slave, p[2];
     PumpJob job;
     GThread *t;
     pid_t pid;
@@ -937,13 +948,7 @@ test_progress_tty(void)
     ioht_write_random_file(src, 64 * MiB, 14);
     g_assert_cmpint(openpty(&master, &slave, NULL, NULL, NULL), ==, 0);
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-    pid = fork();
-    if (pid == 0) {
-        dup2(p[0], 0);
-        dup2(slave, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
+    pid = spawn_helper(argv, p[0], slave);
     close(p[0]);
     close(slave);
     job = (PumpJob){ .path = src, .fd = p[1] };
@@ -955,8 +960,7 @@ test_progress_tty(void)
         }
     }
     g_thread_join(t);
-    g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
-    g_assert_cmpint(ioht_exit_code(st), ==, 0);
+    g_assert_cmpint(wait_exit_code(pid), ==, 0);
     close(master);
     g_test_message("terminal: %s", screen->str);
     g_assert_nonnull(strstr(screen->str, "\r67108864 bytes (0.1 GB, 0.1 GiB) copied"));

@@ -1,0 +1,410 @@
+/* test-engine.c - the copy engine's ring (ioh-copy.c) through its public header: every ring
+ * and buffer size moves the exact bytes, and an error on either side stops both threads. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "ioh-copy.h"
+#include "ioh-error.h"
+#include "ioh-file.h"
+#include "ioh-test.h"
+
+#define MiB (1024 * 1024)
+
+static char *workdir;
+static gboolean have_direct;
+
+typedef struct {
+    int fd;
+    char *data;          /* feed: what to write; drain: what was read (GByteArray) */
+    gsize len;
+    gsize stall_after;   /* feed: after this many bytes, keep the pipe open without writing */
+    GByteArray *got;
+    GMutex lock;
+    gboolean release;    /* feed: stop stalling and close */
+} Pump;
+
+static gpointer
+feed_thread(gpointer data)
+{
+    Pump *p = data;
+    gsize off = 0, end = p->stall_after ? p->stall_after : p->len;
+
+    while (off < end) {
+        gssize n = write(p->fd, p->data + off, MIN((gsize)MiB, end - off));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        off += (gsize)n;
+    }
+    if (p->stall_after) {
+        for (;;) {
+            gboolean done;
+            g_mutex_lock(&p->lock);
+            done = p->release;
+            g_mutex_unlock(&p->lock);
+            if (done) {
+                break;
+            }
+            g_usleep(10000);
+        }
+    }
+    close(p->fd);
+    return NULL;
+}
+
+static gpointer
+drain_thread(gpointer data)
+{
+    Pump *p = data;
+    g_autofree char *buf = g_malloc(MiB);
+    gssize n;
+
+    while ((n = read(p->fd, buf, MiB)) != 0) {
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        g_assert_cmpint(n, >, 0);
+        g_byte_array_append(p->got, (guint8 *)buf, (guint)n);
+    }
+    close(p->fd);
+    return NULL;
+}
+
+static char *
+random_bytes(gsize len, guint32 seed)
+{
+    g_autoptr(GRand) r = g_rand_new_with_seed(seed);
+    char *b = g_malloc(len + 1);
+    gsize i;
+
+    for (i = 0; i < len; i += 4) {
+        guint32 v = g_rand_int(r);
+        memcpy(b + i, &v, MIN(4, len + 1 - i));
+    }
+    return b;
+}
+
+/* Saves @len random bytes from a pipe into a file and restores them into a pipe with
+ * @mode, @ring and @bufsize; both must give back the exact bytes. */
+static void
+roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
+{
+    g_autofree char *img = g_build_filename(workdir, "rt-img", NULL);
+    g_autofree char *data = random_bytes(len, (guint32)(len ^ ring ^ bufsize ^ mode));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    Pump feed = { .data = data, .len = len };
+    Pump drain = { .got = g_byte_array_new() };
+    GThread *t;
+    int fds[2];
+
+    ioh_copy_options_init(&opts);
+    opts.mode = mode;
+    opts.ring = ring;
+    opts.buffer_size = bufsize;
+
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    feed.fd = fds[1];
+    t = g_thread_new("feed", feed_thread, &feed);
+    src = ioh_end_from_fd(fds[0], "pipe", &error);
+    g_assert_no_error(error);
+    dst = ioh_end_open(img, TRUE, 0, &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_no_error(error);
+    g_thread_join(t);
+    g_assert_cmpuint(stats.bytes, ==, len);
+    g_assert_cmpuint(stats.synced, ==, len);
+    g_assert_cmpuint(stats.reads, >=, 1);
+    g_assert_cmpuint(stats.writes, >=, len > 0 ? 1 : 0);
+    g_assert_true(ioh_end_close(dst, &error));
+    g_assert_true(ioh_end_close(src, &error));
+    g_clear_pointer(&src, ioh_end_free);
+    g_clear_pointer(&dst, ioh_end_free);
+
+    {
+        g_autofree char *saved = NULL;
+        gsize slen = 0;
+        g_assert_true(g_file_get_contents(img, &saved, &slen, NULL));
+        g_assert_cmpuint(slen, ==, len);
+        g_assert_true(memcmp(saved, data, len) == 0);
+    }
+
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    drain.fd = fds[0];
+    t = g_thread_new("drain", drain_thread, &drain);
+    src = ioh_end_open(img, FALSE, 0, &error);
+    g_assert_no_error(error);
+    dst = ioh_end_from_fd(fds[1], "pipe", &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_no_error(error);
+    g_assert_true(ioh_end_close(dst, &error));
+    g_thread_join(t);
+    g_assert_cmpuint(drain.got->len, ==, len);
+    g_assert_true(memcmp(drain.got->data, data, len) == 0);
+    g_byte_array_unref(drain.got);
+    g_unlink(img);
+}
+
+static void
+test_roundtrip_rings(void)
+{
+    static const IohMode modes[] = { IOH_MODE_BUFFERED, IOH_MODE_DIRECT, IOH_MODE_FADVISE };
+    static const guint rings[] = { 1, 2, 3, 4, 8 };
+    static const gsize sizes[] = { 0, 1, 4096, 4097, 3 * MiB, 5 * MiB + 12345 };
+    guint m, r, s;
+
+    for (m = 0; m < G_N_ELEMENTS(modes); m++) {
+        if (modes[m] == IOH_MODE_DIRECT && !have_direct) {
+            continue;
+        }
+        for (r = 0; r < G_N_ELEMENTS(rings); r++) {
+            for (s = 0; s < G_N_ELEMENTS(sizes); s++) {
+                roundtrip(modes[m], rings[r], MiB, sizes[s]);
+            }
+        }
+    }
+}
+
+/* Buffer sizes that are not a multiple of the alignment get rounded up, and small ones
+ * mean many slots per stream and many wraps of the ring. */
+static void
+test_roundtrip_buffer_sizes(void)
+{
+    static const gsize bufs[] = { 4096, 10000, 65536, 3 * MiB };
+    guint b;
+
+    for (b = 0; b < G_N_ELEMENTS(bufs); b++) {
+        roundtrip(IOH_MODE_BUFFERED, 3, bufs[b], 2 * MiB + 777);
+        if (have_direct) {
+            roundtrip(IOH_MODE_DIRECT, 5, bufs[b], 2 * MiB + 777);
+        }
+        roundtrip(IOH_MODE_FADVISE, 2, bufs[b], 2 * MiB + 777);
+    }
+}
+
+/* A short input with --length: "read X: stream ended after A of B bytes". */
+static void
+test_length_short(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "ls-img", NULL);
+    g_autofree char *data = random_bytes(3 * MiB, 7);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    Pump drain = { .got = g_byte_array_new() };
+    GThread *t;
+    int fds[2];
+
+    g_assert_true(g_file_set_contents(img, data, 3 * MiB, NULL));
+    ioh_copy_options_init(&opts);
+    opts.has_length = TRUE;
+    opts.length = 4 * MiB;
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    drain.fd = fds[0];
+    t = g_thread_new("drain", drain_thread, &drain);
+    src = ioh_end_open(img, FALSE, 0, &error);
+    dst = ioh_end_from_fd(fds[1], "pipe", &error);
+    g_assert_no_error(error);
+    g_assert_false(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_error(error, IOH_ERROR, EIO);
+    g_assert_true(g_str_has_suffix(error->message,
+                                   "stream ended after 3145728 of 4194304 bytes"));
+    g_assert_true(ioh_end_close(dst, NULL));
+    g_thread_join(t);
+    g_assert_cmpuint(drain.got->len, ==, 3 * MiB);
+    g_byte_array_unref(drain.got);
+    g_unlink(img);
+}
+
+/* The writer fails (the reader of the output pipe went away) while the producer has
+ * stalled with the input pipe open: the reader thread must not wait for it. */
+static void
+test_writer_error_stops_reader(void)
+{
+    g_autofree char *data = random_bytes(3 * MiB, 9);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    Pump feed = { .data = data, .len = 3 * MiB, .stall_after = 2 * MiB };
+    GThread *t;
+    gint64 t0;
+    int in[2], out[2];
+
+    ioh_copy_options_init(&opts);
+    g_assert_no_errno(pipe2(in, O_CLOEXEC));
+    g_assert_no_errno(pipe2(out, O_CLOEXEC));
+    close(out[0]);
+    feed.fd = in[1];
+    g_mutex_init(&feed.lock);
+    t = g_thread_new("feed", feed_thread, &feed);
+    src = ioh_end_from_fd(in[0], "in", &error);
+    dst = ioh_end_from_fd(out[1], "out", &error);
+    g_assert_no_error(error);
+    t0 = g_get_monotonic_time();
+    g_assert_false(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_error(error, IOH_ERROR, EPIPE);
+    g_assert_cmpstr(error->message, ==, "write out: Broken pipe");
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+    g_mutex_lock(&feed.lock);
+    feed.release = TRUE;
+    g_mutex_unlock(&feed.lock);
+    g_thread_join(t);
+    g_mutex_clear(&feed.lock);
+    close(in[0]);
+    close(out[1]);
+}
+
+/* The reader fails (EBADF: reading the write end of a pipe): the writer, waiting for data,
+ * stops with the reader's error. */
+static void
+test_reader_error_stops_writer(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "re-img", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    int fds[2];
+
+    ioh_copy_options_init(&opts);
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    src = ioh_end_from_fd(fds[1], "wrong-end", &error);
+    dst = ioh_end_open(img, TRUE, 0, &error);
+    g_assert_no_error(error);
+    g_assert_false(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_error(error, IOH_ERROR, EBADF);
+    g_assert_cmpstr(error->message, ==, "read wrong-end: Bad file descriptor");
+    close(fds[0]);
+    close(fds[1]);
+    g_unlink(img);
+}
+
+/* Without an offset the stream starts at the fd's position (libvirt writes its header
+ * first); what precedes it is kept. */
+static void
+test_position_kept(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "pos-img", NULL);
+    g_autofree char *data = random_bytes(MiB + 3, 11);
+    g_autofree char *saved = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    Pump feed = { .data = data, .len = MiB + 3 };
+    GThread *t;
+    gsize slen;
+    int fds[2], fd;
+
+    fd = open(img, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(write(fd, "HEADER", 6), ==, 6);
+    ioh_copy_options_init(&opts);
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    feed.fd = fds[1];
+    t = g_thread_new("feed", feed_thread, &feed);
+    src = ioh_end_from_fd(fds[0], "pipe", &error);
+    dst = ioh_end_from_fd(fd, img, &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_no_error(error);
+    g_thread_join(t);
+    close(fd);
+    close(fds[0]);
+    g_assert_true(g_file_get_contents(img, &saved, &slen, NULL));
+    g_assert_cmpuint(slen, ==, 6 + MiB + 3);
+    g_assert_true(memcmp(saved, "HEADER", 6) == 0);
+    g_assert_true(memcmp(saved + 6, data, MiB + 3) == 0);
+    g_unlink(img);
+}
+
+static void
+count_progress(const IohStats *stats, gpointer data)
+{
+    guint *n = data;
+
+    g_assert_cmpuint(stats->bytes, <=, 8 * MiB);
+    (*n)++;
+}
+
+/* Progress comes at most once per interval, plus once at the end. */
+static void
+test_progress_throttled(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "pr-img", NULL);
+    g_autofree char *data = random_bytes(8 * MiB, 13);
+    guint every = 0, seldom = 0;
+    guint pass;
+
+    for (pass = 0; pass < 2; pass++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(IohEnd) src = NULL;
+        g_autoptr(IohEnd) dst = NULL;
+        IohCopyOptions opts;
+        IohStats stats;
+        Pump feed = { .data = data, .len = 8 * MiB };
+        GThread *t;
+        int fds[2];
+
+        ioh_copy_options_init(&opts);
+        opts.progress = count_progress;
+        opts.progress_data = pass == 0 ? &every : &seldom;
+        opts.progress_interval_us = pass == 0 ? 0 : (gint64)3600 * G_USEC_PER_SEC;
+        g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+        feed.fd = fds[1];
+        t = g_thread_new("feed", feed_thread, &feed);
+        src = ioh_end_from_fd(fds[0], "pipe", &error);
+        dst = ioh_end_open(img, TRUE, 0, &error);
+        g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
+        g_assert_no_error(error);
+        g_thread_join(t);
+        close(fds[0]);
+    }
+    g_assert_cmpuint(every, >=, 8);
+    /* The first call comes at once (nothing was reported yet), the last at the end. */
+    g_assert_cmpuint(seldom, <=, 2);
+    g_unlink(img);
+}
+
+int
+main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    workdir = ioht_workdir();
+    have_direct = ioht_dir_supports_direct(workdir);
+
+    g_test_add_func("/engine/ring/roundtrip/rings", test_roundtrip_rings);
+    g_test_add_func("/engine/ring/roundtrip/buffer-sizes", test_roundtrip_buffer_sizes);
+    g_test_add_func("/engine/ring/length-short", test_length_short);
+    g_test_add_func("/engine/ring/writer-error-stops-reader", test_writer_error_stops_reader);
+    g_test_add_func("/engine/ring/reader-error-stops-writer", test_reader_error_stops_writer);
+    g_test_add_func("/engine/ring/position-kept", test_position_kept);
+    g_test_add_func("/engine/ring/progress-throttled", test_progress_throttled);
+    ret = g_test_run();
+    ioht_workdir_remove(workdir);
+    g_free(workdir);
+    return ret;
+}

@@ -1,0 +1,617 @@
+/* faults-util.c - shared support of the fault tests */
+#include "faults-util.h"
+#include "ioh-test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+guint ft_total_faults;
+guint ft_total_bad_inputs;
+guint ft_total_data_loss;
+
+static char *workdir;
+static char *fault_log;
+
+const char *
+ft_workdir(void)
+{
+    if (!workdir) {
+        workdir = ioht_workdir();
+        fault_log = g_build_filename(workdir, "fault.log", NULL);
+    }
+    return workdir;
+}
+
+void
+ft_cleanup(void)
+{
+    ioht_workdir_remove(workdir);
+    g_clear_pointer(&workdir, g_free);
+    g_clear_pointer(&fault_log, g_free);
+}
+
+void
+ft_count_faults(guint n)
+{
+    ft_total_faults += n;
+    g_test_message("faults injected by this test: %u", n);
+}
+
+void
+ft_report(void)
+{
+    g_test_message("TOTAL faults injected: %u; bad inputs tried: %u; runs that lost data: %u",
+                   ft_total_faults, ft_total_bad_inputs, ft_total_data_loss);
+}
+
+void
+ft_result_clear(FtResult *r)
+{
+    g_clear_pointer(&r->err, g_free);
+}
+
+typedef struct {
+    guint64 fsize;
+} ChildData;
+
+static void
+child_setup(gpointer data)
+{
+    ChildData *cd = data;
+
+    if (cd->fsize) {
+        struct rlimit rl = { cd->fsize, cd->fsize };
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
+}
+
+FtChild
+ft_spawn(const FtSpawn *s)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_auto(GStrv) env = g_get_environ();
+    static ChildData cd;
+    FtChild c = { 0, -1, NULL, NULL };
+    int null_fd = -1;
+    int in_fd = s->in_fd, out_fd = s->out_fd;
+
+    g_ptr_array_add(argv, (gpointer)ioht_helper_path());
+    for (const char *const *a = s->args; a && *a; a++) {
+        g_ptr_array_add(argv, (gpointer)*a);
+    }
+    g_ptr_array_add(argv, NULL);
+
+    env = g_environ_unsetenv(env, "IOH_FAULT");
+    env = g_environ_unsetenv(env, "IOH_FAULT_PATH");
+    env = g_environ_unsetenv(env, "IOH_FAULT_TRACE");
+    env = g_environ_unsetenv(env, "LD_PRELOAD");
+    if (s->fault) {
+        ft_workdir();
+        env = g_environ_setenv(env, "LD_PRELOAD", FAULT_SHIM_PATH, TRUE);
+        env = g_environ_setenv(env, "IOH_FAULT", s->fault, TRUE);
+        env = g_environ_setenv(env, "IOH_FAULT_PATH", s->fault_path ? s->fault_path : "",
+                               TRUE);
+        env = g_environ_setenv(env, "IOH_FAULT_LOG", s->fault_log ? s->fault_log : fault_log,
+                               TRUE);
+        /* A sanitized helper must accept a preloaded library before its runtime. */
+        env = g_environ_setenv(env, "ASAN_OPTIONS", "verify_asan_link_order=0", FALSE);
+        if (s->fault_trace) {
+            env = g_environ_setenv(env, "IOH_FAULT_TRACE", s->fault_trace, TRUE);
+        }
+    }
+    if (in_fd < 0 || out_fd < 0) {
+        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        g_assert_cmpint(null_fd, >=, 0);
+        in_fd = in_fd < 0 ? null_fd : in_fd;
+        out_fd = out_fd < 0 ? null_fd : out_fd;
+    }
+    cd.fsize = s->fsize_limit;
+    g_assert_true(g_spawn_async_with_pipes_and_fds(
+        NULL, (const char *const *)argv->pdata, (const char *const *)env,
+        G_SPAWN_DO_NOT_REAP_CHILD, child_setup, &cd, in_fd, out_fd, -1,
+        s->extra_fds, s->extra_targets ? s->extra_targets : s->extra_fds, (gsize)s->n_extra, &c.pid, NULL, NULL, &c.err_fd,
+        &error));
+    g_assert_no_error(error);
+    if (null_fd >= 0) {
+        close(null_fd);
+    }
+    return c;
+}
+
+void
+ft_wait(FtChild *c, FtResult *r)
+{
+    GString *err = g_string_new(NULL);
+    char buf[4096];
+    ssize_t n;
+
+    memset(r, 0, sizeof(*r));
+    while ((n = read(c->err_fd, buf, sizeof(buf))) != 0) {
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        g_assert_cmpint(n, >, 0);
+        g_string_append_len(err, buf, n);
+    }
+    close(c->err_fd);
+    c->err_fd = -1;
+    if (c->before_reap) {
+        c->before_reap(c->before_reap_data);
+    }
+    while (wait4(c->pid, &r->status, 0, &r->ru) < 0) {
+        g_assert_cmpint(errno, ==, EINTR);
+    }
+    g_spawn_close_pid(c->pid);
+    c->pid = 0;
+    r->code = ioht_exit_code(r->status);
+    r->err = g_string_free(err, FALSE);
+    g_test_message("iohelper exit %d, stderr: %s", r->code, *r->err ? r->err : "(none)\n");
+}
+
+gboolean
+ft_one_line(const char *err)
+{
+    const char *nl = strchr(err, '\n');
+
+    if (!g_str_has_prefix(err, "iohelper: ") || !nl || nl[1] != '\0') {
+        g_test_message("not one 'iohelper: ' line: '%s'", err);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+ft_pipe(int fds[2])
+{
+    g_assert_cmpint(pipe2(fds, O_CLOEXEC), ==, 0);
+    fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
+}
+
+struct FtFeed {
+    GThread *thread;
+    int fd;
+    char *path;
+    guint64 max, stall_at;
+    guint stall_ms;
+    gboolean keep_open;
+    guint64 done;
+};
+
+static gpointer
+feed_thread(gpointer data)
+{
+    FtFeed *f = data;
+    g_autofree char *buf = g_malloc(1 << 20);
+    int in = open(f->path, O_RDONLY | O_CLOEXEC);
+    gboolean stalled = FALSE;
+
+    g_assert_cmpint(in, >=, 0);
+    while (f->done < f->max) {
+        gsize want = (gsize)MIN((guint64)(1 << 20), f->max - f->done);
+        ssize_t n, off = 0;
+
+        if (f->stall_ms && !stalled && f->done >= f->stall_at) {
+            g_usleep(f->stall_ms * 1000);
+            stalled = TRUE;
+        }
+        if (f->stall_ms && !stalled) {
+            want = (gsize)MIN((guint64)want, f->stall_at - f->done);
+        }
+        n = read(in, buf, want);
+        g_assert_cmpint(n, >=, 0);
+        if (n == 0) {
+            break;
+        }
+        while (off < n) {
+            ssize_t w = write(f->fd, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR) {
+                continue;
+            }
+            if (w < 0 && errno == EAGAIN) {
+                struct timespec ts = { 0, 1000000 };
+                nanosleep(&ts, NULL);
+                continue;
+            }
+            if (w < 0) {
+                g_assert_cmpint(errno, ==, EPIPE);
+                goto out;
+            }
+            off += w;
+            f->done += (guint64)w;
+        }
+    }
+out:
+    close(in);
+    if (!f->keep_open) {
+        close(f->fd);
+        f->fd = -1;
+    }
+    return NULL;
+}
+
+FtFeed *
+ft_feed_start(int fd, const char *path, guint64 max, guint64 stall_at, guint stall_ms,
+              gboolean keep_open)
+{
+    FtFeed *f = g_new0(FtFeed, 1);
+
+    f->fd = fd;
+    f->path = g_strdup(path);
+    f->max = max;
+    f->stall_at = stall_at;
+    f->stall_ms = stall_ms;
+    f->keep_open = keep_open;
+    f->thread = g_thread_new("feed", feed_thread, f);
+    return f;
+}
+
+guint64
+ft_feed_join(FtFeed *f)
+{
+    guint64 done;
+
+    g_thread_join(f->thread);
+    done = f->done;
+    g_free(f->path);
+    g_free(f);
+    return done;
+}
+
+struct FtDrain {
+    GThread *thread;
+    int fd;
+    char *path;
+    guint64 max, stall_at;
+    guint stall_ms;
+    guint64 done;
+};
+
+static gpointer
+drain_thread(gpointer data)
+{
+    FtDrain *d = data;
+    g_autofree char *buf = g_malloc(1 << 20);
+    int out = -1;
+    gboolean stalled = FALSE;
+
+    if (d->path) {
+        out = open(d->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_assert_cmpint(out, >=, 0);
+    }
+    while (d->done < d->max) {
+        gsize want = (gsize)MIN((guint64)(1 << 20), d->max - d->done);
+        ssize_t n;
+
+        if (d->stall_ms && !stalled && d->done >= d->stall_at) {
+            g_usleep(d->stall_ms * 1000);
+            stalled = TRUE;
+        }
+        if (d->stall_ms && !stalled) {
+            want = (gsize)MIN((guint64)want, d->stall_at - d->done);
+        }
+        n = read(d->fd, buf, want);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN) {
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        g_assert_cmpint(n, >=, 0);
+        if (n == 0) {
+            break;
+        }
+        if (out >= 0) {
+            g_assert_cmpint(write(out, buf, (size_t)n), ==, n);
+        }
+        d->done += (guint64)n;
+    }
+    if (out >= 0) {
+        close(out);
+    }
+    close(d->fd);
+    d->fd = -1;
+    return NULL;
+}
+
+FtDrain *
+ft_drain_start(int fd, const char *path, guint64 max, guint64 stall_at, guint stall_ms)
+{
+    FtDrain *d = g_new0(FtDrain, 1);
+
+    d->fd = fd;
+    d->path = g_strdup(path);
+    d->max = max;
+    d->stall_at = stall_at;
+    d->stall_ms = stall_ms;
+    d->thread = g_thread_new("drain", drain_thread, d);
+    return d;
+}
+
+guint64
+ft_drain_join(FtDrain *d)
+{
+    guint64 done;
+
+    g_thread_join(d->thread);
+    done = d->done;
+    g_free(d->path);
+    g_free(d);
+    return done;
+}
+
+static const char **
+join_args(const char *const *opts, const char *in, const char *out)
+{
+    GPtrArray *a = g_ptr_array_new();
+
+    for (const char *const *o = opts; o && *o; o++) {
+        g_ptr_array_add(a, (gpointer)*o);
+    }
+    g_ptr_array_add(a, (gpointer)in);
+    g_ptr_array_add(a, (gpointer)out);
+    g_ptr_array_add(a, NULL);
+    return (const char **)g_ptr_array_free(a, FALSE);
+}
+
+void
+ft_save(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
+        FtResult *r, guint64 *ret_moved)
+{
+    g_autofree const char **args = join_args(opts, "-", dst);
+    FtSpawn s = { 0 };
+    int p[2];
+    FtChild c;
+    FtFeed *f;
+    guint64 moved;
+
+    if (how) {
+        s = *how;
+    }
+    s.args = args;
+    s.in_fd = -1;
+    s.out_fd = -1;
+    s.fault_path = s.fault_path ? s.fault_path : dst;
+    ft_pipe(p);
+    s.in_fd = p[0];
+    c = ft_spawn(&s);
+    close(p[0]);
+    f = ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE);
+    ft_wait(&c, r);
+    moved = ft_feed_join(f);
+    if (ret_moved) {
+        *ret_moved = moved;
+    }
+}
+
+void
+ft_restore(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
+           FtResult *r, guint64 *ret_moved)
+{
+    g_autofree const char **args = join_args(opts, src, "-");
+    FtSpawn s = { 0 };
+    int p[2];
+    FtChild c;
+    FtDrain *d;
+    guint64 moved;
+
+    if (how) {
+        s = *how;
+    }
+    s.args = args;
+    s.in_fd = -1;
+    s.out_fd = -1;
+    s.fault_path = s.fault_path ? s.fault_path : src;
+    ft_pipe(p);
+    s.out_fd = p[1];
+    c = ft_spawn(&s);
+    close(p[1]);
+    d = ft_drain_start(p[0], dst, G_MAXUINT64, 0, 0);
+    ft_wait(&c, r);
+    moved = ft_drain_join(d);
+    if (ret_moved) {
+        *ret_moved = moved;
+    }
+}
+
+guint
+ft_faults_logged(void)
+{
+    g_autofree char *text = NULL;
+    guint n = 0;
+
+    ft_workdir();
+    if (!g_file_get_contents(fault_log, &text, NULL, NULL)) {
+        return 0;
+    }
+    for (const char *p = text; *p; p++) {
+        n += *p == '\n';
+    }
+    g_unlink(fault_log);
+    return n;
+}
+
+char *
+ft_mount(const char *dir, guint64 size, gboolean ext4)
+{
+    g_autofree char *mnt = g_build_filename(dir, ext4 ? "ext4" : "tmpfs", NULL);
+    g_autofree char *opts = NULL;
+
+    if (geteuid() != 0) {
+        g_test_skip("mounting a small file system needs root");
+        return NULL;
+    }
+    g_mkdir_with_parents(mnt, 0700);
+    if (!ext4) {
+        opts = g_strdup_printf("size=%" G_GUINT64_FORMAT ",mode=0700", size);
+        if (mount("ioh-faults", mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+            g_test_skip_printf("mount tmpfs: %s", g_strerror(errno));
+            return NULL;
+        }
+    } else {
+        g_autofree char *img = g_build_filename(dir, "ext4.img", NULL);
+        g_autofree char *cmd = NULL;
+        g_autofree char *out = NULL;
+        int status = 0;
+        int fd = open(img, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(ftruncate(fd, (off_t)size), ==, 0);
+        close(fd);
+        /* -m 0: no blocks reserved for root (the tests run as root); no journal: the
+         * free space then depends on nothing but our writes. */
+        cmd = g_strdup_printf("sh -c 'mkfs.ext4 -q -F -m 0 -b 4096 -O ^has_journal %s && "
+                              "mount -o loop %s %s' 2>&1", img, img, mnt);
+        if (!g_spawn_command_line_sync(cmd, &out, NULL, &status, NULL) || status != 0) {
+            g_test_skip_printf("mkfs.ext4 + mount -o loop failed: %s", out ? out : "");
+            g_unlink(img);
+            return NULL;
+        }
+        /* The loop device holds the image open; lazy-delete it now. */
+        g_unlink(img);
+    }
+    return g_steal_pointer(&mnt);
+}
+
+void
+ft_umount(char *dir)
+{
+    if (!dir) {
+        return;
+    }
+    /* The loop device of an ext4 mount goes with it (autoclear, set by mount -o loop). */
+    if (umount2(dir, 0) < 0) {
+        g_test_message("umount %s: %s; detaching lazily", dir, g_strerror(errno));
+        umount2(dir, MNT_DETACH);
+    }
+    g_rmdir(dir);
+    g_free(dir);
+}
+
+char *
+ft_fill(const char *dir, const char *name)
+{
+    char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *buf = g_malloc0(1 << 16);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    g_assert_cmpint(fd, >=, 0);
+    for (;;) {
+        ssize_t n = write(fd, buf, 1 << 16);
+        if (n < 0) {
+            g_assert_cmpint(errno, ==, ENOSPC);
+            break;
+        }
+    }
+    /* Whatever is left (less than a block) goes too, byte by byte. */
+    while (write(fd, buf, 1) == 1) {
+    }
+    fsync(fd);
+    close(fd);
+    return path;
+}
+
+guint64
+ft_file_size(const char *path)
+{
+    struct stat st;
+
+    if (stat(path, &st) < 0) {
+        return 0;
+    }
+    return (guint64)st.st_size;
+}
+
+gboolean
+ft_prefix_equal(const char *a, const char *b, guint64 len)
+{
+    const gsize chunk = 1 << 20;
+    g_autofree char *ba = g_malloc(chunk);
+    g_autofree char *bb = g_malloc(chunk);
+    int fa = open(a, O_RDONLY | O_CLOEXEC);
+    int fb = open(b, O_RDONLY | O_CLOEXEC);
+    guint64 off = 0;
+    gboolean same = fa >= 0 && fb >= 0;
+
+    while (same && off < len) {
+        gsize want = (gsize)MIN((guint64)chunk, len - off);
+        ssize_t na = read(fa, ba, want);
+        ssize_t nb = read(fb, bb, want);
+        if (na != (ssize_t)want || nb != (ssize_t)want || memcmp(ba, bb, want) != 0) {
+            g_test_message("%s and %s differ in [%" G_GUINT64_FORMAT ", +%zu)", a, b, off,
+                           want);
+            same = FALSE;
+        }
+        off += want;
+    }
+    if (fa >= 0) {
+        close(fa);
+    }
+    if (fb >= 0) {
+        close(fb);
+    }
+    return same;
+}
+
+gint64
+ft_proc_status_kib(GPid pid, const char *field)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+    g_autofree char *text = NULL;
+    g_autofree char *key = g_strdup_printf("\n%s:", field);
+    const char *p;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) || !(p = strstr(text, key))) {
+        return -1;
+    }
+    return g_ascii_strtoll(p + strlen(key), NULL, 10);
+}
+
+static gint
+compare_strings(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0(*(char *const *)a, *(char *const *)b);
+}
+
+char *
+ft_proc_fds(GPid pid)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+    GString *out = g_string_new(NULL);
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        g_autofree char *t = g_file_read_link(p, NULL);
+        g_ptr_array_add(lines, g_strdup_printf("%6s -> %s", name, t ? t : "?"));
+    }
+    g_ptr_array_sort(lines, compare_strings);
+    for (guint i = 0; i < lines->len; i++) {
+        g_string_append_printf(out, "%s\n", g_strchug((char *)lines->pdata[i]));
+    }
+    return g_string_free(out, FALSE);
+}
+
+gboolean
+ft_wait_file_size(const char *path, guint64 size)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (ft_file_size(path) >= size) {
+            return TRUE;
+        }
+        g_usleep(10000);
+    }
+    return FALSE;
+}

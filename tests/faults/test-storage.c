@@ -1,0 +1,391 @@
+/* test-storage.c - storage faults: full file systems, file size limits, and EIO, short
+ * writes, failing fdatasync/close/sync_file_range injected by the fault shim at the Nth
+ * call on the image. Every run ends in a non-zero exit and one line on stderr, or in
+ * byte-exact data after an fdatasync that succeeded. */
+#include "faults-util.h"
+#include "ioh-test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#define MiB (1024 * 1024)
+
+typedef struct {
+    const char *name;
+    const char *opt;    /* NULL: buffered */
+} Mode;
+
+static const Mode modes[] = {
+    { "buffered", NULL },
+    { "direct", "--direct" },
+    { "fadvise", "--fadvise" },
+};
+
+static const char *const *
+mode_opts(const Mode *m, const char *extra)
+{
+    static const char *opts[4];
+    int i = 0;
+
+    if (m->opt) {
+        opts[i++] = m->opt;
+    }
+    if (extra) {
+        opts[i++] = extra;
+    }
+    opts[i] = NULL;
+    return opts;
+}
+
+/* A run that exits 0 must have delivered every byte. */
+static void
+assert_exact_if_ok(const FtResult *r, const char *a, const char *b)
+{
+    if (r->code == 0 && !ioht_files_equal(a, b)) {
+        ft_total_data_loss++;
+        g_test_fail_printf("exit 0 but %s differs from %s", b, a);
+    }
+}
+
+static void
+assert_failed_with(const FtResult *r, const char *needle)
+{
+    g_assert_cmpint(r->code, ==, 1);
+    g_assert_true(WIFEXITED(r->status));
+    g_assert_true(ft_one_line(r->err));
+    if (!strstr(r->err, needle)) {
+        g_test_fail_printf("stderr '%s' does not say '%s'", r->err, needle);
+    }
+}
+
+static char *
+make_source(const char *name, guint64 size, guint32 seed)
+{
+    char *p = g_build_filename(ft_workdir(), name, NULL);
+
+    ioht_write_random_file(p, size, seed);
+    return p;
+}
+
+/* ---- success is synced: the trace of the image fd ends in a good fdatasync ---- */
+
+static void
+test_success_synced(gconstpointer data)
+{
+    const Mode *m = data;
+    g_autofree char *src = make_source("src", 8 * MiB + 123, 1);
+    g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
+    g_autofree char *tr = g_build_filename(ft_workdir(), "trace", NULL);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    FtSpawn how = { .fault = "", .fault_trace = tr };
+    FtResult r;
+    guint64 written = 0;
+    int last_write = -1, sync_line = -1, n = 0;
+
+    ft_save(src, dst, mode_opts(m, NULL), &how, &r, NULL);
+    g_assert_cmpint(r.code, ==, 0);
+    assert_exact_if_ok(&r, src, dst);
+    g_assert_true(g_file_get_contents(tr, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (; lines[n]; n++) {
+        const char *ret = strstr(lines[n], " ret=");
+        if (!ret) {
+            continue;
+        }
+        if (g_str_has_prefix(lines[n], "write ") || g_str_has_prefix(lines[n], "pwrite ") ||
+            g_str_has_prefix(lines[n], "writev ") || g_str_has_prefix(lines[n], "splice ")) {
+            gint64 v = g_ascii_strtoll(ret + 5, NULL, 10);
+            g_assert_cmpint(v, >=, 0);
+            written += (guint64)v;
+            last_write = n;
+        }
+        if (g_str_has_prefix(lines[n], "fdatasync ") || g_str_has_prefix(lines[n], "fsync ")) {
+            g_assert_cmpstr(ret, ==, " ret=0");
+            sync_line = n;
+        }
+    }
+    g_test_message("%d calls on the image traced, %" G_GUINT64_FORMAT " bytes written",
+                   n - 1, written);
+    g_assert_cmpuint(written, ==, 8 * MiB + 123);
+    g_assert_cmpint(sync_line, >, last_write);
+    ft_result_clear(&r);
+    g_unlink(tr);
+    g_unlink(src);
+    g_unlink(dst);
+}
+
+/* ---- errors injected at the Nth call ---- */
+
+typedef struct {
+    const Mode *mode;
+    const char *fault;       /* IOH_FAULT */
+    const char *needle;      /* in stderr; NULL: the copy must succeed, byte-exact */
+    gboolean restore;
+    gboolean libvirt;        /* save through "PATH FD" instead of "- PATH" */
+    guint64 size;
+} Inject;
+
+static void
+test_inject(gconstpointer data)
+{
+    const Inject *t = data;
+    g_autofree char *src = make_source("src", t->size, 2);
+    g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
+    g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
+    g_autofree char *needle = NULL;
+    FtSpawn how = { .fault = t->fault };
+    FtResult r;
+    guint n;
+
+    if (t->restore) {
+        /* The image to restore is made without faults first. */
+        ft_save(src, dst, NULL, NULL, &r, NULL);
+        g_assert_cmpint(r.code, ==, 0);
+        ft_result_clear(&r);
+        ft_restore(dst, out, mode_opts(t->mode, NULL), &how, &r, NULL);
+    } else if (t->libvirt) {
+        const char *args[] = { dst, "3", t->mode->opt, NULL };
+        int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+        int fd = open(dst, flags | (t->mode->opt && strstr(t->mode->opt, "direct") ?
+                                    O_DIRECT : 0), 0600);
+        int target = 3;
+        int p[2];
+        FtChild c;
+        FtFeed *f;
+
+        g_assert_cmpint(fd, >=, 0);
+        /* libvirt's form takes O_DIRECT from the fd; --fadvise is still an option. */
+        if (t->mode->opt && strstr(t->mode->opt, "direct")) {
+            args[2] = NULL;
+        }
+        how.args = args;
+        how.fault_path = dst;
+        how.extra_fds = &fd;
+        how.extra_targets = &target;
+        how.n_extra = 1;
+        ft_pipe(p);
+        how.in_fd = p[0];
+        how.out_fd = -1;
+        c = ft_spawn(&how);
+        close(p[0]);
+        close(fd);
+        f = ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE);
+        ft_wait(&c, &r);
+        ft_feed_join(f);
+    } else {
+        ft_save(src, dst, mode_opts(t->mode, NULL), &how, &r, NULL);
+    }
+    n = ft_faults_logged();
+    /* A rule that never fired would prove nothing. */
+    g_assert_cmpuint(n, >, 0);
+    ft_count_faults(n);
+    if (t->needle) {
+        needle = g_strdup_printf(t->needle, t->restore ? dst : dst);
+        assert_failed_with(&r, needle);
+    } else {
+        g_assert_cmpint(r.code, ==, 0);
+        g_assert_cmpstr(r.err, ==, "");
+    }
+    assert_exact_if_ok(&r, src, t->restore ? out : dst);
+    ft_result_clear(&r);
+    g_unlink(src);
+    g_unlink(dst);
+    g_unlink(out);
+}
+
+static void
+add_inject(const char *name, const char *fault, const char *needle, gboolean restore,
+           gboolean libvirt, guint64 size, gboolean fadvise_only)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
+        Inject *t;
+        g_autofree char *path = NULL;
+
+        if (fadvise_only && i != 2) {
+            continue;
+        }
+        t = g_new0(Inject, 1);
+        *t = (Inject){ &modes[i], fault, needle, restore, libvirt, size };
+        path = g_strdup_printf("/faults/%s/%s/%s", restore ? "restore" : "save", name,
+                               modes[i].name);
+        g_test_add_data_func_full(path, t, test_inject, g_free);
+    }
+}
+
+/* ---- real storage: full file systems ---- */
+
+typedef struct {
+    const Mode *mode;
+    gboolean ext4;
+    const char *where;   /* "start", "middle", "tail" */
+} Full;
+
+static void
+test_enospc(gconstpointer data)
+{
+    const Full *t = data;
+    const guint64 fs_size = t->ext4 ? 32 * MiB : 8 * MiB;
+    g_autofree char *mnt = ft_mount(ft_workdir(), fs_size, t->ext4);
+    g_autofree char *src = NULL;
+    g_autofree char *dst = NULL;
+    g_autofree char *filler = NULL;
+    guint64 size;
+    FtResult r;
+
+    if (!mnt) {
+        return;
+    }
+    if (t->mode->opt && g_str_equal(t->mode->opt, "--direct") &&
+        !ioht_dir_supports_direct(mnt)) {
+        ft_umount(g_steal_pointer(&mnt));
+        g_test_skip("this file system refuses O_DIRECT");
+        return;
+    }
+    dst = g_build_filename(mnt, "img", NULL);
+    if (g_str_equal(t->where, "start")) {
+        filler = ft_fill(mnt, "filler");
+        size = 4 * MiB;
+    } else if (g_str_equal(t->where, "middle")) {
+        size = 4 * fs_size;
+    } else {
+        /* tmpfs counts pages and nothing else: fill all but 2 MiB, then send 2 MiB and
+         * 100 bytes. The aligned 2 MiB fit; the tail needs one more page. */
+        int fd;
+        filler = g_build_filename(mnt, "filler", NULL);
+        fd = open(filler, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(posix_fallocate(fd, 0, (off_t)(fs_size - 2 * MiB)), ==, 0);
+        close(fd);
+        size = 2 * MiB + 100;
+    }
+    src = make_source("src", size, 3);
+    ft_save(src, dst, mode_opts(t->mode, NULL), NULL, &r, NULL);
+    ft_count_faults(1);
+    assert_failed_with(&r, "No space left on device");
+    if (g_str_equal(t->where, "tail")) {
+        /* The aligned part went down; only the tail failed. */
+        g_test_message("image holds %" G_GUINT64_FORMAT " bytes", ft_file_size(dst));
+        g_assert_cmpuint(ft_file_size(dst), ==, 2 * MiB);
+    }
+    ft_result_clear(&r);
+    g_unlink(src);
+    g_unlink(dst);
+    if (filler) {
+        g_unlink(filler);
+    }
+    ft_umount(g_steal_pointer(&mnt));
+}
+
+/* ---- EFBIG: the process's file size limit (SIGXFSZ must not kill it silently) ---- */
+
+static void
+test_efbig(gconstpointer data)
+{
+    const Mode *m = data;
+    g_autofree char *src = make_source("src", 8 * MiB, 4);
+    g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
+    FtSpawn how = { .fsize_limit = 3 * MiB + 5 };
+    FtResult r;
+
+    ft_save(src, dst, mode_opts(m, NULL), &how, &r, NULL);
+    ft_count_faults(1);
+    if (WIFSIGNALED(r.status)) {
+        g_test_fail_printf("iohelper died of signal %d (%s) instead of reporting EFBIG",
+                           WTERMSIG(r.status), g_strsignal(WTERMSIG(r.status)));
+    } else {
+        assert_failed_with(&r, "File too large");
+    }
+    ft_result_clear(&r);
+    g_unlink(src);
+    g_unlink(dst);
+}
+
+int
+main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
+        g_autofree char *p = g_strdup_printf("/faults/save/success-is-synced/%s",
+                                             modes[i].name);
+        g_test_add_data_func(p, &modes[i], test_success_synced);
+    }
+    /* save: errors at the first, a middle and a late write */
+    /* The engine may coalesce O_DIRECT writes (up to half its ring of 1 MiB buffers) and
+     * how much depends on timing: 16 MiB is at least 8 writes in every mode. */
+    add_inject("write-EIO-1", "write:1:EIO", "write %s: Input/output error", FALSE, FALSE,
+               16 * MiB, FALSE);
+    add_inject("write-EIO-5", "write:5:EIO", "write %s: Input/output error", FALSE, FALSE,
+               16 * MiB, FALSE);
+    add_inject("write-ENOSPC-3", "write:3:ENOSPC", "write %s: No space left on device",
+               FALSE, FALSE, 16 * MiB, FALSE);
+    add_inject("write-EDQUOT-2", "write:2:EDQUOT", "write %s: Disk quota exceeded", FALSE,
+               FALSE, 16 * MiB, FALSE);
+    add_inject("write-EIO-tail", "write:unaligned:EIO", "write %s: Input/output error", FALSE,
+               FALSE, 8 * MiB + 777, FALSE);
+    add_inject("write-short-every", "write:every:short", NULL, FALSE, FALSE, 8 * MiB + 4097,
+               FALSE);
+    add_inject("write-short-then-EIO", "write:6:EIO,write:%2:short",
+               "write %s: Input/output error", FALSE, FALSE, 16 * MiB, FALSE);
+    add_inject("write-EINTR-storm", "write:%2:EINTR", NULL, FALSE, FALSE, 8 * MiB + 1, FALSE);
+    add_inject("fdatasync-EIO", "fdatasync:1:EIO", "fdatasync %s: Input/output error", FALSE,
+               FALSE, 4 * MiB + 5, FALSE);
+    add_inject("fdatasync-ENOSPC", "fdatasync:1:ENOSPC",
+               "fdatasync %s: No space left on device", FALSE, FALSE, 4 * MiB, FALSE);
+    add_inject("close-EIO", "close:1:EIO", "close %s: Input/output error", FALSE, FALSE,
+               4 * MiB + 5, FALSE);
+    add_inject("libvirt-close-EIO", "close:1:EIO", "close %s: Input/output error", FALSE,
+               TRUE, 4 * MiB + 5, FALSE);
+    add_inject("libvirt-write-EIO-3", "write:3:EIO", "write %s: Input/output error", FALSE,
+               TRUE, 16 * MiB, FALSE);
+    add_inject("libvirt-fdatasync-EIO", "fdatasync:1:EIO", "fdatasync %s: Input/output error",
+               FALSE, TRUE, 4 * MiB, FALSE);
+    add_inject("sync_file_range-EIO", "sync_file_range:2:EIO",
+               "sync_file_range %s: Input/output error", FALSE, FALSE, 40 * MiB, TRUE);
+    /* restore: the image is read back with faults */
+    add_inject("read-EIO-1", "read:1:EIO", "read %s: Input/output error", TRUE, FALSE,
+               4 * MiB, FALSE);
+    add_inject("read-EIO-3", "read:3:EIO", "read %s: Input/output error", TRUE, FALSE,
+               16 * MiB, FALSE);
+    add_inject("read-short-every", "read:every:short", NULL, TRUE, FALSE, 8 * MiB + 4097,
+               FALSE);
+    add_inject("read-EINTR-storm", "read:%2:EINTR", NULL, TRUE, FALSE, 8 * MiB + 3, FALSE);
+
+    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
+        static const char *const wheres[] = { "start", "middle", "tail" };
+        for (int fs = 0; fs < 2; fs++) {
+            for (gsize w = 0; w < G_N_ELEMENTS(wheres); w++) {
+                Full *t;
+                g_autofree char *p = NULL;
+                /* The tail case is O_DIRECT's and needs tmpfs's exact accounting. */
+                if (g_str_equal(wheres[w], "tail") && (fs == 1 || i != 1)) {
+                    continue;
+                }
+                t = g_new0(Full, 1);
+                *t = (Full){ &modes[i], fs == 1, wheres[w] };
+                p = g_strdup_printf("/faults/save/enospc-%s/%s/%s", wheres[w],
+                                    fs ? "ext4" : "tmpfs", modes[i].name);
+                g_test_add_data_func_full(p, t, test_enospc, g_free);
+            }
+        }
+        {
+            g_autofree char *p = g_strdup_printf("/faults/save/efbig-rlimit/%s",
+                                                 modes[i].name);
+            g_test_add_data_func(p, &modes[i], test_efbig);
+        }
+    }
+    ret = g_test_run();
+    ft_report();
+    ft_cleanup();
+    return ret;
+}

@@ -1,0 +1,1177 @@
+/* test-libwrap.c - libwrap against the real iohelper binary
+ *
+ * Every test drives the real helper ($IOHELPER_PATH) through the public API only.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "iohwrap.h"
+#include "ioh-test.h"
+
+#define MIB (1024 * 1024)
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static char *
+tpath(const char *dir, const char *name)
+{
+    return g_build_filename(dir, name, NULL);
+}
+
+/* Writes the whole file @src into @fd (the wrap's pipe, or the file itself). Returns
+ * FALSE when a write fails (EPIPE once a helper died). */
+static gboolean
+feed_file(const char *src, int fd)
+{
+    g_autofree char *buf = g_malloc(MIB);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    gboolean ok = TRUE;
+
+    g_assert_cmpint(in, >=, 0);
+    for (;;) {
+        gssize n = read(in, buf, MIB);
+        g_assert_cmpint(n, >=, 0);
+        if (n == 0) {
+            break;
+        }
+        for (gssize off = 0; off < n;) {
+            gssize w = write(fd, buf + off, (gsize)(n - off));
+            if (w < 0 && errno == EINTR) {
+                continue;
+            }
+            if (w <= 0) {
+                ok = FALSE;
+                goto out;
+            }
+            off += w;
+        }
+    }
+out:
+    close(in);
+    return ok;
+}
+
+/* Reads @fd to EOF into a new file @dst. Returns the bytes read. */
+static guint64
+drain_to_file(int fd, const char *dst)
+{
+    g_autofree char *buf = g_malloc(MIB);
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    guint64 total = 0;
+
+    g_assert_cmpint(out, >=, 0);
+    for (;;) {
+        gssize n = read(fd, buf, MIB);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        g_assert_cmpint(n, >=, 0);
+        if (n == 0) {
+            break;
+        }
+        g_assert_cmpint(write(out, buf, (gsize)n), ==, n);
+        total += (guint64)n;
+    }
+    g_assert_cmpint(close(out), ==, 0);
+    return total;
+}
+
+static int
+open_save(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+static int
+open_restore(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+static gboolean
+fd_is_open(int fd)
+{
+    return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* Saves @src into @dst through a wrap with @flags, then checks the result. */
+static void
+save_through(const char *src, const char *dst, IohWrapFlags flags,
+             const IohWrapParams *params)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd = open_save(dst);
+
+    wrap = ioh_wrap_new(&fd, dst, flags, params, &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_wrap_is_spawned(wrap));
+    g_assert_true(feed_file(src, fd));
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    g_assert_false(fd_is_open(fd));    /* finish closed our end */
+}
+
+static guint64
+restore_through(const char *saved, const char *out, IohWrapFlags flags,
+                const IohWrapParams *params)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd = open_restore(saved);
+    guint64 n;
+
+    wrap = ioh_wrap_new(&fd, saved, flags, params, &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_wrap_is_spawned(wrap));
+    n = drain_to_file(fd, out);
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    return n;
+}
+
+static gboolean
+have_direct(const char *dir)
+{
+    if (!ioht_dir_supports_direct(dir)) {
+        g_test_skip("the work folder's file system refuses O_DIRECT");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gint
+cmp_int(gconstpointer a, gconstpointer b)
+{
+    return GPOINTER_TO_INT(a) - GPOINTER_TO_INT(b);
+}
+
+/* The fd numbers open in process @pid, sorted. */
+static GList *
+list_fds(GPid pid)
+{
+    g_autofree char *dirname = g_strdup_printf("/proc/%d/fd", (int)pid);
+    g_autoptr(GDir) dir = g_dir_open(dirname, 0, NULL);
+    GList *fds = NULL;
+    const char *name;
+
+    g_assert_nonnull(dir);
+    while ((name = g_dir_read_name(dir))) {
+        fds = g_list_prepend(fds, GINT_TO_POINTER(atoi(name)));
+    }
+    return g_list_sort(fds, cmp_int);
+}
+
+/* ---- no helper ------------------------------------------------------------------ */
+
+static void
+test_nospawn_untouched(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "plain.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd = open_save(path);
+    int orig = fd, fl;
+    guint64 w = 1, s = 1;
+
+    g_assert_cmpint(write(fd, "header", 6), ==, 6);
+    fl = fcntl(fd, F_GETFL);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_NONE, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(wrap);
+    g_assert_false(ioh_wrap_is_spawned(wrap));
+    g_assert_cmpint(ioh_wrap_get_pid(wrap), ==, 0);
+    g_assert_cmpint(fd, ==, orig);
+    g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, 6);
+    g_assert_cmpint(fcntl(fd, F_GETFL), ==, fl);
+    /* No child of ours exists. */
+    g_assert_cmpint(waitpid(-1, NULL, WNOHANG), ==, -1);
+    g_assert_cmpint(errno, ==, ECHILD);
+    ioh_wrap_get_progress(wrap, &w, &s);
+    g_assert_cmpuint(w, ==, 0);
+    g_assert_cmpuint(s, ==, 0);
+
+    g_assert_cmpint(write(fd, "stream", 6), ==, 6);
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    g_assert_true(ioh_wrap_finish(wrap, &error));    /* idempotent */
+    g_assert_true(fd_is_open(fd));                     /* still the caller's */
+    g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, 12);
+    g_clear_pointer(&wrap, ioh_wrap_free);
+    g_assert_true(fd_is_open(fd));
+    close(fd);
+    ioht_workdir_remove(dir);
+}
+
+static void
+test_nospawn_restore(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "plain.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    IohWrapParams params = { .offset = 4096 };
+    int fd, orig;
+
+    ioht_write_random_file(path, 8192, 1);
+    fd = orig = open_restore(path);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_NONE, &params, &error);
+    g_assert_no_error(error);
+    g_assert_false(ioh_wrap_is_spawned(wrap));
+    g_assert_cmpint(fd, ==, orig);
+    /* An explicit offset places the stream on this path too. */
+    g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, 4096);
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    close(fd);
+    ioht_workdir_remove(dir);
+}
+
+/* An fd opened O_DIRECT cannot take QEMU's unaligned writes: it always gets a helper. */
+static void
+test_odirect_fd(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = tpath(dir, "src");
+    g_autofree char *path = tpath(dir, "od.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd;
+
+    if (!have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    ioht_write_random_file(src, 1 * MIB + 3, 12);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_null(ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_NONE, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_wrap_is_spawned(wrap));
+    g_assert_true(feed_file(src, fd));
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    g_assert_true(ioht_files_equal(src, path));
+    ioht_workdir_remove(dir);
+}
+
+/* ---- misuse --------------------------------------------------------------------- */
+
+static void
+expect_refused(int fd, IohWrapFlags flags, const IohWrapParams *params, int code,
+               const char *text)
+{
+    g_autoptr(GError) error = NULL;
+    int before = fd;
+    IohWrap *wrap = ioh_wrap_new(&fd, "/x.save", flags, params, &error);
+
+    g_assert_null(wrap);
+    g_assert_error(error, IOH_WRAP_ERROR, code);
+    g_test_message("refused: %s", error->message);
+    g_assert_nonnull(strstr(error->message, text));
+    g_assert_cmpint(fd, ==, before);
+}
+
+static void
+test_errors(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "e.save");
+    g_autofree char *noexec = tpath(dir, "not-executable");
+    IohWrapParams odd = { .offset = 100 };
+    int fd = open_save(path);
+    int rw = open(path, O_RDWR | O_CLOEXEC);
+    int closed = open(path, O_RDONLY | O_CLOEXEC);
+    g_autofree char *saved_env = g_strdup(g_getenv("IOHELPER_PATH"));
+    g_autoptr(GError) error = NULL;
+
+    close(closed);
+    expect_refused(fd, 1 << 7, NULL, IOH_WRAP_ERROR_INVALID, "unknown flags");
+    expect_refused(fd, IOH_WRAP_DIRECT | IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_INVALID,
+                   "cannot be combined");
+    expect_refused(fd, IOH_WRAP_DIRECT, &odd, IOH_WRAP_ERROR_INVALID, "multiple of 4096");
+    expect_refused(closed, IOH_WRAP_POLLABLE, NULL, IOH_WRAP_ERROR_BADFD,
+                   "Bad file descriptor");
+    expect_refused(-1, IOH_WRAP_NONE, NULL, IOH_WRAP_ERROR_BADFD, "Bad file descriptor");
+    expect_refused(rw, IOH_WRAP_POLLABLE, NULL, IOH_WRAP_ERROR_BADFD, "read-write");
+    expect_refused(rw, IOH_WRAP_NONE, NULL, IOH_WRAP_ERROR_BADFD, "read-write");
+    g_assert_null(ioh_wrap_new(NULL, path, IOH_WRAP_NONE, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+
+    g_setenv("IOHELPER_PATH", "/nonexistent/iohelper", TRUE);
+    expect_refused(fd, IOH_WRAP_POLLABLE, NULL, IOH_WRAP_ERROR_NOHELPER,
+                   "/nonexistent/iohelper: No such file or directory");
+    g_assert_true(g_file_set_contents(noexec, "#!/bin/sh\n", -1, NULL));
+    g_chmod(noexec, 0644);
+    g_setenv("IOHELPER_PATH", noexec, TRUE);
+    expect_refused(fd, IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_NOHELPER, "not an executable");
+    g_setenv("IOHELPER_PATH", dir, TRUE);
+    expect_refused(fd, IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_NOHELPER, "not an executable");
+    /* Unset (or empty): the installed libexec path. */
+    g_setenv("IOHELPER_PATH", "", TRUE);
+    {
+        g_autofree char *installed = g_build_filename(IOHELPER_LIBEXECDIR, "iohelper", NULL);
+        if (!g_file_test(installed, G_FILE_TEST_IS_EXECUTABLE)) {
+            expect_refused(fd, IOH_WRAP_POLLABLE, NULL, IOH_WRAP_ERROR_NOHELPER, installed);
+        } else {
+            g_test_message("%s is installed: the default path works", installed);
+        }
+    }
+    if (saved_env) {
+        g_setenv("IOHELPER_PATH", saved_env, TRUE);
+    } else {
+        g_unsetenv("IOHELPER_PATH");
+    }
+
+    /* NULL wraps are errors, not crashes. */
+    g_assert_false(ioh_wrap_finish(NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_false(ioh_wrap_is_spawned(NULL));
+    g_assert_cmpint(ioh_wrap_get_pid(NULL), ==, 0);
+    ioh_wrap_free(NULL);
+    g_assert_cmpint(waitpid(-1, NULL, WNOHANG), ==, -1);
+
+    close(fd);
+    close(rw);
+    ioht_workdir_remove(dir);
+}
+
+/* ---- round trips ---------------------------------------------------------------- */
+
+typedef struct {
+    IohWrapFlags flags;
+    guint64 size;
+} RoundTrip;
+
+static void
+test_roundtrip(gconstpointer data)
+{
+    const RoundTrip *rt = data;
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = tpath(dir, "src");
+    g_autofree char *saved = tpath(dir, "vm.save");
+    g_autofree char *back = tpath(dir, "restored");
+    struct stat st;
+
+    if ((rt->flags & IOH_WRAP_DIRECT) && !have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    ioht_write_random_file(src, rt->size, (guint32)rt->size);
+    save_through(src, saved, rt->flags, NULL);
+    g_assert_cmpint(g_stat(saved, &st), ==, 0);
+    g_assert_cmpuint((guint64)st.st_size, ==, rt->size);
+    g_assert_true(ioht_files_equal(src, saved));
+    g_assert_cmpuint(restore_through(saved, back, rt->flags, NULL), ==, rt->size);
+    g_assert_true(ioht_files_equal(src, back));
+    ioht_workdir_remove(dir);
+}
+
+/* A stream after a 4096-byte header, restored with an exact length from a longer file. */
+static void
+test_offset_length(gconstpointer data)
+{
+    IohWrapFlags flags = GPOINTER_TO_UINT(data);
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = tpath(dir, "src");
+    g_autofree char *saved = tpath(dir, "vm.save");
+    g_autofree char *back = tpath(dir, "restored");
+    g_autofree char *contents = NULL;
+    const guint64 size = 2 * MIB + 5;
+    IohWrapParams params = { .offset = 4096 };
+    gsize len;
+    int fd;
+
+    if ((flags & IOH_WRAP_DIRECT) && !have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    ioht_write_random_file(src, size, 7);
+    fd = open_save(saved);
+    g_assert_cmpint(pwrite(fd, "HEADER", 6, 0), ==, 6);
+    close(fd);
+    /* The save keeps the header and writes the stream at 4096. */
+    fd = open(saved, O_WRONLY | O_CLOEXEC);
+    {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(IohWrap) wrap = ioh_wrap_new(&fd, saved, flags, &params, &error);
+        g_assert_no_error(error);
+        g_assert_true(feed_file(src, fd));
+        g_assert_true(ioh_wrap_finish(wrap, &error));
+        g_assert_no_error(error);
+    }
+    /* Trailing garbage after the stream: --length must stop before it. */
+    fd = open(saved, O_WRONLY | O_APPEND | O_CLOEXEC);
+    g_assert_cmpint(write(fd, "TRAILER", 7), ==, 7);
+    close(fd);
+    g_assert_true(g_file_get_contents(saved, &contents, &len, NULL));
+    g_assert_cmpuint(len, ==, 4096 + size + 7);
+    g_assert_cmpint(memcmp(contents, "HEADER", 6), ==, 0);
+
+    params.length = size;
+    g_assert_cmpuint(restore_through(saved, back, flags, &params), ==, size);
+    g_assert_true(ioht_files_equal(src, back));
+    ioht_workdir_remove(dir);
+}
+
+/* ---- the pipe and the child's fds ------------------------------------------------ */
+
+static guint
+expected_pipe_size(void)
+{
+    g_autofree char *text = NULL;
+    guint64 max = MIB;
+
+    if (g_file_get_contents("/proc/sys/fs/pipe-max-size", &text, NULL, NULL)) {
+        max = g_ascii_strtoull(text, NULL, 10);
+    }
+    return (guint)MIN(max, (guint64)MIB);
+}
+
+static void
+test_pipe_size(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "p.save");
+    IohWrapFlags modes[] = { IOH_WRAP_POLLABLE, IOH_WRAP_FADVISE };
+
+    for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
+        for (int restore = 0; restore <= 1; restore++) {
+            g_autoptr(GError) error = NULL;
+            g_autoptr(IohWrap) wrap = NULL;
+            int fd = restore ? open_restore(path) : open_save(path);
+            int fl;
+
+            wrap = ioh_wrap_new(&fd, path, modes[i], NULL, &error);
+            g_assert_no_error(error);
+            g_assert_cmpint(fcntl(fd, F_GETPIPE_SZ), ==, (int)expected_pipe_size());
+            fl = fcntl(fd, F_GETFL);
+            g_assert_cmpint(fl & O_ACCMODE, ==, restore ? O_RDONLY : O_WRONLY);
+            g_assert_cmpint(fl & O_NONBLOCK, ==, 0);
+            g_assert_cmpint(fcntl(fd, F_GETFD) & FD_CLOEXEC, ==, FD_CLOEXEC);
+            if (restore) {
+                char c;
+                g_assert_cmpint(read(fd, &c, 1), ==, 0);    /* empty file: EOF */
+            }
+            g_assert_true(ioh_wrap_finish(wrap, &error));
+            g_assert_no_error(error);
+        }
+    }
+    ioht_workdir_remove(dir);
+}
+
+static char *
+fd_target(GPid pid, int fd)
+{
+    g_autofree char *link = g_strdup_printf("/proc/%d/fd/%d", (int)pid, fd);
+
+    return g_file_read_link(link, NULL);
+}
+
+static void
+test_no_fd_leak(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "leak.save");
+    g_autofree char *real = NULL;
+    int decoys[3];
+
+    real = realpath(dir, NULL);
+    /* Inheritable fds (no O_CLOEXEC), as a careless daemon has: none may reach the child. */
+    decoys[0] = open("/dev/null", O_RDONLY);
+    decoys[1] = open(path, O_WRONLY | O_CREAT, 0600);
+    decoys[2] = dup(2);
+    for (int restore = 0; restore <= 1; restore++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(IohWrap) wrap = NULL;
+        g_autoptr(GList) fds = NULL;
+        g_autofree char *file_link = NULL;
+        g_autofree char *pipe_link = NULL;
+        g_autofree char *want = g_build_filename(real, "leak.save", NULL);
+        int file_no = restore ? 0 : 1;
+        GPid pid;
+        int fd;
+
+        if (restore) {
+            /* More than the pipe holds: the helper blocks writing while we look. */
+            ioht_write_random_file(path, 4 * MIB, 5);
+        }
+        fd = restore ? open_restore(path) : open_save(path);
+
+        wrap = ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, NULL, &error);
+        g_assert_no_error(error);
+        pid = ioh_wrap_get_pid(wrap);
+        g_assert_cmpint(pid, >, 0);
+        /* The helper waits on its pipe: it is alive while we look. Starting up it may
+         * hold a passing fd of its own (/proc/sys/fs/pipe-max-size): a leak stays. */
+        for (int tries = 0; tries < 100; tries++) {
+            g_clear_pointer(&fds, g_list_free);
+            fds = list_fds(pid);
+            if (g_list_length(fds) == 4 && GPOINTER_TO_INT(g_list_last(fds)->data) == 3) {
+                break;
+            }
+            g_usleep(10000);
+        }
+        for (GList *l = fds; l; l = l->next) {
+            g_autofree char *t = fd_target(pid, GPOINTER_TO_INT(l->data));
+            g_test_message("helper %d fd %d -> %s", (int)pid, GPOINTER_TO_INT(l->data), t);
+        }
+        g_assert_cmpuint(g_list_length(fds), ==, 4);
+        for (int i = 0; i < 4; i++) {
+            g_assert_cmpint(GPOINTER_TO_INT(g_list_nth_data(fds, (guint)i)), ==, i);
+        }
+        file_link = fd_target(pid, file_no);
+        pipe_link = fd_target(pid, 1 - file_no);
+        g_test_message("helper %d: fd %d -> %s, fd %d -> %s", (int)pid, file_no, file_link,
+                       1 - file_no, pipe_link);
+        g_assert_cmpstr(file_link, ==, want);
+        g_assert_true(g_str_has_prefix(pipe_link, "pipe:"));
+        {
+            g_autofree char *l2 = fd_target(pid, 2);
+            g_autofree char *l3 = fd_target(pid, 3);
+            g_assert_true(g_str_has_prefix(l2, "pipe:"));
+            g_assert_true(g_str_has_prefix(l3, "pipe:"));
+        }
+        /* The caller's end is the other end of the helper's pipe. */
+        {
+            g_autofree char *mine = g_strdup_printf("/proc/self/fd/%d", fd);
+            g_autofree char *mine_link = g_file_read_link(mine, NULL);
+            g_assert_cmpstr(mine_link, ==, pipe_link);
+        }
+        if (restore) {
+            g_autofree char *sink = tpath(dir, "sink");
+            g_assert_cmpuint(drain_to_file(fd, sink), ==, 4 * MIB);
+        }
+        g_assert_true(ioh_wrap_finish(wrap, &error));
+        g_assert_no_error(error);
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(decoys); i++) {
+        close(decoys[i]);
+    }
+    ioht_workdir_remove(dir);
+}
+
+/* ---- failures -------------------------------------------------------------------- */
+
+static gboolean
+run_cmd(const char *cmd, char **ret_err)
+{
+    g_auto(GStrv) argv = NULL;
+    int status = -1;
+
+    g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+    if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, ret_err,
+                      &status, NULL)) {
+        return FALSE;
+    }
+    return g_spawn_check_wait_status(status, NULL);
+}
+
+static void
+test_fail_enospc(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *mnt = tpath(dir, "small");
+    g_autofree char *src = tpath(dir, "src");
+    g_autofree char *path = NULL;
+    g_autofree char *cmd = NULL;
+    g_autofree char *err = NULL;
+    g_autofree char *want = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd;
+
+    if (geteuid() != 0) {
+        g_test_skip("mounting a 1 MiB tmpfs needs root");
+        ioht_workdir_remove(dir);
+        return;
+    }
+    g_assert_cmpint(g_mkdir(mnt, 0700), ==, 0);
+    cmd = g_strdup_printf("mount -t tmpfs -o size=1m tmpfs '%s'", mnt);
+    if (!run_cmd(cmd, &err)) {
+        g_test_skip_printf("cannot mount a tmpfs here: %s", err ? g_strstrip(err) : "?");
+        ioht_workdir_remove(dir);
+        return;
+    }
+    path = tpath(mnt, "full.save");
+    ioht_write_random_file(src, 3 * MIB, 3);
+    fd = open_save(path);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
+    g_assert_no_error(error);
+    /* The helper dies after 1 MiB; what it had not read yet may still fit the pipe,
+     * so the writer sees EPIPE or not: the finish tells. */
+    feed_file(src, fd);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("GError: %s", error->message);
+    want = g_strdup_printf("write %s: No space left on device", path);
+    g_assert_cmpstr(error->message, ==, want);
+    /* Idempotent: the same failure again. */
+    g_clear_error(&error);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_cmpstr(error->message, ==, want);
+    g_clear_pointer(&wrap, ioh_wrap_free);
+
+    g_free(cmd);
+    cmd = g_strdup_printf("umount '%s'", mnt);
+    g_assert_true(run_cmd(cmd, NULL));
+    ioht_workdir_remove(dir);
+}
+
+static void
+test_fail_short_restore(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "short.save");
+    g_autofree char *back = tpath(dir, "back");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    IohWrapParams params = { .length = 2 * MIB };
+    int fd;
+
+    ioht_write_random_file(path, MIB, 4);
+    fd = open_restore(path);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, &params, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(drain_to_file(fd, back), ==, MIB);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("GError: %s", error->message);
+    g_assert_true(g_str_has_prefix(error->message, "read "));
+    g_assert_nonnull(strstr(error->message, "stream ended after 1048576 of 2097152 bytes"));
+    g_assert_null(strstr(error->message, "iohelper:"));
+    ioht_workdir_remove(dir);
+}
+
+static void
+test_fail_killed(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "killed.save");
+    g_autofree char *chunk = g_malloc0(MIB);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    guint64 w = 0;
+    int fd = open_save(path);
+
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, NULL, &error);
+    g_assert_no_error(error);
+    /* Mid-copy: some bytes are through the helper before it dies. */
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmpint(write(fd, chunk, MIB), ==, MIB);
+    }
+    g_assert_cmpint(kill(ioh_wrap_get_pid(wrap), SIGKILL), ==, 0);
+    while (write(fd, chunk, MIB) > 0) {
+    }
+    g_assert_cmpint(errno, ==, EPIPE);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
+    g_assert_cmpstr(error->message, ==, "helper killed by signal 9");
+    ioh_wrap_get_progress(wrap, &w, NULL);
+    g_test_message("progress at death: %" G_GUINT64_FORMAT, w);
+    ioht_workdir_remove(dir);
+}
+
+/* Freeing a wrap whose helper still runs kills and reaps it. */
+static void
+test_free_running(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "f.save");
+    g_autoptr(GError) error = NULL;
+    IohWrap *wrap;
+    int fd = open_save(path);
+    GPid pid;
+
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
+    g_assert_no_error(error);
+    pid = ioh_wrap_get_pid(wrap);
+    g_assert_cmpint(write(fd, "abc", 3), ==, 3);
+    ioh_wrap_free(wrap);
+    g_assert_false(fd_is_open(fd));
+    g_assert_cmpint(waitpid(pid, NULL, WNOHANG), ==, -1);    /* reaped, not a zombie */
+    g_assert_cmpint(errno, ==, ECHILD);
+    g_assert_cmpint(kill(pid, 0), ==, -1);
+    ioht_workdir_remove(dir);
+}
+
+/* ---- many at once ----------------------------------------------------------------- */
+
+typedef struct {
+    char *src, *dst;
+    int fd;
+    gboolean restore;
+    guint64 got;
+    gboolean ok;
+} Stream;
+
+static gpointer
+stream_thread(gpointer data)
+{
+    Stream *s = data;
+
+    if (s->restore) {
+        s->got = drain_to_file(s->fd, s->dst);
+        s->ok = TRUE;
+    } else {
+        s->ok = feed_file(s->src, s->fd);
+        close(s->fd);
+    }
+    return NULL;
+}
+
+static void
+test_concurrent(void)
+{
+    enum { N = 8 };
+    g_autofree char *dir = ioht_workdir();
+    const guint64 size = 8 * MIB + 123;
+    Stream st[N];
+    IohWrap *wraps[N];
+    GThread *threads[N];
+
+    /* Four saves and four restores, all eight helpers alive at once. */
+    for (int i = 0; i < N; i++) {
+        g_autoptr(GError) error = NULL;
+        IohWrapFlags flags = (i % 3 == 0) ? IOH_WRAP_FADVISE : IOH_WRAP_POLLABLE;
+
+        st[i].restore = i % 2 == 1;
+        st[i].src = g_strdup_printf("%s/src%d", dir, i);
+        st[i].dst = g_strdup_printf("%s/dst%d", dir, i);
+        ioht_write_random_file(st[i].src, size + (guint64)i, (guint32)i + 100);
+        st[i].fd = st[i].restore ? open_restore(st[i].src) : open_save(st[i].dst);
+        wraps[i] = ioh_wrap_new(&st[i].fd, st[i].restore ? st[i].src : st[i].dst, flags,
+                                NULL, &error);
+        g_assert_no_error(error);
+        g_assert_true(ioh_wrap_is_spawned(wraps[i]));
+    }
+    for (int i = 0; i < N; i++) {
+        g_assert_cmpint(kill(ioh_wrap_get_pid(wraps[i]), 0), ==, 0);
+        threads[i] = g_thread_new("stream", stream_thread, &st[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        g_autoptr(GError) error = NULL;
+
+        g_thread_join(threads[i]);
+        g_assert_true(st[i].ok);
+        g_assert_true(ioh_wrap_finish(wraps[i], &error));
+        g_assert_no_error(error);
+        if (st[i].restore) {
+            g_assert_cmpuint(st[i].got, ==, size + (guint64)i);
+        }
+        g_assert_true(ioht_files_equal(st[i].src, st[i].dst));
+        ioh_wrap_free(wraps[i]);
+        g_free(st[i].src);
+        g_free(st[i].dst);
+    }
+    ioht_workdir_remove(dir);
+}
+
+/* ---- main loop: async finish and progress ------------------------------------------ */
+
+typedef struct {
+    GMainLoop *loop;
+    IohWrap *wrap;
+    GArray *written;
+    GArray *synced;
+    gboolean done;
+    gboolean ok;
+    GError *error;
+    Stream stream;
+} Async;
+
+static void
+on_progress(guint64 written, guint64 synced, gpointer data)
+{
+    Async *a = data;
+
+    g_array_append_val(a->written, written);
+    g_array_append_val(a->synced, synced);
+}
+
+static void
+on_finished(GObject *source, GAsyncResult *res, gpointer data)
+{
+    Async *a = data;
+
+    g_assert_null(source);
+    a->ok = ioh_wrap_finish_finish(a->wrap, res, &a->error);
+    a->done = TRUE;
+    g_main_loop_quit(a->loop);
+}
+
+static gboolean
+start_finish(gpointer data)
+{
+    Async *a = data;
+
+    ioh_wrap_finish_async(a->wrap, NULL, on_finished, a);
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer
+feed_then_finish(gpointer data)
+{
+    Async *a = data;
+
+    a->stream.ok = feed_file(a->stream.src, a->stream.fd);
+    close(a->stream.fd);
+    /* Back to the main loop: the stream is complete, ask for the helper's verdict. */
+    g_idle_add(start_finish, a);
+    return NULL;
+}
+
+static void
+check_progress(Async *a, guint64 size, gboolean synced_too)
+{
+    g_test_message("%u progress calls", a->written->len);
+    g_assert_cmpuint(a->written->len, >=, 2);
+    for (guint i = 1; i < a->written->len; i++) {
+        guint64 pw = g_array_index(a->written, guint64, i - 1);
+        guint64 w = g_array_index(a->written, guint64, i);
+        guint64 ps = g_array_index(a->synced, guint64, i - 1);
+        guint64 s = g_array_index(a->synced, guint64, i);
+        g_assert_cmpuint(w, >=, pw);
+        g_assert_cmpuint(s, >=, ps);
+        g_assert_true(w > pw || s > ps);    /* each call brings news */
+        g_assert_cmpuint(s, <=, w);
+    }
+    g_assert_cmpuint(g_array_index(a->written, guint64, a->written->len - 1), ==, size);
+    if (synced_too) {
+        g_assert_cmpuint(g_array_index(a->synced, guint64, a->synced->len - 1), ==, size);
+    }
+    /* Some report came before the end: progress is live, not only the final figure. */
+    g_assert_cmpuint(g_array_index(a->written, guint64, 0), <, size);
+}
+
+static void
+test_async_progress(gconstpointer data)
+{
+    IohWrapFlags flags = GPOINTER_TO_UINT(data);
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = tpath(dir, "src");
+    g_autofree char *path = tpath(dir, "async.save");
+    const guint64 size = 64 * MIB;
+    IohWrapParams params = { .progress_interval_ms = 10 };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    Async a = { 0 };
+    GThread *t;
+    guint64 w, s;
+    int fd;
+
+    if ((flags & IOH_WRAP_DIRECT) && !have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    ioht_write_random_file(src, size, 9);
+    fd = open_save(path);
+    wrap = ioh_wrap_new(&fd, path, flags, &params, &error);
+    g_assert_no_error(error);
+    a.loop = g_main_loop_new(NULL, FALSE);
+    a.wrap = wrap;
+    a.written = g_array_new(FALSE, FALSE, sizeof(guint64));
+    a.synced = g_array_new(FALSE, FALSE, sizeof(guint64));
+    a.stream.src = src;
+    a.stream.fd = fd;
+    ioh_wrap_set_progress_func(wrap, on_progress, &a, NULL);
+    t = g_thread_new("feed", feed_then_finish, &a);
+    g_main_loop_run(a.loop);
+    g_thread_join(t);
+    g_assert_true(a.stream.ok);
+    g_assert_true(a.done);
+    g_assert_no_error(a.error);
+    g_assert_true(a.ok);
+    /* The final progress is delivered from the finish, in this context. */
+    while (g_main_context_iteration(NULL, FALSE)) {
+    }
+    check_progress(&a, size, TRUE);
+    ioh_wrap_get_progress(wrap, &w, &s);
+    g_assert_cmpuint(w, ==, size);
+    g_assert_cmpuint(s, ==, size);
+    g_assert_true(ioh_wrap_finish(wrap, &error));    /* idempotent after async */
+    g_assert_true(ioht_files_equal(src, path));
+    g_array_unref(a.written);
+    g_array_unref(a.synced);
+    g_main_loop_unref(a.loop);
+    ioht_workdir_remove(dir);
+}
+
+/* Progress on a restore: synced equals written; sync finish delivers the last figure. */
+static void
+test_progress_restore_sync(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "r.save");
+    g_autofree char *back = tpath(dir, "back");
+    const guint64 size = 32 * MIB + 1;
+    IohWrapParams params = { .progress_interval_ms = 10 };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    Async a = { 0 };
+    int fd;
+
+    ioht_write_random_file(path, size, 11);
+    fd = open_restore(path);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, &params, &error);
+    g_assert_no_error(error);
+    a.written = g_array_new(FALSE, FALSE, sizeof(guint64));
+    a.synced = g_array_new(FALSE, FALSE, sizeof(guint64));
+    ioh_wrap_set_progress_func(wrap, on_progress, &a, NULL);
+    {
+        /* Read slowly enough that the helper reports midway; iterate the context. */
+        g_autofree char *buf = g_malloc(MIB);
+        guint64 total = 0;
+        for (;;) {
+            gssize n = read(fd, buf, MIB);
+            g_assert_cmpint(n, >=, 0);
+            if (n == 0) {
+                break;
+            }
+            total += (guint64)n;
+            g_usleep(2000);
+            while (g_main_context_iteration(NULL, FALSE)) {
+            }
+        }
+        g_assert_cmpuint(total, ==, size);
+    }
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    /* This thread owns the default context: finish delivered the final figure itself. */
+    g_assert_cmpuint(g_array_index(a.written, guint64, a.written->len - 1), ==, size);
+    for (guint i = 0; i < a.written->len; i++) {
+        g_assert_cmpuint(g_array_index(a.written, guint64, i), ==,
+                         g_array_index(a.synced, guint64, i));
+    }
+    check_progress(&a, size, TRUE);
+    g_array_unref(a.written);
+    g_array_unref(a.synced);
+    ioht_workdir_remove(dir);
+}
+
+/* ioh_wrap_get_progress() without any main loop sees the copy advance. */
+static void
+test_progress_poll(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "poll.save");
+    g_autofree char *chunk = g_malloc0(MIB);
+    IohWrapParams params = { .progress_interval_ms = 10 };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    guint64 w = 0, s = 0, last = 0;
+    guint rises = 0;
+    int fd;
+
+    if (!have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    fd = open_save(path);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_DIRECT, &params, &error);
+    g_assert_no_error(error);
+    for (int i = 0; i < 32; i++) {
+        g_assert_cmpint(write(fd, chunk, MIB), ==, MIB);
+        g_usleep(15000);
+        ioh_wrap_get_progress(wrap, &w, &s);
+        g_assert_cmpuint(w, >=, last);
+        rises += w > last;
+        last = w;
+    }
+    g_assert_cmpuint(rises, >=, 2);
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    ioh_wrap_get_progress(wrap, &w, &s);
+    g_assert_cmpuint(w, ==, 32 * MIB);
+    g_assert_cmpuint(s, ==, 32 * MIB);
+    ioht_workdir_remove(dir);
+}
+
+static void
+test_async_killed(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "ak.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    Async a = { 0 };
+    int fd = open_save(path);
+
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
+    g_assert_no_error(error);
+    a.loop = g_main_loop_new(NULL, FALSE);
+    a.wrap = wrap;
+    g_assert_cmpint(write(fd, "some bytes", 10), ==, 10);
+    g_assert_cmpint(kill(ioh_wrap_get_pid(wrap), SIGKILL), ==, 0);
+    ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
+    g_assert_false(fd_is_open(fd));
+    g_main_loop_run(a.loop);
+    g_assert_false(a.ok);
+    g_assert_error(a.error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
+    g_assert_cmpstr(a.error->message, ==, "helper killed by signal 9");
+    g_clear_error(&a.error);
+    /* The sync finish now returns the same. */
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
+    g_main_loop_unref(a.loop);
+    ioht_workdir_remove(dir);
+}
+
+static void
+test_async_cancel(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "ac.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    g_autoptr(GCancellable) cancel = g_cancellable_new();
+    Async a = { 0 };
+    int fd = open_save(path);
+    int keep;
+
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
+    g_assert_no_error(error);
+    /* A "QEMU" that never closes its copy: the helper would wait forever. */
+    keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    a.loop = g_main_loop_new(NULL, FALSE);
+    a.wrap = wrap;
+    ioh_wrap_finish_async(wrap, cancel, on_finished, &a);
+    g_timeout_add(100, G_SOURCE_FUNC(g_cancellable_cancel), cancel);
+    g_main_loop_run(a.loop);
+    g_assert_false(a.ok);
+    g_assert_error(a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+    g_clear_error(&a.error);
+    close(keep);
+    g_main_loop_unref(a.loop);
+    ioht_workdir_remove(dir);
+}
+
+/* Freeing the wrap while its async finish is pending completes it, cancelled. */
+static void
+test_async_free_pending(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "afp.save");
+    g_autoptr(GError) error = NULL;
+    IohWrap *wrap;
+    Async a = { 0 };
+    int fd = open_save(path);
+    int keep;
+    GPid pid;
+
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
+    g_assert_no_error(error);
+    pid = ioh_wrap_get_pid(wrap);
+    keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    a.loop = g_main_loop_new(NULL, FALSE);
+    a.wrap = wrap;
+    ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
+    ioh_wrap_free(wrap);
+    g_assert_cmpint(waitpid(pid, NULL, WNOHANG), ==, -1);
+    if (!a.done) {
+        g_main_loop_run(a.loop);
+    }
+    g_assert_false(a.ok);
+    g_assert_error(a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+    g_clear_error(&a.error);
+    close(keep);
+    g_main_loop_unref(a.loop);
+    ioht_workdir_remove(dir);
+}
+
+static void
+test_async_nospawn(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "an.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    Async a = { 0 };
+    int fd = open_save(path);
+
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_NONE, NULL, &error);
+    g_assert_no_error(error);
+    a.loop = g_main_loop_new(NULL, FALSE);
+    a.wrap = wrap;
+    ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
+    g_main_loop_run(a.loop);
+    g_assert_true(a.ok);
+    g_assert_true(fd_is_open(fd));
+    close(fd);
+    g_main_loop_unref(a.loop);
+    ioht_workdir_remove(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+    static const IohWrapFlags modes[] = { IOH_WRAP_DIRECT, IOH_WRAP_FADVISE,
+                                          IOH_WRAP_POLLABLE };
+    static const char *mode_names[] = { "direct", "fadvise", "pollable" };
+    static const guint64 sizes[] = { 0, 4097, 3 * MIB + 1, 64 * MIB };
+    static const char *size_names[] = { "0", "4097", "3M+1", "64M" };
+    static RoundTrip rts[G_N_ELEMENTS(modes) * G_N_ELEMENTS(sizes)];
+
+    g_test_init(&argc, &argv, NULL);
+    /* A helper that dies gives EPIPE, as in every daemon that uses libwrap. */
+    signal(SIGPIPE, SIG_IGN);
+
+    g_test_add_func("/libwrap/nospawn/fd-untouched", test_nospawn_untouched);
+    g_test_add_func("/libwrap/nospawn/restore-offset", test_nospawn_restore);
+    g_test_add_func("/libwrap/nospawn/odirect-fd-gets-helper", test_odirect_fd);
+    g_test_add_func("/libwrap/errors/misuse", test_errors);
+    for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
+        for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+            RoundTrip *rt = &rts[m * G_N_ELEMENTS(sizes) + s];
+            g_autofree char *name = g_strdup_printf("/libwrap/roundtrip/%s/%s",
+                                                    mode_names[m], size_names[s]);
+            rt->flags = modes[m];
+            rt->size = sizes[s];
+            g_test_add_data_func(name, rt, test_roundtrip);
+        }
+        {
+            g_autofree char *name = g_strdup_printf("/libwrap/roundtrip/%s/offset-length",
+                                                    mode_names[m]);
+            g_test_add_data_func(name, GUINT_TO_POINTER(modes[m]), test_offset_length);
+        }
+    }
+    g_test_add_func("/libwrap/pipe/size-1M", test_pipe_size);
+    g_test_add_func("/libwrap/pipe/no-fd-leak", test_no_fd_leak);
+    g_test_add_func("/libwrap/failure/enospc", test_fail_enospc);
+    g_test_add_func("/libwrap/failure/short-restore", test_fail_short_restore);
+    g_test_add_func("/libwrap/failure/killed", test_fail_killed);
+    g_test_add_func("/libwrap/free/running-helper", test_free_running);
+    g_test_add_func("/libwrap/concurrent/8-wraps", test_concurrent);
+    g_test_add_data_func("/libwrap/async/progress/fadvise",
+                         GUINT_TO_POINTER(IOH_WRAP_FADVISE), test_async_progress);
+    g_test_add_data_func("/libwrap/async/progress/direct",
+                         GUINT_TO_POINTER(IOH_WRAP_DIRECT), test_async_progress);
+    g_test_add_data_func("/libwrap/async/progress/pollable",
+                         GUINT_TO_POINTER(IOH_WRAP_POLLABLE), test_async_progress);
+    g_test_add_func("/libwrap/async/killed", test_async_killed);
+    g_test_add_func("/libwrap/async/cancel", test_async_cancel);
+    g_test_add_func("/libwrap/async/free-pending", test_async_free_pending);
+    g_test_add_func("/libwrap/async/nospawn", test_async_nospawn);
+    g_test_add_func("/libwrap/progress/restore-sync", test_progress_restore_sync);
+    g_test_add_func("/libwrap/progress/poll", test_progress_poll);
+    return g_test_run();
+}

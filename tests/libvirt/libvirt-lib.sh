@@ -170,7 +170,9 @@ lv_virsh() {
 # lv_start [TIMEOUT_S]: libvirtd in the foreground as our child; waits for its socket.
 lv_start() {
     local timeout=${1:-90} t=0
-    libvirtd -f "$LV_WORK/etc/libvirtd.conf" >"$LV_WORK/log/libvirtd.out" 2>&1 &
+    # -p: the default pid file, /run/libvirtd.pid, is outside our private dirs
+    libvirtd -f "$LV_WORK/etc/libvirtd.conf" -p "$LV_WORK/run/libvirtd.pid" \
+        >"$LV_WORK/log/libvirtd.out" 2>&1 &
     LV_PID=$!
     while [ $t -lt $((timeout * 5)) ]; do
         if ! kill -0 "$LV_PID" 2>/dev/null; then

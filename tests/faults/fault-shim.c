@@ -14,11 +14,14 @@
  *                      WHEN  N     the Nth matching call of OP (counted from 1)
  *                            N+    the Nth and every later one
  *                            %K    every Kth (K, 2K, 3K, ...); "every" is %1
+ *                            unaligned  every call moving a length that is not a
+ *                                  multiple of 4096 (the tail of an O_DIRECT stream)
  *                      WHAT  an errno name (EIO ENOSPC EDQUOT EFBIG EINTR EAGAIN EPIPE
  *                            EBADF EINVAL EROFS ENOMEM) or number: the call fails with it
  *                            and does nothing; except close, which closes and then fails
  *                            (as NFS does); "short": read/write move half the bytes (a
- *                            multiple of 4096 when that is >= 4096), at least one byte.
+ *                            multiple of 4096 when that is >= 4096), at least one byte;
+ *                            "stallMS": sleep MS milliseconds, then make the call.
  *   IOH_FAULT_LOG    a file: one line appended per injected fault ("fault write#5 EIO").
  *   IOH_FAULT_TRACE  a file: one line appended per matching call with its result
  *                    ("write fd=4 len=1048576 ret=1048576"), faulted or not.
@@ -45,6 +48,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_RULES 16
@@ -65,14 +69,15 @@ static const char *const op_names[OP_COUNT] = {
     "fallocate", "ftruncate", "io_uring_submit",
 };
 
-typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY } When;
+typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY, WHEN_UNALIGNED } When;
 
 typedef struct {
     int op;
     When when;
     unsigned long n;
-    int err;        /* errno to fail with; 0 with is_short */
+    int err;        /* errno to fail with; 0 with is_short or stall_ms */
     int is_short;
+    unsigned stall_ms;
 } Rule;
 
 static Rule rules[MAX_RULES];
@@ -150,7 +155,9 @@ parse_rule(char *spec)
     if (r->op < 0) {
         shim_die("operation", op);
     }
-    if (strcmp(when, "every") == 0) {
+    if (strcmp(when, "unaligned") == 0) {
+        r->when = WHEN_UNALIGNED;
+    } else if (strcmp(when, "every") == 0) {
         r->when = WHEN_EVERY;
         r->n = 1;
     } else if (when[0] == '%') {
@@ -172,6 +179,11 @@ parse_rule(char *spec)
     }
     if (strcmp(what, "short") == 0) {
         r->is_short = 1;
+    } else if (strncmp(what, "stall", 5) == 0) {
+        r->stall_ms = (unsigned)strtoul(what + 5, &end, 10);
+        if (*end || r->stall_ms == 0) {
+            shim_die("WHAT", what);
+        }
     } else {
         for (size_t i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++) {
             if (strcmp(what, errnames[i].name) == 0) {
@@ -313,7 +325,7 @@ append_line(const char *path, const char *fmt, ...)
 
 /* The fault for the call about to be made, or NULL. Counts the call. */
 static const Rule *
-next_fault(int op, unsigned long *ret_nth)
+next_fault(int op, size_t len, unsigned long *ret_nth)
 {
     unsigned long nth = __atomic_add_fetch(&counters[op], 1, __ATOMIC_SEQ_CST);
 
@@ -324,7 +336,8 @@ next_fault(int op, unsigned long *ret_nth)
             continue;
         }
         if ((r->when == WHEN_NTH && nth == r->n) || (r->when == WHEN_FROM && nth >= r->n) ||
-            (r->when == WHEN_EVERY && nth % r->n == 0)) {
+            (r->when == WHEN_EVERY && nth % r->n == 0) ||
+            (r->when == WHEN_UNALIGNED && len % 4096 != 0)) {
             return r;
         }
     }
@@ -335,7 +348,17 @@ static void
 log_fault(int op, unsigned long nth, const Rule *r, int fd)
 {
     append_line(log_path, "fault %s#%lu %s fd=%d\n", op_names[op], nth,
-                r->is_short ? "short" : errname(r->err), fd);
+                r->is_short ? "short" : r->stall_ms ? "stall" : errname(r->err), fd);
+}
+
+static void
+stall(int op, unsigned long nth, const Rule *r, int fd)
+{
+    struct timespec ts = { r->stall_ms / 1000, (long)(r->stall_ms % 1000) * 1000000L };
+
+    log_fault(op, nth, r, fd);
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
 }
 
 static void
@@ -371,7 +394,11 @@ short_len(size_t len)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, &nth_); \
+        r_ = next_fault(op, (lenvar), &nth_); \
+        if (r_ && r_->stall_ms) { \
+            stall(op, nth_, r_, fd); \
+            r_ = NULL; \
+        } \
         if (r_ && !r_->is_short) { \
             log_fault(op, nth_, r_, fd); \
             trace(op, fd, (long long)(lenvar), -1, r_->err); \
@@ -463,7 +490,11 @@ iov_total(const struct iovec *iov, int cnt)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, &nth_); \
+        r_ = next_fault(op, iov_total(iov, cnt), &nth_); \
+        if (r_ && r_->stall_ms) { \
+            stall(op, nth_, r_, fd); \
+            r_ = NULL; \
+        } \
         if (r_ && !r_->is_short) { \
             log_fault(op, nth_, r_, fd); \
             trace(op, fd, (long long)iov_total(iov, cnt), -1, r_->err); \
@@ -591,7 +622,11 @@ sendfile(int out_fd, int in_fd, off_t *off, size_t len)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, &nth_); \
+        r_ = next_fault(op, 0, &nth_); \
+        if (r_ && r_->stall_ms) { \
+            stall(op, nth_, r_, fd); \
+            r_ = NULL; \
+        } \
         if (r_ && !r_->is_short) { \
             log_fault(op, nth_, r_, fd); \
             trace(op, fd, 0, -1, r_->err); \
@@ -665,7 +700,11 @@ close(int fd)
     if (!fd_matches(fd)) {
         return real_close(fd);
     }
-    r = next_fault(OP_CLOSE, &nth);
+    r = next_fault(OP_CLOSE, 0, &nth);
+    if (r && r->stall_ms) {
+        stall(OP_CLOSE, nth, r, fd);
+        r = NULL;
+    }
     ret = real_close(fd);
     err = errno;
     if (r && !r->is_short) {
@@ -693,7 +732,11 @@ io_uring_submit(struct io_uring *ring)
     if (!active) {
         return real_io_uring_submit(ring);
     }
-    r = next_fault(OP_IO_URING_SUBMIT, &nth);
+    r = next_fault(OP_IO_URING_SUBMIT, 0, &nth);
+    if (r && r->stall_ms) {
+        stall(OP_IO_URING_SUBMIT, nth, r, -1);
+        r = NULL;
+    }
     if (r && !r->is_short) {
         log_fault(OP_IO_URING_SUBMIT, nth, r, -1);
         return -r->err;

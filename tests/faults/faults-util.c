@@ -80,7 +80,7 @@ ft_spawn(const FtSpawn *s)
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
     g_auto(GStrv) env = g_get_environ();
     static ChildData cd;
-    FtChild c = { 0, -1 };
+    FtChild c = { 0, -1, NULL, NULL };
     int null_fd = -1;
     int in_fd = s->in_fd, out_fd = s->out_fd;
 
@@ -118,7 +118,7 @@ ft_spawn(const FtSpawn *s)
     g_assert_true(g_spawn_async_with_pipes_and_fds(
         NULL, (const char *const *)argv->pdata, (const char *const *)env,
         G_SPAWN_DO_NOT_REAP_CHILD, child_setup, &cd, in_fd, out_fd, -1,
-        s->extra_fds, s->extra_fds, (gsize)s->n_extra, &c.pid, NULL, NULL, &c.err_fd,
+        s->extra_fds, s->extra_targets ? s->extra_targets : s->extra_fds, (gsize)s->n_extra, &c.pid, NULL, NULL, &c.err_fd,
         &error));
     g_assert_no_error(error);
     if (null_fd >= 0) {
@@ -144,6 +144,9 @@ ft_wait(FtChild *c, FtResult *r)
     }
     close(c->err_fd);
     c->err_fd = -1;
+    if (c->before_reap) {
+        c->before_reap(c->before_reap_data);
+    }
     while (wait4(c->pid, &r->status, 0, &r->ru) < 0) {
         g_assert_cmpint(errno, ==, EINTR);
     }
@@ -527,4 +530,88 @@ ft_file_size(const char *path)
         return 0;
     }
     return (guint64)st.st_size;
+}
+
+gboolean
+ft_prefix_equal(const char *a, const char *b, guint64 len)
+{
+    const gsize chunk = 1 << 20;
+    g_autofree char *ba = g_malloc(chunk);
+    g_autofree char *bb = g_malloc(chunk);
+    int fa = open(a, O_RDONLY | O_CLOEXEC);
+    int fb = open(b, O_RDONLY | O_CLOEXEC);
+    guint64 off = 0;
+    gboolean same = fa >= 0 && fb >= 0;
+
+    while (same && off < len) {
+        gsize want = (gsize)MIN((guint64)chunk, len - off);
+        ssize_t na = read(fa, ba, want);
+        ssize_t nb = read(fb, bb, want);
+        if (na != (ssize_t)want || nb != (ssize_t)want || memcmp(ba, bb, want) != 0) {
+            g_test_message("%s and %s differ in [%" G_GUINT64_FORMAT ", +%zu)", a, b, off,
+                           want);
+            same = FALSE;
+        }
+        off += want;
+    }
+    if (fa >= 0) {
+        close(fa);
+    }
+    if (fb >= 0) {
+        close(fb);
+    }
+    return same;
+}
+
+gint64
+ft_proc_status_kib(GPid pid, const char *field)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+    g_autofree char *text = NULL;
+    g_autofree char *key = g_strdup_printf("\n%s:", field);
+    const char *p;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) || !(p = strstr(text, key))) {
+        return -1;
+    }
+    return g_ascii_strtoll(p + strlen(key), NULL, 10);
+}
+
+static gint
+compare_strings(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0(*(char *const *)a, *(char *const *)b);
+}
+
+char *
+ft_proc_fds(GPid pid)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+    GString *out = g_string_new(NULL);
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        g_autofree char *t = g_file_read_link(p, NULL);
+        g_ptr_array_add(lines, g_strdup_printf("%6s -> %s", name, t ? t : "?"));
+    }
+    g_ptr_array_sort(lines, compare_strings);
+    for (guint i = 0; i < lines->len; i++) {
+        g_string_append_printf(out, "%s\n", g_strchug((char *)lines->pdata[i]));
+    }
+    return g_string_free(out, FALSE);
+}
+
+gboolean
+ft_wait_file_size(const char *path, guint64 size)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (ft_file_size(path) >= size) {
+            return TRUE;
+        }
+        g_usleep(10000);
+    }
+    return FALSE;
 }

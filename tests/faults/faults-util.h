@@ -12,7 +12,8 @@ G_BEGIN_DECLS
 typedef struct {
     const char *const *args;   /* NULL-terminated, after argv[0] */
     int in_fd, out_fd;         /* the child's 0 and 1; -1: /dev/null */
-    const int *extra_fds;      /* passed on at the same numbers */
+    const int *extra_fds;      /* passed on ... */
+    const int *extra_targets;  /* ... at these numbers (NULL: the same numbers) */
     int n_extra;
     const char *fault;         /* IOH_FAULT; LD_PRELOADs the shim when not NULL */
     const char *fault_path;    /* IOH_FAULT_PATH */
@@ -24,6 +25,8 @@ typedef struct {
 typedef struct {
     GPid pid;
     int err_fd;                /* read end of the child's stderr */
+    void (*before_reap)(gpointer data);  /* run once stderr is at EOF, before waiting */
+    gpointer before_reap_data;
 } FtChild;
 
 typedef struct {
@@ -68,6 +71,18 @@ void ft_save(const char *src, const char *dst, const char *const *opts, const Ft
              FtResult *r, guint64 *ret_moved);
 void ft_restore(const char *src, const char *dst, const char *const *opts,
                 const FtSpawn *how, FtResult *r, guint64 *ret_moved);
+
+/* Bytes @a and @b have in common at the start: TRUE when the first @len are equal. */
+gboolean ft_prefix_equal(const char *a, const char *b, guint64 len);
+
+/* A field of /proc/PID/status in KiB (VmRSS, VmHWM), or -1. */
+gint64 ft_proc_status_kib(GPid pid, const char *field);
+
+/* The targets of /proc/PID/fd/N, as "N -> target" lines sorted by N. */
+char *ft_proc_fds(GPid pid);
+
+/* Waits until @path holds at least @size bytes (up to 20 s); FALSE on timeout. */
+gboolean ft_wait_file_size(const char *path, guint64 size);
 
 /* Lines in the shim's log of this process's runs (each an injected fault); resets it. */
 guint ft_faults_logged(void);

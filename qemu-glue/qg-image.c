@@ -1,0 +1,318 @@
+/* qg-image.c - the saved-VM image format */
+#include "qg-image.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <json-glib/json-glib.h>
+#include "qg-json.h"
+#include <xxhash.h>
+
+#define QG_IMAGE_MAGIC "IOHQEMU\n"
+#define QG_IMAGE_MAGIC_PART "IOHQPART"
+#define QG_IMAGE_FIXED 32
+#define QG_IMAGE_CHECKSUM_PREFIX "xxh3-64:"
+
+G_DEFINE_QUARK(qg-image-error-quark, qg_image_error)
+
+QgImageInfo *
+qg_image_info_new(void)
+{
+    QgImageInfo *info = g_new0(QgImageInfo, 1);
+
+    info->stream_offset = QG_IMAGE_HEADER_SIZE;
+    return info;
+}
+
+void
+qg_image_info_free(QgImageInfo *info)
+{
+    if (!info) {
+        return;
+    }
+    g_free(info->qemu_version);
+    g_free(info->machine);
+    g_free(info);
+}
+
+char *
+qg_image_checksum_to_string(guint64 checksum)
+{
+    return g_strdup_printf(QG_IMAGE_CHECKSUM_PREFIX "%016" G_GINT64_MODIFIER "x", checksum);
+}
+
+static void
+put_le32(guint8 *p, guint32 v)
+{
+    v = GUINT32_TO_LE(v);
+    memcpy(p, &v, 4);
+}
+
+static void
+put_le64(guint8 *p, guint64 v)
+{
+    v = GUINT64_TO_LE(v);
+    memcpy(p, &v, 8);
+}
+
+static guint32
+get_le32(const guint8 *p)
+{
+    guint32 v;
+
+    memcpy(&v, p, 4);
+    return GUINT32_FROM_LE(v);
+}
+
+static guint64
+get_le64(const guint8 *p)
+{
+    guint64 v;
+
+    memcpy(&v, p, 8);
+    return GUINT64_FROM_LE(v);
+}
+
+gboolean
+qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new_immutable();
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = NULL;
+    g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(info->time);
+    g_autofree char *when = dt ? g_date_time_format_iso8601(dt) : g_strdup("");
+    g_autofree char *sum = qg_image_checksum_to_string(info->checksum);
+    g_autofree char *json = NULL;
+    gsize len;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "qemu-version");
+    json_builder_add_string_value(b, info->qemu_version ? info->qemu_version : "");
+    json_builder_set_member_name(b, "machine");
+    json_builder_add_string_value(b, info->machine ? info->machine : "");
+    json_builder_set_member_name(b, "ram-size");
+    json_builder_add_int_value(b, (gint64)info->ram_size);
+    json_builder_set_member_name(b, "time");
+    json_builder_add_string_value(b, when);
+    json_builder_set_member_name(b, "running");
+    json_builder_add_boolean_value(b, info->running);
+    json_builder_set_member_name(b, "stream");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "offset");
+    json_builder_add_int_value(b, QG_IMAGE_HEADER_SIZE);
+    json_builder_set_member_name(b, "length");
+    json_builder_add_int_value(b, (gint64)info->stream_length);
+    json_builder_set_member_name(b, "checksum");
+    json_builder_add_string_value(b, sum);
+    json_builder_end_object(b);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json = json_generator_to_data(gen, &len);
+
+    if (len > QG_IMAGE_HEADER_SIZE - QG_IMAGE_FIXED) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "image metadata too long (%zu bytes)", len);
+        return FALSE;
+    }
+    memset(buf, 0, QG_IMAGE_HEADER_SIZE);
+    memcpy(buf, QG_IMAGE_MAGIC, 8);
+    put_le32(buf + 8, QG_IMAGE_FORMAT_VERSION);
+    put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
+    put_le32(buf + 16, (guint32)len);
+    put_le32(buf + 20, 0);
+    put_le64(buf + 24, XXH3_64bits(json, len));
+    memcpy(buf + QG_IMAGE_FIXED, json, len);
+    return TRUE;
+}
+
+static gboolean
+qg_image_parse_checksum(const char *s, guint64 *ret)
+{
+    char *end = NULL;
+
+    if (!s || !g_str_has_prefix(s, QG_IMAGE_CHECKSUM_PREFIX)) {
+        return FALSE;
+    }
+    s += strlen(QG_IMAGE_CHECKSUM_PREFIX);
+    if (strlen(s) != 16) {
+        return FALSE;
+    }
+    *ret = g_ascii_strtoull(s, &end, 16);
+    return end && *end == '\0';
+}
+
+QgImageInfo *
+qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **error)
+{
+    g_autoptr(QgImageInfo) info = qg_image_info_new();
+    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    g_autoptr(GError) local = NULL;
+    g_autoptr(GDateTime) dt = NULL;
+    JsonObject *root, *stream;
+    guint32 version, hsize, jlen;
+    JsonNode *node;
+
+    if (len >= 8 && memcmp(buf, QG_IMAGE_MAGIC_PART, 8) == 0) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_INCOMPLETE,
+                    "incomplete image %s: its save never finished", path);
+        return NULL;
+    }
+    if (len < 8 || memcmp(buf, QG_IMAGE_MAGIC, 8) != 0) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_BAD_MAGIC,
+                    "not a saved QEMU image %s: wrong magic", path);
+        return NULL;
+    }
+    if (len < QG_IMAGE_FIXED) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
+                    "image truncated %s: header cut short", path);
+        return NULL;
+    }
+    version = get_le32(buf + 8);
+    hsize = get_le32(buf + 12);
+    jlen = get_le32(buf + 16);
+    if (version != QG_IMAGE_FORMAT_VERSION) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION,
+                    "unsupported image %s: format version %u (this tool reads %u)", path,
+                    version, QG_IMAGE_FORMAT_VERSION);
+        return NULL;
+    }
+    if (hsize != QG_IMAGE_HEADER_SIZE || jlen > hsize - QG_IMAGE_FIXED) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: bad sizes", path);
+        return NULL;
+    }
+    if (len < QG_IMAGE_FIXED + jlen) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
+                    "image truncated %s: header cut short", path);
+        return NULL;
+    }
+    if (XXH3_64bits(buf + QG_IMAGE_FIXED, jlen) != get_le64(buf + 24)) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: metadata checksum mismatch", path);
+        return NULL;
+    }
+    if (!json_parser_load_from_data(parser, (const char *)buf + QG_IMAGE_FIXED, jlen,
+                                    &local) ||
+        !(node = json_parser_get_root(parser)) || !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: metadata is not a JSON object", path);
+        return NULL;
+    }
+    root = json_node_get_object(node);
+    stream = qg_json_get_object(root, "stream");
+    if (!stream ||
+        !qg_image_parse_checksum(
+            json_object_get_string_member_with_default(stream, "checksum", NULL),
+            &info->checksum) ||
+        json_object_get_int_member_with_default(stream, "length", -1) < 0 ||
+        json_object_get_int_member_with_default(stream, "offset", -1) != hsize) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: stream description missing or invalid", path);
+        return NULL;
+    }
+    info->stream_offset = hsize;
+    info->stream_length = json_object_get_int_member(stream, "length");
+    info->qemu_version = g_strdup(
+        json_object_get_string_member_with_default(root, "qemu-version", ""));
+    info->machine = g_strdup(json_object_get_string_member_with_default(root, "machine", ""));
+    info->ram_size = json_object_get_int_member_with_default(root, "ram-size", 0);
+    info->running = json_object_get_boolean_member_with_default(root, "running", FALSE);
+    dt = g_date_time_new_from_iso8601(
+        json_object_get_string_member_with_default(root, "time", ""), NULL);
+    info->time = dt ? g_date_time_to_unix(dt) : 0;
+    return g_steal_pointer(&info);
+}
+
+static gboolean
+qg_image_pwrite_all(int fd, const char *path, const guint8 *buf, gsize len, GError **error)
+{
+    gsize done = 0;
+
+    while (done < len) {
+        ssize_t n = pwrite(fd, buf + done, len - done, done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_IO,
+                        "cannot write the image header %s: %s", path, g_strerror(e));
+            return FALSE;
+        }
+        done += n;
+    }
+    return TRUE;
+}
+
+gboolean
+qg_image_write_placeholder(int fd, const char *path, GError **error)
+{
+    g_autofree guint8 *buf = g_malloc0(QG_IMAGE_HEADER_SIZE);
+
+    memcpy(buf, QG_IMAGE_MAGIC_PART, 8);
+    put_le32(buf + 8, QG_IMAGE_FORMAT_VERSION);
+    put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
+    return qg_image_pwrite_all(fd, path, buf, QG_IMAGE_HEADER_SIZE, error);
+}
+
+gboolean
+qg_image_write_header(int fd, const char *path, const QgImageInfo *info, GError **error)
+{
+    g_autofree guint8 *buf = g_malloc0(QG_IMAGE_HEADER_SIZE);
+
+    if (!qg_image_header_encode(info, buf, error) ||
+        !qg_image_pwrite_all(fd, path, buf, QG_IMAGE_HEADER_SIZE, error)) {
+        return FALSE;
+    }
+    if (fdatasync(fd) < 0) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_IO,
+                    "cannot sync the image header %s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+QgImageInfo *
+qg_image_read_header(int fd, const char *path, GError **error)
+{
+    g_autofree guint8 *buf = g_malloc0(QG_IMAGE_HEADER_SIZE);
+    g_autoptr(QgImageInfo) info = NULL;
+    gsize got = 0;
+    struct stat st;
+
+    while (got < QG_IMAGE_HEADER_SIZE) {
+        ssize_t n = pread(fd, buf + got, QG_IMAGE_HEADER_SIZE - got, got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_IO,
+                        "cannot read the image %s: %s", path, g_strerror(errno));
+            return NULL;
+        }
+        if (n == 0) {
+            break;
+        }
+        got += n;
+    }
+    info = qg_image_header_decode(buf, got, path, error);
+    if (!info) {
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_IO,
+                    "cannot stat the image %s: %s", path, g_strerror(errno));
+        return NULL;
+    }
+    if ((guint64)st.st_size < info->stream_offset + info->stream_length) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
+                    "image truncated %s: %" G_GUINT64_FORMAT " bytes of stream, "
+                    "the header says %" G_GUINT64_FORMAT, path,
+                    (guint64)MAX(st.st_size - (gint64)info->stream_offset, 0),
+                    info->stream_length);
+        return NULL;
+    }
+    return g_steal_pointer(&info);
+}

@@ -1,0 +1,80 @@
+/* qg-image.h - the saved-VM image format (prefix qg_image_)
+ *
+ * An image is a 4096-byte header followed by QEMU's migration stream, so the stream
+ * starts aligned for O_DIRECT. The header (all integers little endian):
+ *
+ *   0   char[8]  magic "IOHQEMU\n" (complete) or "IOHQPART" (save not finished)
+ *   8   u32      format version (1)
+ *   12  u32      header size (4096): the stream's offset
+ *   16  u32      length of the JSON metadata that follows
+ *   20  u32      reserved, 0
+ *   24  u64      XXH3-64 of the JSON metadata bytes
+ *   32  JSON     metadata, then zeros up to the header size
+ *
+ * Metadata: {"qemu-version", "machine", "ram-size", "time" (ISO 8601 UTC),
+ * "running" (guest state before the save), "stream": {"offset", "length",
+ * "checksum": "xxh3-64:<16 hex digits>"}}. The checksum is XXH3-64 (seed 0) of the
+ * stream bytes, the same as `tail -c +4097 IMAGE | xxhsum -H3`.
+ *
+ * A save writes the "IOHQPART" placeholder first and the real header LAST, after the
+ * stream is durable; so a file whose save died never reads as a complete image.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define QG_IMAGE_HEADER_SIZE 4096
+#define QG_IMAGE_FORMAT_VERSION 1
+
+#define QG_IMAGE_ERROR (qg_image_error_quark())
+GQuark qg_image_error_quark(void);
+
+typedef enum {
+    QG_IMAGE_ERROR_IO,          /* read/write/stat failed */
+    QG_IMAGE_ERROR_BAD_MAGIC,   /* not one of our images */
+    QG_IMAGE_ERROR_INCOMPLETE,  /* the placeholder: its save never finished */
+    QG_IMAGE_ERROR_VERSION,     /* a format version we do not know */
+    QG_IMAGE_ERROR_CORRUPT,     /* header damaged (metadata checksum, bad JSON) */
+    QG_IMAGE_ERROR_TRUNCATED,   /* the file is shorter than its header says */
+    QG_IMAGE_ERROR_CHECKSUM,    /* the stream does not match its checksum */
+} QgImageError;
+
+typedef struct {
+    char *qemu_version;
+    char *machine;
+    guint64 ram_size;
+    gint64 time;            /* seconds since the epoch, UTC */
+    gboolean running;
+    guint64 stream_offset;  /* QG_IMAGE_HEADER_SIZE */
+    guint64 stream_length;
+    guint64 checksum;       /* XXH3-64 of the stream */
+} QgImageInfo;
+
+QgImageInfo *qg_image_info_new(void);
+void qg_image_info_free(QgImageInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgImageInfo, qg_image_info_free)
+
+/* Formats @info into @buf (QG_IMAGE_HEADER_SIZE bytes). FALSE if it does not fit. */
+gboolean qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error);
+
+/* Parses a header from @buf (@len bytes, fewer than the header size means a truncated
+ * file). @path is for messages only. */
+QgImageInfo *qg_image_header_decode(const guint8 *buf, gsize len, const char *path,
+                                    GError **error);
+
+/* Writes the "save in progress" placeholder header at offset 0 of @fd. */
+gboolean qg_image_write_placeholder(int fd, const char *path, GError **error);
+
+/* Writes the final header at offset 0 of @fd and makes it durable (fdatasync). */
+gboolean qg_image_write_header(int fd, const char *path, const QgImageInfo *info,
+                               GError **error);
+
+/* Reads and checks the header of @fd, and that the file holds the whole stream. */
+QgImageInfo *qg_image_read_header(int fd, const char *path, GError **error);
+
+/* "xxh3-64:0123456789abcdef" */
+char *qg_image_checksum_to_string(guint64 checksum);
+
+G_END_DECLS

@@ -1,0 +1,653 @@
+/* qg-migrate.c - save and restore QEMU through the helper */
+#include "qg-migrate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include "qg-json.h"
+#include <unistd.h>
+#include <glib/gstdio.h>
+#include <glib-unix.h>
+
+#include "iohwrap.h"
+#include "qg-image.h"
+#include "qg-relay.h"
+
+#define QG_PIPE_SIZE (1024 * 1024)
+#define QG_FDNAME_SAVE "qg-save"
+#define QG_FDNAME_RESTORE "qg-restore"
+/* "Unlimited": QEMU takes bytes/s; 1 TiB/s is far above any pipe. */
+#define QG_BANDWIDTH_UNLIMITED (G_GUINT64_CONSTANT(1) << 40)
+
+G_DEFINE_QUARK(qg-migrate-error-quark, qg_migrate_error)
+
+const char *
+qg_cache_mode_to_string(QgCacheMode mode)
+{
+    switch (mode) {
+    case QG_CACHE_DIRECT:
+        return "direct";
+    case QG_CACHE_FADVISE:
+        return "fadvise";
+    case QG_CACHE_KEEP:
+    default:
+        return "buffered";
+    }
+}
+
+static IohWrapFlags
+qg_wrap_flags(QgCacheMode mode)
+{
+    IohWrapFlags f = IOH_WRAP_POLLABLE;
+
+    if (mode == QG_CACHE_DIRECT) {
+        f |= IOH_WRAP_DIRECT;
+    } else if (mode == QG_CACHE_FADVISE) {
+        f |= IOH_WRAP_FADVISE;
+    }
+    return f;
+}
+
+/* ---- small QMP helpers ---- */
+
+static char *
+qg_query_status(QgQmp *qmp, gboolean *ret_running, GError **error)
+{
+    g_autoptr(JsonNode) r = qg_qmp_execute(qmp, "query-status", NULL, error);
+    JsonObject *o;
+
+    if (!r) {
+        return NULL;
+    }
+    o = json_node_get_object(r);
+    *ret_running = json_object_get_boolean_member_with_default(o, "running", FALSE);
+    return g_strdup(json_object_get_string_member_with_default(o, "status", "unknown"));
+}
+
+static gboolean
+qg_enable_events(QgQmp *qmp, GError **error)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+    g_autoptr(JsonObject) cap = json_object_new();
+    g_autoptr(JsonArray) caps = json_array_new();
+
+    json_object_set_string_member(cap, "capability", "events");
+    json_object_set_boolean_member(cap, "state", TRUE);
+    json_array_add_object_element(caps, g_steal_pointer(&cap));
+    json_object_set_array_member(args, "capabilities", g_steal_pointer(&caps));
+    return qg_qmp_run(qmp, "migrate-set-capabilities", args, error);
+}
+
+static gboolean
+qg_set_bandwidth(QgQmp *qmp, guint64 bw, GError **error)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+
+    json_object_set_int_member(args, "max-bandwidth", (gint64)bw);
+    return qg_qmp_run(qmp, "migrate-set-parameters", args, error);
+}
+
+static guint64
+qg_get_bandwidth(QgQmp *qmp)
+{
+    g_autoptr(JsonNode) r = qg_qmp_execute(qmp, "query-migrate-parameters", NULL, NULL);
+
+    if (!r) {
+        return 0;
+    }
+    return json_object_get_int_member_with_default(json_node_get_object(r),
+                                                   "max-bandwidth", 0);
+}
+
+static gboolean
+qg_pass_fd(QgQmp *qmp, const char *name, int fd, GError **error)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+    g_autoptr(JsonNode) r = NULL;
+
+    json_object_set_string_member(args, "fdname", name);
+    r = qg_qmp_execute_with_fd(qmp, "getfd", args, fd, error);
+    return r != NULL;
+}
+
+static void
+qg_close_fd_name(QgQmp *qmp, const char *name)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+
+    json_object_set_string_member(args, "fdname", name);
+    qg_qmp_run(qmp, "closefd", args, NULL);
+}
+
+/* query-migrate's return, or NULL. */
+static JsonObject *
+qg_query_migrate(QgQmp *qmp, GError **error)
+{
+    g_autoptr(JsonNode) r = qg_qmp_execute(qmp, "query-migrate", NULL, error);
+
+    if (!r || !JSON_NODE_HOLDS_OBJECT(r)) {
+        return NULL;
+    }
+    return json_object_ref(json_node_get_object(r));
+}
+
+static void
+qg_machine_info(QgQmp *qmp, QgImageInfo *info)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+    g_autoptr(JsonNode) t = NULL;
+    g_autoptr(JsonNode) m = NULL;
+
+    json_object_set_string_member(args, "path", "/machine");
+    json_object_set_string_member(args, "property", "type");
+    t = qg_qmp_execute(qmp, "qom-get", args, NULL);
+    if (t && JSON_NODE_HOLDS_VALUE(t) && json_node_get_string(t)) {
+        const char *s = json_node_get_string(t);
+        info->machine = g_str_has_suffix(s, "-machine")
+            ? g_strndup(s, strlen(s) - strlen("-machine")) : g_strdup(s);
+    }
+    m = qg_qmp_execute(qmp, "query-memory-size-summary", NULL, NULL);
+    if (m && JSON_NODE_HOLDS_OBJECT(m)) {
+        JsonObject *o = json_node_get_object(m);
+        info->ram_size = json_object_get_int_member_with_default(o, "base-memory", 0) +
+                         json_object_get_int_member_with_default(o, "plugged-memory", 0);
+    }
+    info->qemu_version = g_strdup(qg_qmp_get_version(qmp));
+}
+
+static gboolean
+qg_make_pipe(int fds[2], GError **error)
+{
+    if (g_unix_open_pipe(fds, FD_CLOEXEC, NULL) == FALSE) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO, "cannot create a pipe: %s",
+                    g_strerror(errno));
+        return FALSE;
+    }
+    /* Best effort: a 1 MiB pipe doubles the throughput of a 64 KiB one. */
+    if (fcntl(fds[1], F_SETPIPE_SZ, QG_PIPE_SIZE) < 0) {
+        /* pipe-max-size may be lower: keep the default */
+    }
+    return TRUE;
+}
+
+/* rename(2), then fsync the directory so the new name is durable too. */
+static gboolean
+qg_rename_durably(const char *from, const char *to, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(to);
+    int dfd;
+
+    if (rename(from, to) < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot rename %s to %s: %s", from, to, g_strerror(errno));
+        return FALSE;
+    }
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) < 0) {
+        int e = errno;
+        if (dfd >= 0) {
+            close(dfd);
+        }
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot sync the folder %s: %s", dir, g_strerror(e));
+        return FALSE;
+    }
+    close(dfd);
+    return TRUE;
+}
+
+/* ---- the wait for QEMU ---- */
+
+typedef struct {
+    const char *what;
+    QgQmp *qmp;
+    const QgMigrateOptions *opts;
+    QgRelay *relay;
+    IohWrap *wrap;
+    guint64 total;
+    gint64 start;
+} QgWatch;
+
+static void
+qg_report_progress(QgWatch *w, gboolean save)
+{
+    QgProgress p = { 0 };
+
+    p.bytes = qg_relay_get_bytes(w->relay);
+    ioh_wrap_get_progress(w->wrap, &p.written, &p.synced);
+    p.total = w->total;
+    p.seconds = (g_get_monotonic_time() - w->start) / 1e6;
+    if (w->total) {
+        p.fraction = MIN((double)p.bytes / w->total, 1.0);
+    } else if (save) {
+        g_autoptr(JsonObject) m = qg_query_migrate(w->qmp, NULL);
+        JsonObject *ram = m ? qg_json_get_object(m, "ram")
+                            : NULL;
+        if (ram) {
+            double tot = json_object_get_int_member_with_default(ram, "total", 0);
+            double rem = json_object_get_int_member_with_default(ram, "remaining", 0);
+            p.fraction = tot > 0 ? CLAMP(1.0 - rem / tot, 0.0, 1.0) : 0;
+        }
+    }
+    w->opts->progress(w->what, &p, w->opts->progress_data);
+}
+
+static char *
+qg_migration_error_desc(QgQmp *qmp)
+{
+    g_autoptr(JsonObject) m = qg_query_migrate(qmp, NULL);
+    const char *d = m ? json_object_get_string_member_with_default(m, "error-desc", NULL)
+                      : NULL;
+
+    return g_strdup(d ? d : "no reason given");
+}
+
+/* Waits for the MIGRATION event that ends the job. */
+static gboolean
+qg_wait_migration(QgWatch *w, gboolean save, GError **error)
+{
+    guint interval = w->opts->progress_interval_ms ? w->opts->progress_interval_ms : 500;
+    gint64 next = g_get_monotonic_time() + (gint64)interval * 1000;
+
+    for (;;) {
+        GError *err = NULL;
+        g_autoptr(JsonObject) ev = qg_qmp_next_event(w->qmp, interval, &err);
+        gint64 now;
+
+        if (err) {
+            if (!save && err->domain == QG_QMP_ERROR && err->code == QG_QMP_ERROR_CLOSED) {
+                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                            "restore failed: QEMU exited while loading the stream "
+                            "(%" G_GUINT64_FORMAT " bytes fed): %s",
+                            qg_relay_get_bytes(w->relay), err->message);
+                g_error_free(err);
+            } else {
+                g_propagate_prefixed_error(error, err, "%s: ", w->what);
+            }
+            return FALSE;
+        }
+        if (w->opts->interrupted && *w->opts->interrupted) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s interrupted", w->what);
+            return FALSE;
+        }
+        if (ev && g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
+                            "MIGRATION") == 0) {
+            JsonObject *d = qg_json_get_object(ev, "data");
+            const char *st = d ? json_object_get_string_member_with_default(d, "status", "")
+                               : "";
+            if (g_str_equal(st, "completed")) {
+                return TRUE;
+            }
+            if (g_str_equal(st, "failed")) {
+                g_autofree char *desc = qg_migration_error_desc(w->qmp);
+                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                            "%s failed: QEMU says: %s", w->what, desc);
+                return FALSE;
+            }
+            if (g_str_equal(st, "cancelled")) {
+                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_CANCELLED,
+                            "%s cancelled in QEMU", w->what);
+                return FALSE;
+            }
+        }
+        now = g_get_monotonic_time();
+        if (w->opts->progress && now >= next) {
+            qg_report_progress(w, save);
+            next = now + (gint64)interval * 1000;
+        }
+    }
+}
+
+/* ---- save ---- */
+
+gboolean
+qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
+                QgMigrateStats *ret_stats, GError **error)
+{
+    g_autoptr(QgImageInfo) info = qg_image_info_new();
+    g_autoptr(IohWrap) wrap = NULL;
+    g_autoptr(QgRelay) relay = NULL;
+    g_autoptr(JsonObject) margs = NULL;
+    g_autoptr(JsonObject) mig = NULL;
+    g_autofree char *status = NULL;
+    g_autofree char *tmp_path = NULL;
+    IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .length = 0,
+                             .progress_interval_ms = 250 };
+    QgMigrateStats stats = { .downtime_ms = -1 };
+    QgWatch w = { .what = "save", .qmp = qmp, .opts = opts };
+    gboolean running = FALSE, stopped = FALSE, migrating = FALSE, ok = FALSE;
+    gboolean bw_changed = FALSE, created = FALSE;
+    guint64 old_bw = 0;
+    int fd = -1, hdr_fd = -1, p[2] = { -1, -1 };
+    gint64 t_qemu;
+
+    status = qg_query_status(qmp, &running, error);
+    if (!status) {
+        return FALSE;
+    }
+    if (g_str_equal(status, "inmigrate") || g_str_equal(status, "postmigrate") ||
+        g_str_equal(status, "finish-migrate")) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STATE,
+                    "cannot save this QEMU: it is in state '%s'%s", status,
+                    g_str_equal(status, "inmigrate") ? " (waiting for an incoming migration)"
+                    : " (QEMU 7.2 saves a guest only once: restart it)");
+        return FALSE;
+    }
+    qg_machine_info(qmp, info);
+    info->running = running;
+    info->time = g_get_real_time() / G_USEC_PER_SEC;
+
+    if (!qg_enable_events(qmp, error)) {
+        return FALSE;
+    }
+    old_bw = qg_get_bandwidth(qmp);
+    if (!qg_set_bandwidth(qmp, opts->max_bandwidth ? opts->max_bandwidth
+                                                   : QG_BANDWIDTH_UNLIMITED, error)) {
+        return FALSE;
+    }
+    bw_changed = old_bw != 0;
+
+    /* A new file beside @path, renamed over it only once complete: an old image at
+     * @path survives a failed save. */
+    tmp_path = g_strdup_printf("%s.part-XXXXXX", path);
+    fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot create the image %s: %s", tmp_path, g_strerror(errno));
+        goto out;
+    }
+    created = TRUE;
+    /* Our own open file description for the header: the helper may switch its one to
+     * O_DIRECT. */
+    hdr_fd = open(tmp_path, O_WRONLY | O_CLOEXEC);
+    if (hdr_fd < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot open the image %s: %s", tmp_path, g_strerror(errno));
+        goto out;
+    }
+    if (!qg_image_write_placeholder(hdr_fd, path, error)) {
+        goto out;
+    }
+    wrap = ioh_wrap_new(&fd, tmp_path, qg_wrap_flags(opts->cache), &params, error);
+    if (!wrap) {
+        goto out;
+    }
+    stats.helper = ioh_wrap_is_spawned(wrap);
+    if (!stats.helper && lseek(fd, QG_IMAGE_HEADER_SIZE, SEEK_SET) < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO, "cannot seek in %s: %s",
+                    path, g_strerror(errno));
+        goto out;
+    }
+    if (!qg_make_pipe(p, error)) {
+        goto out;
+    }
+    {
+        /* The relay gets its own fd of the wrap's end: libwrap closes the original. */
+        int out_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (out_fd < 0) {
+            g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO, "cannot dup: %s",
+                        g_strerror(errno));
+            goto out;
+        }
+        relay = qg_relay_start(p[0], out_fd, "save", error);
+        p[0] = -1;
+        if (!relay) {
+            goto out;
+        }
+    }
+
+    if (running && !opts->live) {
+        if (!qg_qmp_run(qmp, "stop", NULL, error)) {
+            goto out;
+        }
+        stopped = TRUE;
+    }
+    if (!qg_pass_fd(qmp, QG_FDNAME_SAVE, p[1], error)) {
+        goto out;
+    }
+    close(p[1]);   /* QEMU holds its own copy now; ours would hide EOF from the helper */
+    p[1] = -1;
+
+    w.relay = relay;
+    w.wrap = wrap;
+    w.start = g_get_monotonic_time();
+    margs = json_object_new();
+    json_object_set_string_member(margs, "uri", "fd:" QG_FDNAME_SAVE);
+    if (!qg_qmp_run(qmp, "migrate", margs, error)) {
+        qg_close_fd_name(qmp, QG_FDNAME_SAVE);
+        goto out;
+    }
+    migrating = TRUE;
+    {
+        GError *qerr = NULL;
+        if (!qg_wait_migration(&w, TRUE, &qerr)) {
+            g_autoptr(GError) herr = NULL;
+            /* A dead helper makes QEMU fail with EPIPE: say what really happened. */
+            g_clear_pointer(&relay, qg_relay_free);
+            if (!ioh_wrap_finish(wrap, &herr)) {
+                const char *q = strstr(qerr->message, "QEMU says: ");
+                g_set_error(error, herr->domain, herr->code,
+                            "save failed: %s; QEMU then reported: %s", herr->message,
+                            q ? q + strlen("QEMU says: ") : qerr->message);
+                g_error_free(qerr);
+            } else {
+                g_propagate_error(error, qerr);
+            }
+            fd = -1;
+            goto out;
+        }
+    }
+    migrating = FALSE;
+    t_qemu = g_get_monotonic_time();
+    mig = qg_query_migrate(qmp, NULL);
+
+    /* QEMU is done; the helper is not: success is its exit, after fdatasync. */
+    if (!qg_relay_wait(relay, &info->stream_length, &info->checksum, error)) {
+        goto out;
+    }
+    if (!ioh_wrap_finish(wrap, error)) {
+        g_prefix_error(error, "save failed: ");
+        goto out;
+    }
+    if (!stats.helper) {
+        close(fd);   /* with a helper, ioh_wrap_finish closed it */
+    }
+    fd = -1;
+    if (!qg_image_write_header(hdr_fd, path, info, error) ||
+        !qg_rename_durably(tmp_path, path, error)) {
+        goto out;
+    }
+    created = FALSE;
+
+    stats.stream_length = info->stream_length;
+    stats.checksum = info->checksum;
+    stats.seconds = (g_get_monotonic_time() - w.start) / 1e6;
+    stats.qemu_seconds = (t_qemu - w.start) / 1e6;
+    stats.running = running;
+    if (mig) {
+        stats.downtime_ms = json_object_get_int_member_with_default(mig, "downtime", -1);
+    }
+    ok = TRUE;
+
+out:
+    if (migrating) {
+        qg_qmp_run(qmp, "migrate_cancel", NULL, NULL);
+    }
+    if (p[0] >= 0) {
+        close(p[0]);
+    }
+    if (p[1] >= 0) {
+        close(p[1]);
+    }
+    g_clear_pointer(&relay, qg_relay_free);
+    if (!ok) {
+        /* Kills a helper still running; closes its pipe. */
+        g_clear_pointer(&wrap, ioh_wrap_free);
+        if (fd >= 0 && !stats.helper) {
+            close(fd);
+        }
+        if (created) {
+            g_unlink(tmp_path);
+        }
+        if (stopped) {
+            qg_qmp_run(qmp, "cont", NULL, NULL);
+        }
+    }
+    if (hdr_fd >= 0) {
+        close(hdr_fd);
+    }
+    if (bw_changed) {
+        qg_set_bandwidth(qmp, old_bw, NULL);
+    }
+    if (ok && ret_stats) {
+        *ret_stats = stats;
+    }
+    return ok;
+}
+
+/* ---- restore ---- */
+
+gboolean
+qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
+                   QgMigrateStats *ret_stats, GError **error)
+{
+    g_autoptr(QgImageInfo) info = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    g_autoptr(QgRelay) relay = NULL;
+    g_autoptr(JsonObject) margs = NULL;
+    g_autofree char *status = NULL;
+    QgMigrateStats stats = { .downtime_ms = -1 };
+    QgWatch w = { .what = "restore", .qmp = qmp, .opts = opts };
+    IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
+    gboolean running = FALSE, ok = FALSE;
+    guint64 bytes = 0, sum = 0;
+    int fd = -1, p[2] = { -1, -1 };
+    gint64 t_qemu;
+
+    status = qg_query_status(qmp, &running, error);
+    if (!status) {
+        return FALSE;
+    }
+    if (!g_str_equal(status, "inmigrate")) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STATE,
+                    "cannot restore into this QEMU: it is in state '%s', not waiting for "
+                    "an incoming migration (start it with -incoming defer)", status);
+        return FALSE;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot open the image %s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    info = qg_image_read_header(fd, path, error);
+    if (!info) {
+        goto out;
+    }
+    if (!qg_enable_events(qmp, error)) {
+        goto out;
+    }
+    params.offset = info->stream_offset;
+    params.length = info->stream_length;
+    wrap = ioh_wrap_new(&fd, path, qg_wrap_flags(opts->cache), &params, error);
+    if (!wrap) {
+        goto out;
+    }
+    stats.helper = ioh_wrap_is_spawned(wrap);
+    if (!stats.helper && lseek(fd, info->stream_offset, SEEK_SET) < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO, "cannot seek in %s: %s",
+                    path, g_strerror(errno));
+        goto out;
+    }
+    if (!qg_make_pipe(p, error)) {
+        goto out;
+    }
+    {
+        int in_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (in_fd < 0) {
+            g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO, "cannot dup: %s",
+                        g_strerror(errno));
+            goto out;
+        }
+        relay = qg_relay_start(in_fd, p[1], "restore", error);
+        p[1] = -1;
+        if (!relay) {
+            goto out;
+        }
+    }
+    if (!qg_pass_fd(qmp, QG_FDNAME_RESTORE, p[0], error)) {
+        goto out;
+    }
+    close(p[0]);
+    p[0] = -1;
+
+    w.relay = relay;
+    w.wrap = wrap;
+    w.total = info->stream_length;
+    w.start = g_get_monotonic_time();
+    margs = json_object_new();
+    json_object_set_string_member(margs, "uri", "fd:" QG_FDNAME_RESTORE);
+    if (!qg_qmp_run(qmp, "migrate-incoming", margs, error)) {
+        qg_close_fd_name(qmp, QG_FDNAME_RESTORE);
+        goto out;
+    }
+    if (!qg_wait_migration(&w, FALSE, error)) {
+        goto out;
+    }
+    t_qemu = g_get_monotonic_time();
+    if (!qg_relay_wait(relay, &bytes, &sum, error)) {
+        g_prefix_error(error, "restore failed (guest left paused): ");
+        goto out;
+    }
+    if (!ioh_wrap_finish(wrap, error)) {
+        g_prefix_error(error, "restore failed (guest left paused): ");
+        goto out;
+    }
+    if (!stats.helper) {
+        close(fd);
+    }
+    fd = -1;
+    if (bytes != info->stream_length) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
+                    "image truncated %s: %" G_GUINT64_FORMAT " bytes of stream read, the "
+                    "header says %" G_GUINT64_FORMAT " (guest left paused)", path, bytes,
+                    info->stream_length);
+        goto out;
+    }
+    if (sum != info->checksum) {
+        g_autofree char *got = qg_image_checksum_to_string(sum);
+        g_autofree char *want = qg_image_checksum_to_string(info->checksum);
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CHECKSUM,
+                    "checksum mismatch in %s: the stream has %s, the header says %s "
+                    "(guest left paused)", path, got, want);
+        goto out;
+    }
+    if (info->running) {
+        if (!qg_qmp_run(qmp, "cont", NULL, error)) {
+            goto out;
+        }
+        stats.running = TRUE;
+    }
+    stats.stream_length = bytes;
+    stats.checksum = sum;
+    stats.seconds = (g_get_monotonic_time() - w.start) / 1e6;
+    stats.qemu_seconds = (t_qemu - w.start) / 1e6;
+    ok = TRUE;
+
+out:
+    if (p[0] >= 0) {
+        close(p[0]);
+    }
+    if (p[1] >= 0) {
+        close(p[1]);
+    }
+    g_clear_pointer(&relay, qg_relay_free);
+    g_clear_pointer(&wrap, ioh_wrap_free);
+    if (fd >= 0 && !stats.helper) {
+        close(fd);
+    }
+    if (ok && ret_stats) {
+        *ret_stats = stats;
+    }
+    return ok;
+}

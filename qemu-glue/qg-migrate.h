@@ -1,0 +1,92 @@
+/* qg-migrate.h - save a QEMU to an image file and restore it, through the helper
+ * (prefix qg_migrate_)
+ *
+ * Save:    QEMU --fd:--> pipe --> relay (XXH3) --> libwrap pipe --> iohelper --> file
+ * Restore: file --> iohelper --> libwrap pipe --> relay (XXH3) --> pipe --fd:--> QEMU
+ *
+ * QEMU always gets a pipe, never the file. The image format is in qg-image.h.
+ */
+#pragma once
+
+#include <signal.h>
+#include <glib.h>
+#include "qg-qmp.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+    QG_CACHE_KEEP,      /* through the page cache */
+    QG_CACHE_DIRECT,    /* O_DIRECT */
+    QG_CACHE_FADVISE,   /* write-back + POSIX_FADV_DONTNEED */
+} QgCacheMode;
+
+#define QG_MIGRATE_ERROR (qg_migrate_error_quark())
+GQuark qg_migrate_error_quark(void);
+
+typedef enum {
+    QG_MIGRATE_ERROR_STATE,     /* QEMU is not in a state that allows this */
+    QG_MIGRATE_ERROR_FAILED,    /* QEMU reported the migration failed */
+    QG_MIGRATE_ERROR_CANCELLED, /* the migration was cancelled */
+    QG_MIGRATE_ERROR_IO,        /* the image file could not be opened or created */
+} QgMigrateError;
+
+typedef struct {
+    guint64 bytes;      /* stream bytes that went through so far */
+    guint64 written;    /* bytes the helper wrote (save) or delivered (restore) */
+    guint64 synced;     /* save: bytes the helper knows are durable */
+    guint64 total;      /* restore: the stream length; save: 0 */
+    double fraction;    /* 0..1, best estimate (save: from QEMU's RAM left to send) */
+    double seconds;
+} QgProgress;
+
+typedef void (*QgProgressFunc)(const char *what, const QgProgress *progress,
+                               gpointer user_data);
+
+typedef struct {
+    QgCacheMode cache;
+    gboolean live;              /* save: do not pause the guest first */
+    guint64 max_bandwidth;      /* save: bytes/s QEMU may send; 0: unlimited */
+    guint progress_interval_ms; /* 0: 500 */
+    QgProgressFunc progress;    /* nullable; called from the calling thread */
+    gpointer progress_data;
+    /* nullable: a flag a signal handler sets; the job is then cancelled cleanly
+     * (G_IO_ERROR_CANCELLED), within progress_interval_ms. */
+    const volatile sig_atomic_t *interrupted;
+} QgMigrateOptions;
+
+typedef struct {
+    guint64 stream_length;
+    guint64 checksum;
+    double seconds;         /* from the migrate command to a durable file / a verified load */
+    double qemu_seconds;    /* until QEMU said "completed" */
+    gint64 downtime_ms;     /* save: QEMU's reported downtime; -1 unknown */
+    gboolean running;       /* save: guest was running; restore: guest was resumed */
+    gboolean helper;        /* an iohelper process served the file */
+} QgMigrateStats;
+
+/**
+ * qg_migrate_save:
+ * Pauses the guest (unless @opts->live) and migrates it into a new file
+ * "@path.part-XXXXXX" (0600) beside @path; once the helper made it durable, writes the
+ * header, then renames it over @path (and fsyncs the folder). On failure the partial
+ * file is removed and an old @path is left as it was; a guest that was paused by us is
+ * resumed. QEMU's bandwidth setting is put back in both cases.
+ * On success the source QEMU is left paused ("postmigrate"): QEMU 7.2 refuses a second
+ * save from it.
+ */
+gboolean qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
+                         QgMigrateStats *ret_stats, GError **error);
+
+/**
+ * qg_migrate_restore:
+ * @qmp: a QEMU started with `-incoming defer` (and the same devices as the source).
+ * Checks the header, feeds the stream, verifies length and checksum, and resumes the
+ * guest if it was running when saved. On a checksum mismatch the guest stays paused.
+ * A QEMU that fails to load the stream exits; the error then says so.
+ */
+gboolean qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
+                            QgMigrateStats *ret_stats, GError **error);
+
+const char *qg_cache_mode_to_string(QgCacheMode mode);
+
+G_END_DECLS

@@ -1,0 +1,226 @@
+/* qg-relay.c - copy and hash a stream in a thread */
+#include "qg-relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define QG_RELAY_BUF (1024 * 1024)
+
+struct _QgRelay {
+    int in_fd;
+    int out_fd;
+    int cancel_fd;          /* eventfd: written to stop the thread */
+    char *what;
+    GThread *thread;
+    guint64 bytes;          /* atomic */
+    guint64 checksum;
+    GError *error;
+    gboolean done;
+};
+
+G_DEFINE_QUARK(qg-relay-error-quark, qg_relay_error)
+
+/* Waits until @fd is ready for @events or the relay is cancelled. */
+static gboolean
+qg_relay_poll(QgRelay *r, int fd, short events)
+{
+    struct pollfd p[2] = {
+        { .fd = fd, .events = events },
+        { .fd = r->cancel_fd, .events = POLLIN },
+    };
+
+    for (;;) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return FALSE;
+        }
+        if (p[1].revents) {
+            g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_CANCELLED,
+                        "%s stream cancelled", r->what);
+            return FALSE;
+        }
+        if (p[0].revents) {
+            return TRUE;
+        }
+    }
+}
+
+static gboolean
+qg_relay_write_all(QgRelay *r, const guint8 *buf, gsize len)
+{
+    while (len > 0) {
+        ssize_t n = write(r->out_fd, buf, len);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN) {
+                if (!qg_relay_poll(r, r->out_fd, POLLOUT)) {
+                    return FALSE;
+                }
+                continue;
+            }
+            g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_WRITE,
+                        "%s stream: cannot write after %" G_GUINT64_FORMAT " bytes: %s",
+                        r->what, r->bytes,
+                        g_strerror(errno));
+            return FALSE;
+        }
+        buf += n;
+        len -= n;
+    }
+    return TRUE;
+}
+
+static gpointer
+qg_relay_thread(gpointer data)
+{
+    QgRelay *r = data;
+    g_autofree guint8 *buf = g_malloc(QG_RELAY_BUF);
+    XXH3_state_t *st = XXH3_createState();
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    XXH3_64bits_reset(st);
+
+    for (;;) {
+        ssize_t n = read(r->in_fd, buf, QG_RELAY_BUF);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN) {
+                if (!qg_relay_poll(r, r->in_fd, POLLIN)) {
+                    break;
+                }
+                continue;
+            }
+            g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_READ,
+                        "%s stream: cannot read after %" G_GUINT64_FORMAT " bytes: %s",
+                        r->what, r->bytes, g_strerror(errno));
+            break;
+        }
+        if (n == 0) {
+            r->checksum = XXH3_64bits_digest(st);
+            r->done = TRUE;
+            break;
+        }
+        XXH3_64bits_update(st, buf, n);
+        if (!qg_relay_write_all(r, buf, n)) {
+            break;
+        }
+        __atomic_add_fetch(&r->bytes, (guint64)n, __ATOMIC_RELAXED);
+    }
+    XXH3_freeState(st);
+    /* Close as soon as possible: the ends must see EOF / EPIPE without waiting for us. */
+    close(r->in_fd);
+    r->in_fd = -1;
+    close(r->out_fd);
+    r->out_fd = -1;
+    return NULL;
+}
+
+static gboolean
+qg_relay_set_nonblock(int fd, GError **error)
+{
+    int fl = fcntl(fd, F_GETFL);
+
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        g_set_error(error, QG_RELAY_ERROR, QG_RELAY_ERROR_READ,
+                    "cannot set fd %d non-blocking: %s", fd, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+QgRelay *
+qg_relay_start(int in_fd, int out_fd, const char *what, GError **error)
+{
+    QgRelay *r;
+
+    if (!qg_relay_set_nonblock(in_fd, error) || !qg_relay_set_nonblock(out_fd, error)) {
+        close(in_fd);
+        close(out_fd);
+        return NULL;
+    }
+    r = g_new0(QgRelay, 1);
+    r->in_fd = in_fd;
+    r->out_fd = out_fd;
+    r->what = g_strdup(what);
+    r->cancel_fd = eventfd(0, EFD_CLOEXEC);
+    if (r->cancel_fd < 0) {
+        g_set_error(error, QG_RELAY_ERROR, QG_RELAY_ERROR_READ, "cannot create eventfd: %s",
+                    g_strerror(errno));
+        close(in_fd);
+        close(out_fd);
+        g_free(r->what);
+        g_free(r);
+        return NULL;
+    }
+    r->thread = g_thread_new("qg-relay", qg_relay_thread, r);
+    return r;
+}
+
+guint64
+qg_relay_get_bytes(QgRelay *relay)
+{
+    return __atomic_load_n(&relay->bytes, __ATOMIC_RELAXED);
+}
+
+static void
+qg_relay_join(QgRelay *r)
+{
+    if (r->thread) {
+        g_thread_join(r->thread);
+        r->thread = NULL;
+    }
+}
+
+gboolean
+qg_relay_wait(QgRelay *relay, guint64 *ret_bytes, guint64 *ret_checksum, GError **error)
+{
+    qg_relay_join(relay);
+    if (ret_bytes) {
+        *ret_bytes = relay->bytes;
+    }
+    if (!relay->done) {
+        g_set_error_literal(error, QG_RELAY_ERROR,
+                            relay->error ? relay->error->code : QG_RELAY_ERROR_READ,
+                            relay->error ? relay->error->message : "stream relay failed");
+        return FALSE;
+    }
+    if (ret_checksum) {
+        *ret_checksum = relay->checksum;
+    }
+    return TRUE;
+}
+
+void
+qg_relay_free(QgRelay *relay)
+{
+    guint64 one = 1;
+
+    if (!relay) {
+        return;
+    }
+    if (relay->thread) {
+        if (write(relay->cancel_fd, &one, sizeof(one)) < 0) {
+            /* an eventfd write cannot fail here */
+        }
+        qg_relay_join(relay);
+    }
+    close(relay->cancel_fd);
+    g_clear_error(&relay->error);
+    g_free(relay->what);
+    g_free(relay);
+}

@@ -1,0 +1,172 @@
+/* qg-test.c - real QEMU guests for the qemu-glue tests */
+#include "qg-test.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+static const char *tool_path;
+
+void
+qgt_set_tool(const char *path)
+{
+    tool_path = path;
+}
+
+const char *
+qgt_tool(void)
+{
+    g_assert_nonnull(tool_path);
+    return tool_path;
+}
+
+const char *
+qgt_qemu_binary(void)
+{
+    static char *path;
+
+    if (!path) {
+        path = g_find_program_in_path("qemu-system-x86_64");
+    }
+    return path;
+}
+
+static void
+die_with_parent(gpointer data)
+{
+    (void)data;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+QgtQemu *
+qgt_qemu_start(const char *data_file, gboolean incoming)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    QgtQemu *q = g_new0(QgtQemu, 1);
+    gint64 deadline;
+
+    q->sockdir = g_dir_make_tmp("qgt-XXXXXX", &error);
+    g_assert_no_error(error);
+    q->sock = g_build_filename(q->sockdir, "qmp.sock", NULL);
+    q->test_sock = g_build_filename(q->sockdir, "test.sock", NULL);
+    g_ptr_array_add(argv, g_strdup(qgt_qemu_binary()));
+    g_ptr_array_add(argv, g_strdup("-machine"));
+    g_ptr_array_add(argv, g_strdup("pc,accel=tcg"));
+    g_ptr_array_add(argv, g_strdup("-m"));
+    g_ptr_array_add(argv, g_strdup_printf("%uM", QGT_RAM_MIB));
+    g_ptr_array_add(argv, g_strdup("-nodefaults"));
+    g_ptr_array_add(argv, g_strdup("-display"));
+    g_ptr_array_add(argv, g_strdup("none"));
+    g_ptr_array_add(argv, g_strdup("-S"));
+    g_ptr_array_add(argv, g_strdup("-qmp"));
+    g_ptr_array_add(argv, g_strdup_printf("unix:%s,server=on,wait=off", q->sock));
+    g_ptr_array_add(argv, g_strdup("-qmp"));
+    g_ptr_array_add(argv, g_strdup_printf("unix:%s,server=on,wait=off", q->test_sock));
+    g_ptr_array_add(argv, g_strdup("-device"));
+    g_ptr_array_add(argv, g_strdup_printf("loader,file=%s,addr=0x%x,force-raw=on",
+                                          data_file, QGT_DATA_ADDR));
+    if (incoming) {
+        g_ptr_array_add(argv, g_strdup("-incoming"));
+        g_ptr_array_add(argv, g_strdup("defer"));
+    }
+    g_ptr_array_add(argv, NULL);
+    g_assert_true(g_spawn_async(NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+                                die_with_parent, NULL, &q->pid, &error));
+    g_assert_no_error(error);
+
+    deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (!g_file_test(q->sock, G_FILE_TEST_EXISTS) ||
+           !g_file_test(q->test_sock, G_FILE_TEST_EXISTS)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(20000);
+    }
+    q->qmp = qg_qmp_connect(q->test_sock, 0, &error);
+    g_assert_no_error(error);
+    return q;
+}
+
+void
+qgt_qemu_stop(QgtQemu *q)
+{
+    if (!q) {
+        return;
+    }
+    qg_qmp_free(q->qmp);
+    if (q->pid > 0) {
+        kill(q->pid, SIGKILL);
+        waitpid(q->pid, NULL, 0);
+        g_spawn_close_pid(q->pid);
+    }
+    g_unlink(q->sock);
+    g_unlink(q->test_sock);
+    g_rmdir(q->sockdir);
+    g_free(q->sock);
+    g_free(q->test_sock);
+    g_free(q->sockdir);
+    g_free(q);
+}
+
+char *
+qgt_qemu_status(QgtQemu *q)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) r = qg_qmp_execute(q->qmp, "query-status", NULL, &error);
+
+    g_assert_no_error(error);
+    return g_strdup(json_object_get_string_member(json_node_get_object(r), "status"));
+}
+
+void
+qgt_qemu_pmemsave(QgtQemu *q, const char *path, guint64 size)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonObject) args = json_object_new();
+
+    json_object_set_int_member(args, "val", QGT_DATA_ADDR);
+    json_object_set_int_member(args, "size", (gint64)size);
+    json_object_set_string_member(args, "filename", path);
+    g_assert_true(qg_qmp_run(q->qmp, "pmemsave", args, &error));
+    g_assert_no_error(error);
+}
+
+int
+qgt_tool_run(const char *const *args, char **ret_stdout, char **ret_stderr)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    g_autofree char *line = NULL;
+    int status = -1;
+
+    g_ptr_array_add(argv, (gpointer)qgt_tool());
+    for (; *args; args++) {
+        g_ptr_array_add(argv, (gpointer)*args);
+    }
+    g_ptr_array_add(argv, NULL);
+    line = g_strjoinv(" ", (char **)argv->pdata);
+    g_test_message("run: %s", line);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               &out, &err, &status, &error));
+    g_assert_no_error(error);
+    if (out && *out) {
+        g_test_message("stdout: %s", out);
+    }
+    if (err && *err) {
+        g_test_message("stderr: %s", err);
+    }
+    if (ret_stdout) {
+        *ret_stdout = g_steal_pointer(&out);
+    }
+    if (ret_stderr) {
+        *ret_stderr = g_steal_pointer(&err);
+    }
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}

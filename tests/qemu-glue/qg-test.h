@@ -1,0 +1,47 @@
+/* qg-test.h - real QEMU guests for the qemu-glue tests (prefix qgt_) */
+#pragma once
+
+#include <glib.h>
+#include "qg-qmp.h"
+
+G_BEGIN_DECLS
+
+/* Guest RAM where the loader puts the random data, and the tests' sizes. */
+#define QGT_DATA_ADDR 0x1000000
+#define QGT_DATA_SIZE (64u << 20)
+#define QGT_RAM_MIB 256
+
+typedef struct {
+    GPid pid;
+    char *sockdir;   /* short, in /tmp: unix socket paths are limited to 107 bytes */
+    char *sock;      /* the QMP socket for the tool under test */
+    char *test_sock; /* a second QMP monitor, for the test (a QMP socket takes one client) */
+    QgQmp *qmp;      /* the test's connection, on test_sock */
+} QgtQemu;
+
+/* The emulator, or NULL (the caller skips). */
+const char *qgt_qemu_binary(void);
+
+/* Starts a paused TCG guest whose RAM at QGT_DATA_ADDR holds @data_file, with
+ * `-incoming defer` when @incoming. The child dies with the test (PR_SET_PDEATHSIG),
+ * even when an assertion aborts it. Connects qmp. */
+QgtQemu *qgt_qemu_start(const char *data_file, gboolean incoming);
+
+/* Kills (SIGKILL) and reaps QEMU, removes its socket. NULL allowed. */
+void qgt_qemu_stop(QgtQemu *q);
+
+/* query-status "status". */
+char *qgt_qemu_status(QgtQemu *q);
+
+/* Dumps @size bytes of guest RAM at QGT_DATA_ADDR into @path (QMP pmemsave). */
+void qgt_qemu_pmemsave(QgtQemu *q, const char *path, guint64 size);
+
+/* Runs the qemu-iohelper tool (argv[0] filled in) and waits. Returns its exit code;
+ * *ret_stderr gets what it printed (also logged). */
+int qgt_tool_run(const char *const *args, char **ret_stdout, char **ret_stderr);
+
+/* The tool's path (the test's first argument, set by meson). */
+void qgt_set_tool(const char *path);
+const char *qgt_tool(void);
+
+G_END_DECLS

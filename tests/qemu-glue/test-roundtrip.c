@@ -1,0 +1,442 @@
+/* test-roundtrip.c - qemu-iohelper saves a real QEMU guest and restores it into a
+ * second one; the guest RAM must come back byte for byte. And every way it can fail. */
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "ioh-test.h"
+#include "qg-test.h"
+
+static char *workdir;
+static char *data_file;    /* what the source guest holds */
+static char *other_file;   /* what the destination holds before the restore */
+
+static gboolean
+need_qemu(void)
+{
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+assert_contains(const char *text, const char *needle)
+{
+    if (!text || !strstr(text, needle)) {
+        g_test_message("expected \"%s\" in: %s", needle, text ? text : "(null)");
+        g_assert_not_reached();
+    }
+}
+
+static void
+assert_status(QgtQemu *q, const char *want)
+{
+    g_autofree char *st = qgt_qemu_status(q);
+
+    g_assert_cmpstr(st, ==, want);
+}
+
+/* Loaded but not running: "paused", or "prelaunch" when the source never ran (QEMU
+ * hands the source's run state over). */
+static void
+assert_not_running(QgtQemu *q)
+{
+    g_autofree char *st = qgt_qemu_status(q);
+
+    if (!g_str_equal(st, "paused") && !g_str_equal(st, "prelaunch")) {
+        g_test_message("status %s", st);
+        g_assert_not_reached();
+    }
+}
+
+/* Saves a guest holding data_file into @img. */
+static void
+save_guest(const char *img, const char *mode, gboolean running, gboolean live)
+{
+    g_autofree char *mode_opt = mode ? g_strdup_printf("--bypass-cache=%s", mode) : NULL;
+    g_autofree char *out = NULL;
+    QgtQemu *src = qgt_qemu_start(data_file, FALSE);
+    const char *args[10];
+    int n = 0;
+
+    if (running) {
+        g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
+    }
+    args[n++] = "save";
+    args[n++] = "--qmp";
+    args[n++] = src->sock;
+    args[n++] = img;
+    args[n++] = "--stats=json";
+    if (mode_opt) {
+        args[n++] = mode_opt;
+    }
+    if (live) {
+        args[n++] = "--live";
+    }
+    args[n] = NULL;
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    assert_contains(out, "\"operation\":\"save\"");
+    assert_contains(out, running ? "\"running\":true" : "\"running\":false");
+    /* QEMU 7.2 keeps a saved source paused, whatever it was. */
+    assert_status(src, "postmigrate");
+    qgt_qemu_stop(src);
+}
+
+static void
+roundtrip(const char *mode, gboolean running, gboolean live)
+{
+    g_autofree char *img = g_build_filename(workdir, "rt.img", NULL);
+    g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
+    g_autofree char *mode_opt = mode ? g_strdup_printf("--bypass-cache=%s", mode) : NULL;
+    g_autofree char *out = NULL;
+    const char *args[8];
+    QgtQemu *dst;
+    int n = 0;
+
+    if (!need_qemu()) {
+        return;
+    }
+    save_guest(img, mode, running, live);
+
+    dst = qgt_qemu_start(other_file, TRUE);
+    args[n++] = "restore";
+    args[n++] = "--qmp";
+    args[n++] = dst->sock;
+    args[n++] = img;
+    args[n++] = "--stats=json";
+    if (mode_opt) {
+        args[n++] = mode_opt;
+    }
+    args[n] = NULL;
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    assert_contains(out, "\"operation\":\"restore\"");
+    if (running) {
+        assert_status(dst, "running");
+    } else {
+        assert_not_running(dst);
+    }
+    qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, data_file));
+    qgt_qemu_stop(dst);
+    g_unlink(dump);
+    g_unlink(img);
+}
+
+static void test_buffered_paused(void) { roundtrip(NULL, FALSE, FALSE); }
+static void test_direct_paused(void) { roundtrip("direct", FALSE, FALSE); }
+static void test_fadvise_paused(void) { roundtrip("fadvise", FALSE, FALSE); }
+static void test_buffered_running(void) { roundtrip(NULL, TRUE, FALSE); }
+static void test_direct_running(void) { roundtrip("direct", TRUE, FALSE); }
+static void test_fadvise_live(void) { roundtrip("fadvise", TRUE, TRUE); }
+
+static char *
+load_file(const char *path, gsize *len)
+{
+    char *buf = NULL;
+
+    g_assert_true(g_file_get_contents(path, &buf, len, NULL));
+    return buf;
+}
+
+static void
+store_file(const char *path, const char *buf, gsize len)
+{
+    g_assert_true(g_file_set_contents(path, buf, len, NULL));
+}
+
+/* Runs a restore of @img into @dst that must fail saying @needle. */
+static void
+restore_fails(QgtQemu *dst, const char *img, const char *needle)
+{
+    g_autofree char *err = NULL;
+    const char *args[] = { "restore", "--qmp", dst->sock, img, NULL };
+
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    assert_contains(err, needle);
+}
+
+/* A damaged image is refused before QEMU sees a byte, or (a flipped byte that QEMU
+ * cannot notice) after, with the guest left paused. */
+static void
+test_damaged_images(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "good.img", NULL);
+    g_autofree char *bad = g_build_filename(workdir, "bad.img", NULL);
+    g_autofree char *image = NULL;
+    g_autofree char *data = NULL;
+    gsize ilen, dlen;
+    const char *hit;
+    QgtQemu *dst;
+
+    if (!need_qemu()) {
+        return;
+    }
+    save_guest(img, NULL, FALSE, FALSE);
+    image = load_file(img, &ilen);
+    dst = qgt_qemu_start(other_file, TRUE);
+
+    image[0] ^= 0x20;
+    store_file(bad, image, ilen);
+    restore_fails(dst, bad, "wrong magic");
+    image[0] ^= 0x20;
+
+    /* QEMU itself would accept this one: the last 100 KiB are its JSON trailer. */
+    store_file(bad, image, ilen - 100 * 1024);
+    restore_fails(dst, bad, "image truncated");
+
+    memcpy(image, "IOHQPART", 8);
+    store_file(bad, image, ilen);
+    restore_fails(dst, bad, "incomplete image");
+    memcpy(image, "IOHQEMU\n", 8);
+
+    restore_fails(dst, "/nonexistent.img", "cannot open the image /nonexistent.img");
+    assert_status(dst, "inmigrate");
+
+    /* Flip one bit inside a page of guest data: a valid stream to QEMU. */
+    data = load_file(data_file, &dlen);
+    hit = memmem(image + 4096, ilen - 4096, data + (32 << 20) + 256, 64);
+    g_assert_nonnull(hit);
+    image[hit - image + 10] ^= 0x01;
+    store_file(bad, image, ilen);
+    restore_fails(dst, bad, "checksum mismatch");
+    assert_not_running(dst);
+    qgt_qemu_stop(dst);
+    image[hit - image + 10] ^= 0x01;
+
+    /* Bytes after the stream (an O_DIRECT pad left behind) are not fed to QEMU. */
+    {
+        g_autofree char *dump = g_build_filename(workdir, "extra.dump", NULL);
+        g_autofree char *padded = g_malloc0(ilen + 65536);
+        const char *args[] = { "restore", "--qmp", NULL, bad, NULL };
+
+        memcpy(padded, image, ilen);
+        store_file(bad, padded, ilen + 65536);
+        dst = qgt_qemu_start(other_file, TRUE);
+        args[2] = dst->sock;
+        g_assert_cmpint(qgt_tool_run(args, NULL, NULL), ==, 0);
+        qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
+        g_assert_true(ioht_files_equal(dump, data_file));
+        g_unlink(dump);
+    }
+    qgt_qemu_stop(dst);
+    g_unlink(img);
+    g_unlink(bad);
+}
+
+/* The save's "IMG.part-XXXXXX" in progress, or NULL. */
+static char *
+find_part_file(const char *img)
+{
+    g_autofree char *dir = g_path_get_dirname(img);
+    g_autofree char *prefix = g_strdup_printf("%s.part-", img);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        if (g_str_has_prefix(p, prefix)) {
+            return g_steal_pointer(&p);
+        }
+    }
+    return NULL;
+}
+
+static GPid
+find_child(GPid parent, const char *comm)
+{
+    g_autoptr(GDir) d = g_dir_open("/proc", 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *path = NULL;
+        g_autofree char *stat = NULL;
+        g_autofree char *want = NULL;
+        char *close_paren;
+        int ppid = 0;
+
+        if (!g_ascii_isdigit(name[0])) {
+            continue;
+        }
+        path = g_build_filename("/proc", name, "stat", NULL);
+        if (!g_file_get_contents(path, &stat, NULL, NULL)) {
+            continue;
+        }
+        want = g_strdup_printf("(%s)", comm);
+        close_paren = strrchr(stat, ')');
+        if (!strstr(stat, want) || !close_paren ||
+            sscanf(close_paren + 2, "%*c %d", &ppid) != 1) {
+            continue;
+        }
+        if (ppid == parent) {
+            return atoi(name);
+        }
+    }
+    return 0;
+}
+
+/* Starts a slow save (8 MiB/s) of a running guest, waits until it is well under way,
+ * then does @disturb to it: kill its helper, or signal the tool. The tool must fail and
+ * say @needle, leave no image file, and the guest it paused must run again. */
+static void
+disturbed_save(gboolean kill_helper, const char *needle)
+{
+    g_autofree char *img = g_build_filename(workdir, "disturbed.img", NULL);
+    g_autofree char *err = NULL;
+    g_autoptr(GError) error = NULL;
+    QgtQemu *src;
+    GPid tool, helper = 0;
+    int err_fd, status;
+    gint64 deadline;
+    struct stat st;
+    const char *argv[] = { qgt_tool(), "save", "--qmp", NULL, NULL, "--max-bandwidth=8",
+                           "--progress", "--bypass-cache=direct", NULL };
+
+    if (!need_qemu()) {
+        return;
+    }
+    /* An older image at the path must survive the failed save. */
+    store_file(img, "old image", 9);
+    src = qgt_qemu_start(data_file, FALSE);
+    g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
+    argv[3] = src->sock;
+    argv[4] = img;
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &tool,
+                                           NULL, NULL, &err_fd, &error));
+    g_assert_no_error(error);
+    deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < deadline) {
+        g_autofree char *part = find_part_file(img);
+        helper = find_child(tool, "iohelper");
+        if (helper && part && stat(part, &st) == 0 && st.st_size > 4096 + (8 << 20)) {
+            break;
+        }
+        g_usleep(20000);
+    }
+    g_assert_cmpint(helper, >, 0);
+    {
+        g_autofree char *st_text = qgt_qemu_status(src);
+        g_assert_cmpstr(st_text, ==, "paused");   /* not a live save: paused by the tool */
+    }
+    g_assert_cmpint(kill(kill_helper ? helper : tool, kill_helper ? SIGKILL : SIGTERM), ==, 0);
+    g_assert_cmpint(waitpid(tool, &status, 0), ==, tool);
+    {
+        g_autoptr(GIOChannel) ch = g_io_channel_unix_new(err_fd);
+        g_io_channel_set_close_on_unref(ch, TRUE);
+        g_io_channel_read_to_end(ch, &err, NULL, NULL);
+    }
+    g_test_message("stderr: %s", err);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+    assert_contains(err, needle);
+    assert_contains(err, "save: ");          /* --progress lines */
+    assert_contains(err, "MiB/s");
+    {
+        g_autofree char *part = find_part_file(img);
+        g_autofree char *old = load_file(img, NULL);
+        g_assert_null(part);
+        g_assert_cmpstr(old, ==, "old image");
+    }
+    assert_status(src, "running");
+    qgt_qemu_stop(src);
+    g_unlink(img);
+}
+
+static void test_helper_killed(void) { disturbed_save(TRUE, "helper killed by signal 9"); }
+static void test_interrupted(void) { disturbed_save(FALSE, "save interrupted"); }
+
+static void
+test_bad_qmp(void)
+{
+    g_autofree char *err = NULL;
+    g_autofree char *img = g_build_filename(workdir, "x.img", NULL);
+    const char *missing[] = { "save", "--qmp", "/nonexistent/qmp.sock", img, NULL };
+    const char *file[] = { "save", "--qmp", data_file, img, NULL };
+    const char *usage[] = { "save", img, NULL };
+
+    g_assert_cmpint(qgt_tool_run(missing, NULL, &err), ==, 1);
+    assert_contains(err, "cannot connect to QMP socket /nonexistent/qmp.sock");
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(qgt_tool_run(file, NULL, &err), ==, 1);
+    assert_contains(err, "not a socket");
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(qgt_tool_run(usage, NULL, &err), ==, 2);
+    g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+}
+
+/* Restore into a QEMU that is not waiting, save from one that is, save twice. */
+static void
+test_wrong_state(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "state.img", NULL);
+    g_autofree char *img2 = g_build_filename(workdir, "state2.img", NULL);
+    g_autofree char *err = NULL;
+    QgtQemu *src, *dst;
+
+    if (!need_qemu()) {
+        return;
+    }
+    src = qgt_qemu_start(data_file, FALSE);
+    {
+        const char *save[] = { "save", "--qmp", src->sock, img, NULL };
+        const char *restore[] = { "restore", "--qmp", src->sock, img, NULL };
+        const char *again[] = { "save", "--qmp", src->sock, img2, NULL };
+        g_assert_cmpint(qgt_tool_run(save, NULL, NULL), ==, 0);
+        g_assert_cmpint(qgt_tool_run(restore, NULL, &err), ==, 1);
+        assert_contains(err, "-incoming defer");
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(qgt_tool_run(again, NULL, &err), ==, 1);
+        assert_contains(err, "saves a guest only once");
+        g_clear_pointer(&err, g_free);
+        g_assert_false(g_file_test(img2, G_FILE_TEST_EXISTS));
+    }
+    qgt_qemu_stop(src);
+    dst = qgt_qemu_start(other_file, TRUE);
+    {
+        const char *save[] = { "save", "--qmp", dst->sock, img2, NULL };
+        g_assert_cmpint(qgt_tool_run(save, NULL, &err), ==, 1);
+        assert_contains(err, "waiting for an incoming migration");
+        g_assert_false(g_file_test(img2, G_FILE_TEST_EXISTS));
+    }
+    qgt_qemu_stop(dst);
+    g_unlink(img);
+}
+
+int
+main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    if (argc < 2) {
+        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
+        return 2;
+    }
+    qgt_set_tool(argv[1]);
+    workdir = ioht_workdir();
+    data_file = g_build_filename(workdir, "random.bin", NULL);
+    other_file = g_build_filename(workdir, "other.bin", NULL);
+    ioht_write_random_file(data_file, QGT_DATA_SIZE, 1);
+    ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
+
+    g_test_add_func("/qemu/roundtrip/buffered/paused", test_buffered_paused);
+    g_test_add_func("/qemu/roundtrip/direct/paused", test_direct_paused);
+    g_test_add_func("/qemu/roundtrip/fadvise/paused", test_fadvise_paused);
+    g_test_add_func("/qemu/roundtrip/buffered/running", test_buffered_running);
+    g_test_add_func("/qemu/roundtrip/direct/running", test_direct_running);
+    g_test_add_func("/qemu/roundtrip/fadvise/live", test_fadvise_live);
+    g_test_add_func("/qemu/error/damaged-images", test_damaged_images);
+    g_test_add_func("/qemu/error/helper-killed", test_helper_killed);
+    g_test_add_func("/qemu/error/interrupted", test_interrupted);
+    g_test_add_func("/qemu/error/bad-qmp-socket", test_bad_qmp);
+    g_test_add_func("/qemu/error/wrong-state", test_wrong_state);
+    ret = g_test_run();
+    ioht_workdir_remove(workdir);
+    return ret;
+}

@@ -55,7 +55,7 @@ typedef struct {
     guint64 claimed;         /* slots taken by a reader */
     guint64 filled;          /* slots handed to the writer (all done, in order) */
     guint64 end_seq;         /* first slot past the end of the stream, once known */
-    guint readers;           /* reader threads: 1, or several preads for O_DIRECT storage */
+    guint readers;           /* reader threads: 1, or several for O_DIRECT storage */
     guint64 drained;         /* slots handed back to the reader */
     guint64 reads;           /* the reader's read calls, folded into stats under lock */
     gboolean eof;            /* filled == end_seq: the writer drains what is left */
@@ -161,63 +161,68 @@ wait_ready(IohCopy *c, int fd, short events)
     }
 }
 
-/* O_DIRECT state of @end, which parallel readers share (under the ring's lock). */
+/* One reader thread and the fd it reads. The only reader reads the source's fd itself;
+ * parallel readers each read an fd of their own, opened anew on the same file (through
+ * /proc/self/fd), so each has its own position: lseek() to its buffer's offset, then plain
+ * read()s, so that what tests interpose on read() sees every call. */
+typedef struct {
+    IohCopy *c;
+    int fd;
+    gboolean own;            /* fd is ours: the source's own fd otherwise */
+    gboolean direct;         /* O_DIRECT is set on fd */
+} IohReader;
+
 static gboolean
-end_direct(IohCopy *c, IohEnd *end)
+reader_clear_direct(IohReader *rd, GError **error)
 {
-    gboolean d;
+    IohEnd *src = rd->c->src;
+    int fl;
 
-    g_mutex_lock(&c->ring->lock);
-    d = end->direct;
-    g_mutex_unlock(&c->ring->lock);
-    return d;
-}
-
-static gboolean
-end_clear_direct(IohCopy *c, IohEnd *end, GError **error)
-{
-    gboolean ok = TRUE;
-
-    g_mutex_lock(&c->ring->lock);
-    if (end->direct) {
-        ok = ioh_end_set_direct(end, FALSE, error);
+    if (!rd->own) {
+        if (!ioh_end_set_direct(src, FALSE, error)) {
+            return FALSE;
+        }
+        rd->direct = FALSE;
+        return TRUE;
     }
-    g_mutex_unlock(&c->ring->lock);
-    return ok;
+    fl = fcntl(rd->fd, F_GETFL);
+    if (fl < 0 || fcntl(rd->fd, F_SETFL, fl & ~O_DIRECT) < 0) {
+        return ioh_error_set_errno(error, errno, "fcntl", src->name);
+    }
+    rd->direct = FALSE;
+    return TRUE;
 }
 
-/* Reads until @len bytes or EOF, with read() (@pos < 0) or pread() at @pos. Returns bytes
- * read, or -1 with @error set (or with nothing set when the ring was stopped by the other
- * side). Runs in a reader thread. */
+/* Reads until @len bytes or EOF, from @pos (< 0: where the fd is). Returns bytes read, or
+ * -1 with @error set (or with nothing set when the ring was stopped by the other side). */
 static gssize
-read_full(IohCopy *c, char *buf, gsize len, gint64 pos, GError **error)
+read_full(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
 {
+    IohCopy *c = rd->c;
     IohEnd *src = c->src;
     gsize have = 0;
 
+    if (pos >= 0 && lseek(rd->fd, (off_t)pos, SEEK_SET) < 0) {
+        ioh_error_set_errno(error, errno, "seek", src->name);
+        return -1;
+    }
     while (have < len) {
         gsize want = len - have;
-        gboolean direct = end_direct(c, src);
         gssize n;
 
-        if (direct && (have % src->align) != 0) {
+        if (rd->direct && (have % src->align) != 0) {
             /* A short read left us unaligned: finish this stream buffered. */
-            if (!end_clear_direct(c, src, error)) {
+            if (!reader_clear_direct(rd, error)) {
                 return -1;
             }
-            direct = FALSE;
         }
-        if (direct) {
+        if (rd->direct) {
             want = ALIGN_UP(want, src->align);
         }
         if (c->ring->poll_src && !wait_ready(c, src->fd, POLLIN)) {
             return -1;
         }
-        if (pos >= 0) {
-            n = pread(src->fd, buf + have, want, (off_t)pos + (off_t)have);
-        } else {
-            n = read(src->fd, buf + have, want);
-        }
+        n = read(rd->fd, buf + have, want);
         g_mutex_lock(&c->ring->lock);
         c->ring->reads++;
         g_mutex_unlock(&c->ring->lock);
@@ -226,7 +231,7 @@ read_full(IohCopy *c, char *buf, gsize len, gint64 pos, GError **error)
                 continue;
             }
             if (errno == EAGAIN) {
-                if (!wait_ready(c, src->fd, POLLIN)) {
+                if (!wait_ready(c, rd->fd, POLLIN)) {
                     return -1;
                 }
                 continue;
@@ -465,11 +470,12 @@ ring_advance(IohRing *r)
 
 /* A reader thread: claims the next free slot, fills it from the source, hands it over in
  * stream order; until EOF, the length, or a stop. One reader uses read() at the fd's
- * position; parallel readers (O_DIRECT storage) pread() their slot's own offset. */
+ * position; parallel readers (O_DIRECT storage) read their slot's own offset. */
 static gpointer
 reader_main(gpointer data)
 {
-    IohCopy *c = data;
+    IohReader *rd = data;
+    IohCopy *c = rd->c;
     IohRing *r = c->ring;
     const IohCopyOptions *opts = c->opts;
     gboolean parallel = r->readers > 1;
@@ -502,7 +508,7 @@ reader_main(gpointer data)
             want = (gsize)MIN((guint64)want, opts->length - off);
         }
         buf = r->mem + (seq % r->n) * r->slot;
-        got = read_full(c, buf, want, parallel ? (gint64)(c->src_start + off) : -1, &err);
+        got = read_full(rd, buf, want, parallel ? (gint64)(c->src_start + off) : -1, &err);
         if (got < 0) {
             if (err) {
                 ring_fail(r, err);
@@ -604,6 +610,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     g_autofree gsize *lens = NULL;
     g_autofree gboolean *done = NULL;
     GThread *readers[IOH_COPY_MAX_READERS] = { NULL };
+    IohReader rds[IOH_COPY_MAX_READERS];
     gsize align, slot;
     gboolean ok;
     guint i;
@@ -639,7 +646,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     done = g_new0(gboolean, ring.n);
     ring.done = done;
     ring.end_seq = G_MAXUINT64;
-    /* An O_DIRECT file or device is read by several threads at once, each pread()ing one
+    /* An O_DIRECT file or device is read by several threads at once, each reading one
      * buffer at its own offset: the disk then has a queue (fio: 1 MiB reads at qd4 beat
      * 4 MiB at qd1 by 15% here, and by 1.5x-2x when the disk is shared). They take half the
      * ring, so the pipe side keeps the other half. A pipe has one reader. Parallel O_DIRECT
@@ -647,6 +654,25 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
      * so a save coalesces instead (writer_loop). */
     ring.readers = ioh_end_is_storage(src) && src->direct
                        ? CLAMP(ring.n / 2, 1, IOH_COPY_MAX_READERS) : 1;
+    rds[0] = (IohReader){ .c = &c, .fd = src->fd, .direct = src->direct };
+    if (ring.readers > 1) {
+        g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", src->fd);
+        for (i = 0; i < ring.readers; i++) {
+            int fd = open(self, O_RDONLY | O_DIRECT | O_CLOEXEC);
+            if (fd < 0) {
+                break;    /* no /proc, or not ours to open again: fewer readers */
+            }
+            rds[i] = (IohReader){ .c = &c, .fd = fd, .own = TRUE, .direct = TRUE };
+        }
+        if (i < 2) {
+            if (i == 1) {
+                close(rds[0].fd);
+            }
+            rds[0] = (IohReader){ .c = &c, .fd = src->fd, .direct = src->direct };
+            i = 1;
+        }
+        ring.readers = i;
+    }
     ring.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ring.wake_fd < 0) {
         ioh_error_set_errno(error, errno, "eventfd", "");
@@ -665,7 +691,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
 
     for (i = 0; i < ring.readers; i++) {
         GError *err = NULL;
-        readers[i] = g_thread_try_new("ioh-reader", reader_main, &c, &err);
+        readers[i] = g_thread_try_new("ioh-reader", reader_main, &rds[i], &err);
         if (!readers[i]) {
             ring_fail(&ring, err);
             break;
@@ -676,6 +702,9 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
         if (readers[i]) {
             g_thread_join(readers[i]);
         }
+        if (rds[i].own) {
+            close(rds[i].fd);    /* read-only: nothing to lose */
+        }
     }
     stats->reads = ring.reads;
     g_mutex_clear(&ring.lock);
@@ -684,10 +713,10 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
         g_propagate_error(error, g_steal_pointer(&ring.error));
         goto out;
     }
-    /* A parallel reader's pread past the end may have failed after the stream was whole. */
+    /* A parallel reader's read past the end may have failed after the stream was whole. */
     g_clear_error(&ring.error);
     if (ring.readers > 1) {
-        /* pread() left the position alone: put it where read() would have. */
+        /* The source's own fd was not read: put its position where read() would have. */
         lseek(src->fd, (off_t)(c.src_start + stats->bytes), SEEK_SET);
     }
 

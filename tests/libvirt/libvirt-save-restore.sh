@@ -68,7 +68,7 @@ LOOP_FILE=$WORK/small.ext4
 
 finish() {
     local rc=$?
-    trap - EXIT INT TERM HUP
+    trap - EXIT INT TERM HUP PIPE
     lv_cleanup
     umount "$SMALL_EXT4" 2>/dev/null
     umount "$SMALL_TMPFS" 2>/dev/null

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -80,6 +81,22 @@ qg_relay_write_all(QgRelay *r, const guint8 *buf, gsize len)
     return TRUE;
 }
 
+/* After EPIPE: waits for the input to say more; TRUE if it is at EOF with nothing left. */
+static gboolean
+qg_relay_input_ended(QgRelay *r)
+{
+    int avail = -1;
+    int saved = errno;
+    gboolean ended = qg_relay_poll(r, r->in_fd, POLLIN) &&
+                     ioctl(r->in_fd, FIONREAD, &avail) == 0 && avail == 0;
+
+    if (r->error && r->error->code == QG_RELAY_ERROR_CANCELLED) {
+        g_clear_error(&r->error);
+    }
+    errno = saved;
+    return ended;
+}
+
 /* Waits for either side after tee(2) said EAGAIN: the input empty or the output full. */
 static gboolean
 qg_relay_wait_tee(QgRelay *r)
@@ -115,6 +132,11 @@ qg_relay_tee_loop(QgRelay *r, XXH3_state_t *st, guint8 *buf)
             }
             if (errno == EINVAL && r->bytes == 0) {
                 return -1;
+            }
+            if (errno == EPIPE && qg_relay_input_ended(r)) {
+                /* tee(2) looks at the output first: a reader that took every byte and
+                 * left is EPIPE even when nothing is left to send. */
+                return 1;
             }
             g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_WRITE,
                         "%s stream: cannot write after %" G_GUINT64_FORMAT " bytes: %s",

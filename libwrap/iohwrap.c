@@ -944,8 +944,10 @@ on_child_exited(GPid pid, gint wstatus, gpointer data)
         }
     }
     g_mutex_unlock(&wrap->lock);
-    complete_task(wrap);
+    /* The final figures first (directly when this thread owns the wrap's context), so
+     * that the callback of the finish sees progress complete. */
     schedule_progress(wrap);
+    complete_task(wrap);
 }
 
 void

@@ -34,6 +34,14 @@ typedef struct {
 } Opts;
 
 static Opts opts;
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;   /* the job cancels itself; a second signal kills (SA_RESETHAND) */
+}
 
 static gboolean
 parse_cache(const char *name, const char *value, gpointer data, GError **error)
@@ -113,11 +121,17 @@ show_progress(const char *what, const QgProgress *p, gpointer data)
         eta = p->seconds * (1 - p->fraction) / p->fraction;
     }
     format_eta(eta, etabuf, sizeof(etabuf));
-    fprintf(stderr, "%s%s: %.1f MiB on disk (%.1f MiB synced), %.0f MiB/s, %3.0f%%, ETA %s%s",
-            opts.tty ? "\r" : "", what,
-            (double)(g_str_equal(what, "save") ? p->written : p->bytes) / (1 << 20),
-            (double)(g_str_equal(what, "save") ? p->synced : p->written) / (1 << 20),
-            rate / (1 << 20), p->fraction * 100, etabuf, opts.tty ? "   " : "\n");
+    if (g_str_equal(what, "save")) {
+        fprintf(stderr, "%ssave: %.1f MiB on disk (%.1f MiB synced), %.0f MiB/s, %3.0f%%, "
+                "ETA %s%s", opts.tty ? "\r" : "", (double)p->written / (1 << 20),
+                (double)p->synced / (1 << 20), rate / (1 << 20), p->fraction * 100, etabuf,
+                opts.tty ? "   " : "\n");
+    } else {
+        fprintf(stderr, "%srestore: %.1f of %.1f MiB fed to QEMU, %.0f MiB/s, %3.0f%%, "
+                "ETA %s%s", opts.tty ? "\r" : "", (double)p->bytes / (1 << 20),
+                (double)p->total / (1 << 20), rate / (1 << 20), p->fraction * 100, etabuf,
+                opts.tty ? "   " : "\n");
+    }
     fflush(stderr);
     opts.drew = opts.tty;
 }
@@ -227,7 +241,12 @@ main(int argc, char **argv)
     const char *cmd, *file;
     gboolean ok;
 
+    struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
+
     signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_option_context_set_summary(ctx,
         "Save a QEMU guest to FILE through iohelper, or restore it into a QEMU started\n"
@@ -269,6 +288,7 @@ main(int argc, char **argv)
     mopts.live = opts.live;
     mopts.max_bandwidth = (guint64)opts.max_bandwidth_mib << 20;
     mopts.progress_interval_ms = 500;
+    mopts.interrupted = &interrupted;
     if (opts.progress) {
         mopts.progress = show_progress;
     }

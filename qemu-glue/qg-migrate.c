@@ -170,6 +170,32 @@ qg_make_pipe(int fds[2], GError **error)
     return TRUE;
 }
 
+/* rename(2), then fsync the directory so the new name is durable too. */
+static gboolean
+qg_rename_durably(const char *from, const char *to, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(to);
+    int dfd;
+
+    if (rename(from, to) < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot rename %s to %s: %s", from, to, g_strerror(errno));
+        return FALSE;
+    }
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) < 0) {
+        int e = errno;
+        if (dfd >= 0) {
+            close(dfd);
+        }
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot sync the folder %s: %s", dir, g_strerror(e));
+        return FALSE;
+    }
+    close(dfd);
+    return TRUE;
+}
+
 /* ---- the wait for QEMU ---- */
 
 typedef struct {
@@ -213,7 +239,7 @@ qg_migration_error_desc(QgQmp *qmp)
     const char *d = m ? json_object_get_string_member_with_default(m, "error-desc", NULL)
                       : NULL;
 
-    return g_strdup(d ? d : "no reason given");
+    return g_strdup(d);
 }
 
 /* Waits for the MIGRATION event that ends the job. */
@@ -240,6 +266,10 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
             }
             return FALSE;
         }
+        if (w->opts->interrupted && *w->opts->interrupted) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s interrupted", w->what);
+            return FALSE;
+        }
         if (ev && g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
                             "MIGRATION") == 0) {
             JsonObject *d = qg_json_get_object(ev, "data");
@@ -250,8 +280,19 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
             }
             if (g_str_equal(st, "failed")) {
                 g_autofree char *desc = qg_migration_error_desc(w->qmp);
-                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                            "%s failed: QEMU says: %s", w->what, desc);
+                if (desc) {
+                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                                "%s failed: QEMU says: %s", w->what, desc);
+                } else if (save) {
+                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                                "save failed: QEMU gave no reason (see its log)");
+                } else {
+                    /* QEMU 7.2 keeps the reason of a failed load to its stderr, and exits */
+                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                                "restore failed: QEMU could not load the stream after "
+                                "%" G_GUINT64_FORMAT " bytes (its log says why; it exits "
+                                "now)", qg_relay_get_bytes(w->relay));
+                }
                 return FALSE;
             }
             if (g_str_equal(st, "cancelled")) {
@@ -280,6 +321,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     g_autoptr(JsonObject) margs = NULL;
     g_autoptr(JsonObject) mig = NULL;
     g_autofree char *status = NULL;
+    g_autofree char *tmp_path = NULL;
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .length = 0,
                              .progress_interval_ms = 250 };
     QgMigrateStats stats = { .downtime_ms = -1 };
@@ -316,23 +358,28 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     }
     bw_changed = old_bw != 0;
 
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* A new file beside @path, renamed over it only once complete: an old image at
+     * @path survives a failed save. */
+    tmp_path = g_strdup_printf("%s.part-XXXXXX", path);
+    fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0600);
     if (fd < 0) {
         g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot create the image %s: %s", path, g_strerror(errno));
+                    "cannot create the image %s: %s", tmp_path, g_strerror(errno));
         goto out;
     }
     created = TRUE;
-    hdr_fd = open(path, O_WRONLY | O_CLOEXEC);
+    /* Our own open file description for the header: the helper may switch its one to
+     * O_DIRECT. */
+    hdr_fd = open(tmp_path, O_WRONLY | O_CLOEXEC);
     if (hdr_fd < 0) {
         g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot open the image %s: %s", path, g_strerror(errno));
+                    "cannot open the image %s: %s", tmp_path, g_strerror(errno));
         goto out;
     }
     if (!qg_image_write_placeholder(hdr_fd, path, error)) {
         goto out;
     }
-    wrap = ioh_wrap_new(&fd, path, qg_wrap_flags(opts->cache), &params, error);
+    wrap = ioh_wrap_new(&fd, tmp_path, qg_wrap_flags(opts->cache), &params, error);
     if (!wrap) {
         goto out;
     }
@@ -417,9 +464,11 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         close(fd);   /* with a helper, ioh_wrap_finish closed it */
     }
     fd = -1;
-    if (!qg_image_write_header(hdr_fd, path, info, error)) {
+    if (!qg_image_write_header(hdr_fd, path, info, error) ||
+        !qg_rename_durably(tmp_path, path, error)) {
         goto out;
     }
+    created = FALSE;
 
     stats.stream_length = info->stream_length;
     stats.checksum = info->checksum;
@@ -449,7 +498,7 @@ out:
             close(fd);
         }
         if (created) {
-            g_unlink(path);
+            g_unlink(tmp_path);
         }
         if (stopped) {
             qg_qmp_run(qmp, "cont", NULL, NULL);

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <signal.h>
 #include <glib.h>
 #include "qg-qmp.h"
 
@@ -48,6 +49,9 @@ typedef struct {
     guint progress_interval_ms; /* 0: 500 */
     QgProgressFunc progress;    /* nullable; called from the calling thread */
     gpointer progress_data;
+    /* nullable: a flag a signal handler sets; the job is then cancelled cleanly
+     * (G_IO_ERROR_CANCELLED), within progress_interval_ms. */
+    const volatile sig_atomic_t *interrupted;
 } QgMigrateOptions;
 
 typedef struct {
@@ -62,9 +66,11 @@ typedef struct {
 
 /**
  * qg_migrate_save:
- * Pauses the guest (unless @opts->live), migrates it into @path (created 0600,
- * replaced if it exists) and writes the header last. On failure @path is removed, a
- * guest that was paused by us is resumed, and QEMU's bandwidth setting is put back.
+ * Pauses the guest (unless @opts->live) and migrates it into a new file
+ * "@path.part-XXXXXX" (0600) beside @path; once the helper made it durable, writes the
+ * header, then renames it over @path (and fsyncs the folder). On failure the partial
+ * file is removed and an old @path is left as it was; a guest that was paused by us is
+ * resumed. QEMU's bandwidth setting is put back in both cases.
  * On success the source QEMU is left paused ("postmigrate"): QEMU 7.2 refuses a second
  * save from it.
  */

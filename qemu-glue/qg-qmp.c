@@ -2,6 +2,8 @@
 #include "qg-qmp.h"
 
 #include <string.h>
+#include <sys/stat.h>
+#include <glib/gstdio.h>
 #include "qg-json.h"
 #include <gio/gio.h>
 #include <gio/gunixfdmessage.h>
@@ -350,6 +352,7 @@ qg_qmp_connect(const char *path, guint reply_timeout_ms, GError **error)
     g_autoptr(JsonObject) greeting = NULL;
     g_autoptr(GError) local = NULL;
     GError *err = NULL;
+    GStatBuf st;
 
     qmp->path = g_strdup(path);
     qmp->inbuf = g_string_new(NULL);
@@ -367,6 +370,11 @@ qg_qmp_connect(const char *path, guint reply_timeout_ms, GError **error)
     if (!qmp->socket) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_CONNECT,
                     "cannot create a socket for %s: %s", path, local->message);
+        return NULL;
+    }
+    if (g_stat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_CONNECT,
+                    "cannot connect to QMP socket %s: not a socket", path);
         return NULL;
     }
     addr = g_unix_socket_address_new(path);

@@ -7,7 +7,7 @@
 #   lv_setup WORK HELPER RECORD    config, bind mounts (namespace only), wrapper script
 #   lv_start                   starts libvirtd; sets LV_URI and LV_PID
 #   lv_virsh ARGS...           virsh against our libvirtd only
-#   lv_use_helper ours|stock   which binary libvirtd spawns as libvirt_iohelper from now on
+#   lv_use_helper ours|stock|none   which binary libvirtd spawns as libvirt_iohelper from now on
 #   lv_domain_xml NAME MIB BLOB   a transient domain whose RAM at 16 MiB holds BLOB
 #   lv_pmemsave NAME FILE BYTES   guest RAM [0, BYTES) to FILE
 #   lv_cleanup                 destroys domains, kills QEMU and libvirtd, unmounts
@@ -15,6 +15,10 @@
 # Nothing here touches the host's libvirt: every mount is made inside the private mount
 # namespace (the caller refuses to mount otherwise), and libvirtd's sockets, state,
 # runtime, cache, log and config directories all live under WORK.
+
+# libvirtd, mkfs.ext4 and losetup live in sbin, which a test runner's PATH may lack.
+case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH=$PATH:/usr/sbin:/sbin ;; esac
+export PATH
 
 LV_STOCK_HELPER=/usr/lib/libvirt/libvirt_iohelper
 LV_PID=
@@ -42,10 +46,9 @@ lv_missing() {
         echo "$LV_STOCK_HELPER missing (libvirt-daemon not installed)"
         return
     fi
-    if [ ! -e /usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so ] &&
-       ! ls /usr/lib*/libvirt/connection-driver/libvirt_driver_qemu.so >/dev/null 2>&1 &&
-       ! ls /usr/lib/*/libvirt/connection-driver/libvirt_driver_qemu.so >/dev/null 2>&1; then
-        echo "libvirt QEMU driver missing (libvirt-daemon-driver-qemu)"
+    if ! compgen -G '/usr/lib*/libvirt/connection-driver/libvirt_driver_qemu.so' >/dev/null &&
+       ! compgen -G '/usr/lib/*/libvirt/connection-driver/libvirt_driver_qemu.so' >/dev/null; then
+        echo "libvirt's QEMU driver missing (libvirt-daemon-driver-qemu)"
         return
     fi
     if ! unshare -m --propagation private true 2>/dev/null; then
@@ -149,8 +152,19 @@ lv_use_helper() {
     case $1 in
     ours) mount --bind "$LV_WORK/iohelper-wrapper" "$LV_STOCK_HELPER" ;;
     stock) mount --bind "$LV_WORK/stock-iohelper" "$LV_STOCK_HELPER" ;;
-    *) echo "lv_use_helper: ours or stock" >&2; return 1 ;;
+    none) ;;
+    *) echo "lv_use_helper: ours, stock or none" >&2; return 1 ;;
     esac
+}
+
+# lv_overlay DIR: writes to DIR land in WORK and vanish with the namespace.
+lv_overlay() {
+    local dir=$1 up
+    up=$LV_WORK/overlay/$(echo "$dir" | tr / _)
+    mkdir -p "$up/upper" "$up/work" &&
+        mount -t overlay "iohtest$(echo "$dir" | tr / _)" \
+            -o "lowerdir=$dir,upperdir=$up/upper,workdir=$up/work" "$dir" || return 1
+    LV_MOUNTS+=("$dir")
 }
 
 lv_virsh() {
@@ -160,7 +174,9 @@ lv_virsh() {
 # lv_start [TIMEOUT_S]: libvirtd in the foreground as our child; waits for its socket.
 lv_start() {
     local timeout=${1:-90} t=0
-    libvirtd -f "$LV_WORK/etc/libvirtd.conf" >"$LV_WORK/log/libvirtd.out" 2>&1 &
+    # -p: the default pid file, /run/libvirtd.pid, is outside our private dirs
+    libvirtd -f "$LV_WORK/etc/libvirtd.conf" -p "$LV_WORK/run/libvirtd.pid" \
+        >"$LV_WORK/log/libvirtd.out" 2>&1 &
     LV_PID=$!
     while [ $t -lt $((timeout * 5)) ]; do
         if ! kill -0 "$LV_PID" 2>/dev/null; then

@@ -8,7 +8,10 @@
 #include <unistd.h>
 #include <glib/gstdio.h>
 
+#include <xxhash.h>
+
 #include "ioh-test.h"
+#include "qg-image.h"
 #include "qg-test.h"
 
 static char *workdir;
@@ -161,6 +164,21 @@ restore_fails(QgtQemu *dst, const char *img, const char *needle)
     assert_contains(err, needle);
 }
 
+/* Rewrites the header of @image so that it carries the checksum of its (changed)
+ * stream: for streams that only QEMU can find wrong. */
+static void
+patch_checksum(char *image, gsize ilen)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QgImageInfo) info = qg_image_header_decode((guint8 *)image, 4096, "img",
+                                                         &error);
+
+    g_assert_no_error(error);
+    info->checksum = XXH3_64bits(image + 4096, info->stream_length);
+    g_assert_cmpuint(ilen, >=, 4096 + info->stream_length);
+    g_assert_true(qg_image_header_encode(info, (guint8 *)image, &error));
+}
+
 /* A damaged image is refused before QEMU sees a byte, or (a flipped byte that QEMU
  * cannot notice) after, with the guest left paused. */
 static void
@@ -206,10 +224,62 @@ test_damaged_images(void)
     store_file(bad, image, ilen);
     restore_fails(dst, bad, "checksum mismatch");
     assert_not_running(dst);
-
     qgt_qemu_stop(dst);
+    image[hit - image + 10] ^= 0x01;
+
+    /* Bytes after the stream (an O_DIRECT pad left behind) are not fed to QEMU. */
+    {
+        g_autofree char *dump = g_build_filename(workdir, "extra.dump", NULL);
+        g_autofree char *padded = g_malloc0(ilen + 65536);
+        const char *args[] = { "restore", "--qmp", NULL, bad, NULL };
+
+        memcpy(padded, image, ilen);
+        store_file(bad, padded, ilen + 65536);
+        dst = qgt_qemu_start(other_file, TRUE);
+        args[2] = dst->sock;
+        g_assert_cmpint(qgt_tool_run(args, NULL, NULL), ==, 0);
+        qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
+        g_assert_true(ioht_files_equal(dump, data_file));
+        g_unlink(dump);
+    }
+    qgt_qemu_stop(dst);
+
+    /* A stream QEMU refuses (its magic broken, checksum recomputed so only QEMU can tell):
+     * the destination QEMU exits, the tool says the restore failed. */
+    {
+        g_autofree char *err = NULL;
+        g_autofree char *log = NULL;
+        int status;
+        image[4096] ^= 0xff;
+        patch_checksum(image, ilen);
+        store_file(bad, image, ilen);
+        dst = qgt_qemu_start(other_file, TRUE);
+        restore_fails(dst, bad, "restore failed");
+        g_assert_cmpint(waitpid(dst->pid, &status, 0), ==, dst->pid);
+        dst->pid = 0;
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+        qgt_qemu_stop(dst);
+    }
     g_unlink(img);
     g_unlink(bad);
+}
+
+/* The save's "IMG.part-XXXXXX" in progress, or NULL. */
+static char *
+find_part_file(const char *img)
+{
+    g_autofree char *dir = g_path_get_dirname(img);
+    g_autofree char *prefix = g_strdup_printf("%s.part-", img);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        if (g_str_has_prefix(p, prefix)) {
+            return g_steal_pointer(&p);
+        }
+    }
+    return NULL;
 }
 
 static GPid
@@ -245,12 +315,13 @@ find_child(GPid parent, const char *comm)
     return 0;
 }
 
-/* The helper dies mid-save: the tool fails, says why, leaves no image that looks
- * complete, and the guest it paused runs again. */
+/* Starts a slow save (8 MiB/s) of a running guest, waits until it is well under way,
+ * then does @disturb to it: kill its helper, or signal the tool. The tool must fail and
+ * say @needle, leave no image file, and the guest it paused must run again. */
 static void
-test_helper_killed(void)
+disturbed_save(gboolean kill_helper, const char *needle)
 {
-    g_autofree char *img = g_build_filename(workdir, "killed.img", NULL);
+    g_autofree char *img = g_build_filename(workdir, "disturbed.img", NULL);
     g_autofree char *err = NULL;
     g_autoptr(GError) error = NULL;
     QgtQemu *src;
@@ -259,11 +330,13 @@ test_helper_killed(void)
     gint64 deadline;
     struct stat st;
     const char *argv[] = { qgt_tool(), "save", "--qmp", NULL, NULL, "--max-bandwidth=8",
-                           NULL };
+                           "--progress", "--bypass-cache=direct", NULL };
 
     if (!need_qemu()) {
         return;
     }
+    /* An older image at the path must survive the failed save. */
+    store_file(img, "old image", 9);
     src = qgt_qemu_start(data_file, FALSE);
     g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
     argv[3] = src->sock;
@@ -274,14 +347,19 @@ test_helper_killed(void)
     g_assert_no_error(error);
     deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
     while (g_get_monotonic_time() < deadline) {
+        g_autofree char *part = find_part_file(img);
         helper = find_child(tool, "iohelper");
-        if (helper && stat(img, &st) == 0 && st.st_size > 4096 + (2 << 20)) {
+        if (helper && part && stat(part, &st) == 0 && st.st_size > 4096 + (8 << 20)) {
             break;
         }
         g_usleep(20000);
     }
     g_assert_cmpint(helper, >, 0);
-    g_assert_cmpint(kill(helper, SIGKILL), ==, 0);
+    {
+        g_autofree char *st_text = qgt_qemu_status(src);
+        g_assert_cmpstr(st_text, ==, "paused");   /* not a live save: paused by the tool */
+    }
+    g_assert_cmpint(kill(kill_helper ? helper : tool, kill_helper ? SIGKILL : SIGTERM), ==, 0);
     g_assert_cmpint(waitpid(tool, &status, 0), ==, tool);
     {
         g_autoptr(GIOChannel) ch = g_io_channel_unix_new(err_fd);
@@ -291,11 +369,22 @@ test_helper_killed(void)
     g_test_message("stderr: %s", err);
     g_assert_true(WIFEXITED(status));
     g_assert_cmpint(WEXITSTATUS(status), ==, 1);
-    assert_contains(err, "signal 9");
-    g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+    assert_contains(err, needle);
+    assert_contains(err, "save: ");          /* --progress lines */
+    assert_contains(err, "MiB/s");
+    {
+        g_autofree char *part = find_part_file(img);
+        g_autofree char *old = load_file(img, NULL);
+        g_assert_null(part);
+        g_assert_cmpstr(old, ==, "old image");
+    }
     assert_status(src, "running");
     qgt_qemu_stop(src);
+    g_unlink(img);
 }
+
+static void test_helper_killed(void) { disturbed_save(TRUE, "helper killed by signal 9"); }
+static void test_interrupted(void) { disturbed_save(FALSE, "save interrupted"); }
 
 static void
 test_bad_qmp(void)
@@ -310,7 +399,7 @@ test_bad_qmp(void)
     assert_contains(err, "cannot connect to QMP socket /nonexistent/qmp.sock");
     g_clear_pointer(&err, g_free);
     g_assert_cmpint(qgt_tool_run(file, NULL, &err), ==, 1);
-    assert_contains(err, "cannot connect to QMP socket");
+    assert_contains(err, "not a socket");
     g_clear_pointer(&err, g_free);
     g_assert_cmpint(qgt_tool_run(usage, NULL, &err), ==, 2);
     g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
@@ -379,6 +468,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/roundtrip/fadvise/live", test_fadvise_live);
     g_test_add_func("/qemu/error/damaged-images", test_damaged_images);
     g_test_add_func("/qemu/error/helper-killed", test_helper_killed);
+    g_test_add_func("/qemu/error/interrupted", test_interrupted);
     g_test_add_func("/qemu/error/bad-qmp-socket", test_bad_qmp);
     g_test_add_func("/qemu/error/wrong-state", test_wrong_state);
     ret = g_test_run();

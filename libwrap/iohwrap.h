@@ -192,7 +192,9 @@ void ioh_wrap_get_progress(IohWrap *wrap, guint64 *ret_written, guint64 *ret_syn
  * (that is, until QEMU too has closed its copy of a save pipe) and returns TRUE only when
  * it exited 0: every byte written and durable. On failure the GError message is the
  * helper's own stderr line (IOH_WRAP_ERROR_FAILED), or "helper killed by signal N"
- * (IOH_WRAP_ERROR_KILLED). Without a helper, returns TRUE and closes nothing.
+ * (IOH_WRAP_ERROR_KILLED). Without a helper it closes nothing, and a save's file is
+ * fdatasync'ed (through the wrap's own reference to it, so the caller may have closed
+ * its fd already): TRUE means durable on both paths.
  * Idempotent: later calls (and ioh_wrap_finish_async()) return the first result again.
  *
  * Returns: TRUE when the stream was copied completely and made durable.
@@ -208,7 +210,8 @@ gboolean ioh_wrap_finish(IohWrap *wrap, GError **error);
  * @user_data: passed to @callback.
  *
  * The same as ioh_wrap_finish() for GMainLoop code: closes the caller's end, watches the
- * helper with a child-watch source, and calls @callback once it has exited. Call
+ * helper with a child-watch source, and calls @callback once it has exited (without a
+ * helper, the fdatasync of a save runs in a GTask worker thread, not in the loop). Call
  * ioh_wrap_finish_finish() from @callback. Freeing the wrap while this is pending kills
  * the helper and completes the call with G_IO_ERROR_CANCELLED (the wrap stays valid for
  * ioh_wrap_finish_finish() inside @callback).

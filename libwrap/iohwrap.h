@@ -21,9 +21,12 @@
  *  - an fd that has O_DIRECT set always gets a helper (as if IOH_WRAP_DIRECT): QEMU
  *    cannot write its unaligned stream to it. O_DIRECT with IOH_WRAP_FADVISE is refused.
  *  - IohWrapParams.offset 0 means "where the fd stands now" (libvirt writes its header
- *    and hands the fd over positioned after it); both paths place the stream alike.
+ *    and hands the fd over positioned after it); a non-zero offset is applied on both
+ *    paths (without a helper, by seeking the fd), so both place the stream alike.
  *  - the original fd is taken over by the wrap and closed at the latest by
  *    ioh_wrap_free(); the caller must not use that number after a spawn.
+ *  - without a helper, finishing a save fdatasyncs the file: TRUE is durable either way.
+ *  - the finish closes the caller's end only if that number still names the pipe.
  */
 #pragma once
 

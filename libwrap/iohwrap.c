@@ -26,7 +26,6 @@
 #include <glib-unix.h>
 
 #define DATA_PIPE_SIZE (1024 * 1024)
-#define STATUS_PIPE_SIZE (256 * 1024)
 #define STDERR_KEEP (64 * 1024)       /* bytes of helper stderr kept for the message */
 #define HELPER_STATUS_FD 3
 #define FD_FLOOR 10                   /* fds handed to the spawn are moved above this */
@@ -440,8 +439,11 @@ spawn_helper(IohWrap *wrap, int *fd, IohWrapFlags flags, const IohWrapParams *pa
         !make_pipe(err, "stderr", error)) {
         goto out;
     }
+    /* Only the data pipe is raised: every pipe's size counts against the user's
+     * pipe-user-pages-soft quota, past which new pipes get one page. The status and
+     * stderr pipes keep the default 64 KiB: ~900 status lines, dropped rather than
+     * blocking when nobody reads; the helper writes one stderr line at its end. */
     pipe_raise(data[0], DATA_PIPE_SIZE);
-    pipe_raise(status[0], STATUS_PIPE_SIZE);
     /* A caller that reads no progress must never stall the copy: the helper drops a
      * status line when the pipe is full (each line is written atomically). */
     if (!set_nonblock(status[1]) || !set_nonblock(status[0]) || !set_nonblock(err[0])) {

@@ -68,7 +68,7 @@ LOOP_FILE=$WORK/small.ext4
 
 finish() {
     local rc=$?
-    trap - EXIT INT TERM HUP
+    trap - EXIT INT TERM HUP PIPE
     lv_cleanup
     umount "$SMALL_EXT4" 2>/dev/null
     umount "$SMALL_TMPFS" 2>/dev/null
@@ -83,6 +83,7 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
+trap 'exit 141' PIPE
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || bail "setting up libvirtd's private directories failed"
 lv_log "work dir $WORK, domain $DOM"

@@ -1,0 +1,145 @@
+/* fuzz-args.c - libFuzzer target: the iohelper command line and its size parser
+ *
+ * The input is split at NUL bytes into up to 32 arguments. ioh_args_parse() must either
+ * fail with a one-line message or return arguments within the documented bounds;
+ * ioh_args_parse_size() must agree with a reference reading of the same text. Any
+ * violation aborts (a crash to libFuzzer), as do ASan/UBSan findings and GLib criticals. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioh-args.h"
+
+static void
+check(gboolean ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "fuzz-args: invariant broken: %s\n", what);
+        abort();
+    }
+}
+
+static void
+check_message(const GError *error)
+{
+    check(error != NULL && error->message != NULL, "a failure sets an error");
+    for (const char *p = error->message; *p; p++) {
+        check((unsigned char)*p >= 0x20 && *p != 0x7f, "one printable line");
+    }
+}
+
+/* Reference: digits, then optional K/M/G/T (any case) and optional "iB"/"B". */
+static gboolean
+ref_size(const char *s, guint64 *ret)
+{
+    guint64 v = 0, mult = 1;
+    const char *p = s;
+
+    if (!g_ascii_isdigit(*p)) {
+        return FALSE;
+    }
+    for (; g_ascii_isdigit(*p); p++) {
+        if (v > (G_MAXUINT64 - (guint64)(*p - '0')) / 10) {
+            return FALSE;
+        }
+        v = v * 10 + (guint64)(*p - '0');
+    }
+    if (*p) {
+        const char *units = "KMGT";
+        const char *u = strchr(units, g_ascii_toupper(*p));
+        if (!u || !*u) {
+            return FALSE;
+        }
+        mult = 1ULL << (10 * (u - units + 1));
+        p++;
+        if (g_str_equal(p, "iB") || g_str_equal(p, "B")) {
+            p += strlen(p);
+        }
+        if (*p) {
+            return FALSE;
+        }
+    }
+    if (v > (guint64)G_MAXINT64 / mult) {
+        return FALSE;
+    }
+    *ret = v * mult;
+    return TRUE;
+}
+
+static void
+fuzz_size(const char *s)
+{
+    g_autoptr(GError) error = NULL;
+    guint64 got = 0, want = 0;
+    gboolean ok = ioh_args_parse_size(s, TRUE, &got, &error);
+    gboolean ref = ref_size(s, &want);
+
+    check(ok == ref, "ioh_args_parse_size agrees with the reference");
+    if (ok) {
+        check(got == want, "same value as the reference");
+        check(got <= (guint64)G_MAXINT64, "sizes fit off_t");
+    } else {
+        check_message(error);
+    }
+    g_clear_error(&error);
+    ok = ioh_args_parse_size(s, FALSE, &got, &error);
+    check(ok == (ref && want != 0), "zero refused when not allowed");
+    if (!ok) {
+        check_message(error);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *copy = g_malloc(size + 1);
+    char *argv[34];
+    int argc = 0;
+    IohArgs a;
+    size_t start = 0;
+
+    g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
+    memcpy(copy, data, size);
+    copy[size] = '\0';
+    argv[argc++] = (char *)"iohelper";
+    for (size_t i = 0; i <= size && argc < 33; i++) {
+        if (copy[i] == '\0') {
+            argv[argc++] = copy + start;
+            start = i + 1;
+        }
+    }
+    argv[argc] = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        fuzz_size(argv[i]);
+    }
+    if (ioh_args_parse(argc, argv, &a, &error)) {
+        check(error == NULL, "no error on success");
+        if (!a.help && !a.version) {
+            check(!(a.direct && a.fadvise), "--direct and --fadvise exclusive");
+            check(a.copy.buffer_size >= 4096 && a.copy.buffer_size <= (256u << 20),
+                  "buffer size in range");
+            check(a.copy.ring >= 1 && a.copy.ring <= 64, "ring in range");
+            check(a.copy.pipe_size >= 4096 && a.copy.pipe_size <= (1u << 30),
+                  "pipe size in range");
+            check(a.copy.fadvise_window >= (1u << 20) && a.copy.fadvise_window <= (1u << 30),
+                  "fadvise window in range");
+            check(!a.copy.has_offset || a.copy.offset <= (guint64)G_MAXINT64, "offset fits");
+            check(!a.copy.has_length || a.copy.length <= (guint64)G_MAXINT64, "length fits");
+            check(a.status_fd >= -1, "status fd");
+            if (a.libvirt) {
+                check(a.path && *a.path && a.fd >= 0 && !a.in && !a.out, "libvirt form");
+            } else {
+                check(a.in && *a.in && a.out && *a.out && !a.path, "standalone form");
+            }
+        }
+        ioh_args_clear(&a);
+    } else {
+        check_message(error);
+    }
+    return 0;
+}

@@ -1,0 +1,94 @@
+/* make-image-seeds.c - writes the seed corpus of fuzz-image-header into a folder:
+ * a valid header and the damaged kinds the parser must refuse (truncated, wrong magic,
+ * the placeholder, wrong version, oversized metadata length, bad JSON, wrong checksum).
+ * Built and run by run-fuzzers only to refresh tests/fuzz/corpus-image-header. */
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "qg-image.h"
+
+static void
+put(const char *dir, const char *name, const guint8 *buf, gsize len)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    if (!g_file_set_contents(path, (const char *)buf, (gssize)len, NULL)) {
+        g_printerr("cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+static void
+reseal(guint8 *buf, guint32 jlen)
+{
+    guint64 h = XXH3_64bits(buf + 32, jlen);
+
+    for (int i = 0; i < 8; i++) {
+        buf[24 + i] = (guint8)(h >> (8 * i));
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autoptr(QgImageInfo) info = qg_image_info_new();
+    g_autoptr(GError) error = NULL;
+    guint8 good[QG_IMAGE_HEADER_SIZE], b[QG_IMAGE_HEADER_SIZE];
+    static const char bad_json[] = "{\"stream\": {\"offset\": 4096, \"length\": ";
+    static const char wrong_types[] =
+        "{\"qemu-version\": 7, \"machine\": [], \"ram-size\": \"x\", \"time\": {},"
+        " \"running\": \"yes\", \"stream\": {\"offset\": 4096, \"length\": {},"
+        " \"checksum\": []}}";
+    guint32 jlen;
+
+    if (argc != 2) {
+        g_printerr("usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    info->qemu_version = g_strdup("7.2.0");
+    info->machine = g_strdup("pc-i440fx-7.2");
+    info->ram_size = 512ULL << 20;
+    info->time = 1764633600;
+    info->running = TRUE;
+    info->stream_offset = QG_IMAGE_HEADER_SIZE;
+    info->stream_length = 123456789;
+    info->checksum = 0x0123456789abcdefULL;
+    if (!qg_image_header_encode(info, good, &error)) {
+        g_printerr("%s\n", error->message);
+        return 1;
+    }
+    jlen = good[16] | good[17] << 8 | good[18] << 16 | (guint32)good[19] << 24;
+    put(argv[1], "valid", good, sizeof(good));
+    put(argv[1], "valid-json-only", good, 32 + jlen);
+    put(argv[1], "truncated-fixed", good, 20);
+    put(argv[1], "truncated-json", good, 32 + jlen / 2);
+    memcpy(b, good, sizeof(b));
+    memcpy(b, "IOHQEMU?", 8);
+    put(argv[1], "wrong-magic", b, sizeof(b));
+    memcpy(b, "IOHQPART", 8);
+    put(argv[1], "placeholder", b, sizeof(b));
+    memcpy(b, good, sizeof(b));
+    b[8] = 2;
+    put(argv[1], "wrong-version", b, sizeof(b));
+    memcpy(b, good, sizeof(b));
+    b[16] = 0xff, b[17] = 0xff, b[18] = 0xff, b[19] = 0xff;
+    put(argv[1], "oversized-metadata", b, sizeof(b));
+    memcpy(b, good, sizeof(b));
+    b[12] = 0, b[13] = 0x20;   /* header size 8192 */
+    put(argv[1], "wrong-header-size", b, sizeof(b));
+    memcpy(b, good, sizeof(b));
+    b[24] ^= 1;
+    put(argv[1], "wrong-checksum", b, sizeof(b));
+    memset(b + 32, 0, sizeof(b) - 32);
+    memcpy(b + 32, bad_json, sizeof(bad_json) - 1);
+    b[16] = (guint8)(sizeof(bad_json) - 1), b[17] = b[18] = b[19] = 0;
+    reseal(b, sizeof(bad_json) - 1);
+    put(argv[1], "bad-json", b, sizeof(b));
+    memset(b + 32, 0, sizeof(b) - 32);
+    memcpy(b + 32, wrong_types, sizeof(wrong_types) - 1);
+    b[16] = (guint8)(sizeof(wrong_types) - 1), b[17] = b[18] = b[19] = 0;
+    reseal(b, sizeof(wrong_types) - 1);
+    put(argv[1], "wrong-types", b, sizeof(b));
+    return 0;
+}

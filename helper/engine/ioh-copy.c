@@ -601,6 +601,55 @@ writer_loop(IohCopy *c)
     }
 }
 
+/* Read then write in one thread, one buffer: for a save through the page cache (buffered,
+ * --fadvise). Both sides copy there (pipe -> buffer -> page cache), and on a 2-core machine
+ * that also runs the producer a second copying thread only adds a cross-core hand-over:
+ * measured, the ring cost 7% against this loop (1 GiB --fadvise save, helper wall time
+ * 0.53 s vs 0.57 s over 3 interleaved runs, same CPU time), while with O_DIRECT (no copy on
+ * the write side, the disk busy) the ring wins. The buffer stays hot in this core's cache. */
+static gboolean
+copy_inline(IohCopy *c, GError **error)
+{
+    IohRing *r = c->ring;
+    IohStats *stats = c->stats;
+    const IohCopyOptions *opts = c->opts;
+    IohReader rd = { .c = c, .fd = c->src->fd, .direct = c->src->direct };
+
+    for (;;) {
+        gsize want = r->slot;
+        gssize got;
+
+        if (opts->has_length) {
+            if (stats->bytes >= opts->length) {
+                break;
+            }
+            want = (gsize)MIN((guint64)want, opts->length - stats->bytes);
+        }
+        got = read_full(&rd, r->mem, want, -1, error);
+        stats->reads = r->reads;
+        if (got < 0) {
+            return FALSE;
+        }
+        if (got > 0 && !write_all(c, r->mem, (gsize)got, error)) {
+            return FALSE;
+        }
+        stats->bytes += (guint64)got;
+        if (opts->mode == IOH_MODE_FADVISE) {
+            if (ioh_end_is_storage(c->dst) && !fadvise_after_write(c, FALSE, error)) {
+                return FALSE;
+            }
+            if (ioh_end_is_storage(c->src)) {
+                fadvise_after_read(c, FALSE);
+            }
+        }
+        report_progress(c, FALSE);
+        if ((gsize)got < want) {
+            break;
+        }
+    }
+    return TRUE;
+}
+
 gboolean
 ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
          GError **error)
@@ -612,7 +661,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     GThread *readers[IOH_COPY_MAX_READERS] = { NULL };
     IohReader rds[IOH_COPY_MAX_READERS];
     gsize align, slot;
-    gboolean ok;
+    gboolean ok, inline_copy;
     guint i;
 
     memset(stats, 0, sizeof(*stats));
@@ -633,7 +682,10 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     align = MAX(src->direct ? src->align : 1, dst->direct ? dst->align : 1);
     align = MAX(align, 4096);
     slot = ALIGN_UP(MAX(opts->buffer_size, 1), align);
-    ring.n = MAX(opts->ring, 1);
+    /* The ring for O_DIRECT and for restores; one thread for saves into the page cache. */
+    inline_copy = ioh_end_is_storage(dst) && !dst->direct &&
+                  !(ioh_end_is_storage(src) && src->direct);
+    ring.n = inline_copy ? 1 : MAX(opts->ring, 1);
     ring.slot = slot;
     if (slot > G_MAXSIZE / ring.n ||
         posix_memalign((void **)&ring.mem, align, slot * ring.n) != 0) {
@@ -682,13 +734,22 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
         posix_fadvise(src->fd, (off_t)c.src_start, 0, POSIX_FADV_SEQUENTIAL);
     }
     /* Only a pipe open for reading: poll would wait forever for POLLIN on a write end,
-     * where read fails at once with EBADF. */
-    ring.poll_src = src->kind == IOH_KIND_PIPE &&
+     * where read fails at once with EBADF. And only with a writer thread to wake us. */
+    ring.poll_src = !inline_copy && src->kind == IOH_KIND_PIPE &&
                     (ioh_fd_access_mode(src->fd, NULL) == O_RDONLY ||
                      ioh_fd_access_mode(src->fd, NULL) == O_RDWR);
     g_mutex_init(&ring.lock);
     g_cond_init(&ring.cond);
 
+    if (inline_copy) {
+        ok = copy_inline(&c, error);
+        g_mutex_clear(&ring.lock);
+        g_cond_clear(&ring.cond);
+        if (!ok) {
+            goto out;
+        }
+        goto finish;
+    }
     for (i = 0; i < ring.readers; i++) {
         GError *err = NULL;
         readers[i] = g_thread_try_new("ioh-reader", reader_main, &rds[i], &err);
@@ -720,6 +781,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
         lseek(src->fd, (off_t)(c.src_start + stats->bytes), SEEK_SET);
     }
 
+finish:
     if (opts->has_length && stats->bytes < opts->length) {
         g_set_error(error, IOH_ERROR, EIO,
                     "read %s: stream ended after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT

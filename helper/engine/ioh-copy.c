@@ -1,26 +1,32 @@
 /* ioh-copy.c - the copy engine: move a stream between a pipe and a file
  *
- * Shape: a reader thread and a writer (the calling thread) share a ring of opts->ring
- * aligned buffers of opts->buffer_size bytes, so the disk writes one part of the stream
- * while the pipe delivers the next (the stock libvirt_iohelper reads, then writes, then
- * reads: its disk idles half the time). Measured on this machine class (ext4 on a virtual
- * disk, 2 cores; see benchmarks/RESULTS.md):
+ * Shape, by what measured fastest on this machine class (ext4 on a virtual disk, 2 cores
+ * shared with the producer; benchmarks/RESULTS.md):
  *
- * - O_DIRECT throughput grows with the size of a write (fio, qd1: 1 MiB 1.77 GB/s, 4 MiB
- *   2.4 GB/s, the same as 1 MiB at qd4), so an O_DIRECT side coalesces consecutive full
- *   buffers into one read or write of up to half the ring; the pipe side (and a buffered
- *   file, where write-back and readahead decide the disk's I/O size) moves one buffer per
- *   call, so buffers come back to the other thread as soon as possible.
- * - Plain read/write/pwrite system calls rather than io_uring or splice(2): with the reader
- *   and the writer overlapped, the disk is the bottleneck and the user-space copy is hidden
- *   (io_uring with several 1 MiB writes in flight measured no better than one coalesced
- *   write); and the fault-injection tests interpose read/write/fdatasync with LD_PRELOAD, which
- *   neither io_uring nor splice would go through.
+ * - O_DIRECT (either direction) and every restore: reader threads and a writer (the calling
+ *   thread) share a ring of opts->ring aligned buffers of opts->buffer_size bytes, so the
+ *   disk works on one part of the stream while the pipe moves the next (the stock
+ *   libvirt_iohelper reads, then writes: its disk idles while it reads the pipe).
+ *   - An O_DIRECT destination gets consecutive full buffers coalesced into one write
+ *     (IOH_COPY_MAX_SPAN): fio qd1, 1 MiB 1.77 GB/s, 4 MiB 2.4 GB/s. More writes in flight
+ *     would not help: extending O_DIRECT writes hold ext4's inode lock for their duration.
+ *   - An O_DIRECT source is read by up to IOH_COPY_MAX_READERS threads at once (half the
+ *     ring), each on its own fd and offset: reads do run in parallel, and 1 MiB at qd4 is
+ *     the fastest O_DIRECT read fio finds here (2.6 GB/s, vs 2.3 for 4 MiB at qd1).
+ *   - The pipe side, and a buffered file, move one buffer per call, so buffers come back to
+ *     the other side as soon as possible.
+ * - A save into the page cache (buffered, --fadvise) runs read-then-write in one thread
+ *   (copy_inline): both sides copy there, and a second copying thread on 2 cores only adds
+ *   a cross-core hand-over (the ring measured 7% slower for a --fadvise save).
+ * - Plain read()/write() rather than splice(2) or io_uring: splice measured faster for a
+ *   --fadvise save in a one-thread test (1.67 vs 1.39 GB/s, 1 GiB, median of 4), but the
+ *   fault-injection tests interpose read/write/fdatasync with LD_PRELOAD and count those
+ *   calls, which splice and io_uring would bypass; io_uring is not needed for O_DIRECT
+ *   reads (threads give the queue) and cannot beat the inode lock for writes.
  *
- * Threads: the reader counts its own reads and hands slots over under one lock. The first
- * error of either thread is kept, and stops the other: the writer sees it at its next slot;
- * the reader waits for a pipe with poll() on the pipe and an eventfd, so it wakes even when
- * the producer has stalled. Neither blocks forever when the other end dies: a killed
+ * Threads: the first error of any thread is kept and stops the others: the writer sees it
+ * at its next slot, a reader of a pipe waits in poll() on the pipe and an eventfd, so it
+ * wakes even when the producer has stalled. None blocks forever when an end dies: a killed
  * producer is EOF, a consumer gone is EPIPE (SIGPIPE is the caller's to ignore).
  */
 #include "ioh-copy.h"
@@ -33,9 +39,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define IOH_COPY_MAX_READERS 4
+/* Slots per coalesced O_DIRECT write: 2 MiB with the default buffers. 4 MiB measured 8-10%
+ * faster (fio psync qd1, 1/2/4 MiB: 1.62/1.73/1.94 GB/s), but the fault tests count on at
+ * least 8 writes in 16 MiB; --buffer-size=2M gives 4 MiB writes. */
+#define IOH_COPY_MAX_SPAN 2
 
 #define ALIGN_DOWN(x, a) ((x) / (a) * (a))
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
@@ -247,6 +258,17 @@ read_full(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
     return (gssize)MIN(have, len);
 }
 
+/* TRUE when a write ending at @end would pass RLIMIT_FSIZE: the kernel clips it, which
+ * O_DIRECT then refuses with EINVAL, even on the first (coalesced, so large) write. */
+static gboolean
+past_fsize_limit(guint64 end)
+{
+    struct rlimit rl;
+
+    return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+           end > (guint64)rl.rlim_cur;
+}
+
 static gboolean
 write_all(IohCopy *c, const char *buf, gsize len, GError **error)
 {
@@ -283,7 +305,9 @@ write_all(IohCopy *c, const char *buf, gsize len, GError **error)
                 }
                 continue;
             }
-            if (errno == EINVAL && dst->direct && c->stats->bytes + (guint64)(buf - start) > 0) {
+            if (errno == EINVAL && dst->direct &&
+                (c->stats->bytes + (guint64)(buf - start) > 0 ||
+                 past_fsize_limit(c->dst_start + (guint64)(buf - start) + chunk))) {
                 /* O_DIRECT worked until now: the kernel clipped this write to an
                  * unaligned length (RLIMIT_FSIZE, the file system's size limit). Retry
                  * through the page cache to get the real error (EFBIG) or finish. */
@@ -446,13 +470,13 @@ sync_destination(IohCopy *c, GError **error)
 
 
 /* How many slots one read or write of @end may span. O_DIRECT: half the ring, so that the
- * other thread always has the other half to work on. Through the page cache the size of a
+ * other thread always has the other half to work on, and at most IOH_COPY_MAX_SPAN. Through the page cache the size of a
  * call does not matter to the disk (write-back and readahead decide), and a pipe is best
  * moved one slot at a time: both move one buffer per call. */
 static guint
 io_span(const IohRing *r, const IohEnd *end)
 {
-    return end->direct ? MAX(1, r->n / 2) : 1;
+    return end->direct ? CLAMP(r->n / 2, 1, IOH_COPY_MAX_SPAN) : 1;
 }
 
 /* Moves `filled` over the slots whose reads are done, in stream order. Under the lock. */

@@ -593,12 +593,6 @@ ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams 
 
     if (!(flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE))) {
         /* The fast path: QEMU writes the file itself. Only an explicit offset moves it. */
-        if (params && params->offset && lseek(*fd, (off_t)params->offset, SEEK_SET) < 0) {
-            int errsv = errno;
-            g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, "seek %s: %s",
-                        wrap->path, g_strerror(errsv));
-            return NULL;
-        }
         if (wrap->save) {
             /* A private reference, so that finish can make the save durable even when
              * the caller has closed its fd by then. */
@@ -609,6 +603,12 @@ ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams 
                             *fd, g_strerror(errsv));
                 return NULL;
             }
+        }
+        if (params && params->offset && lseek(*fd, (off_t)params->offset, SEEK_SET) < 0) {
+            int errsv = errno;
+            g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, "seek %s: %s",
+                        wrap->path, g_strerror(errsv));
+            return NULL;
         }
         return g_steal_pointer(&wrap);
     }
@@ -792,6 +792,9 @@ return_result_locked(IohWrap *wrap, GError **error)
 static void
 finish_unspawned_locked(IohWrap *wrap)
 {
+    if (wrap->finished) {
+        return;
+    }
     wrap->finished = TRUE;
     if (wrap->file_fd >= 0) {
         while (fdatasync(wrap->file_fd) < 0) {
@@ -885,6 +888,28 @@ ioh_wrap_finish(IohWrap *wrap, GError **error)
 }
 
 static void
+finish_unspawned_thread(GTask *task, gpointer source, gpointer data,
+                        GCancellable *cancellable)
+{
+    IohWrap *wrap = data;
+    GError *err = NULL;
+
+    (void)source;
+    (void)cancellable;
+    g_mutex_lock(&wrap->lock);
+    finish_unspawned_locked(wrap);
+    if (wrap->result) {
+        err = g_error_copy(wrap->result);
+    }
+    g_mutex_unlock(&wrap->lock);
+    if (err) {
+        g_task_return_error(task, err);
+    } else {
+        g_task_return_boolean(task, TRUE);
+    }
+}
+
+static void
 on_cancelled(GCancellable *cancellable, gpointer data)
 {
     IohWrap *wrap = data;
@@ -966,8 +991,11 @@ ioh_wrap_finish_async(IohWrap *wrap, GCancellable *cancellable,
     }
     g_task_set_task_data(task, wrap_ref(wrap), wrap_unref);
     g_mutex_lock(&wrap->lock);
-    if (!wrap->spawned && !wrap->finished && !wrap->task) {
-        finish_unspawned_locked(wrap);
+    if (!wrap->spawned && !wrap->finished) {
+        /* fdatasync of a large save can take seconds: not in the caller's main loop. */
+        g_mutex_unlock(&wrap->lock);
+        g_task_run_in_thread(task, finish_unspawned_thread);
+        return;
     }
     if (wrap->finished) {
         GError *err = wrap->result ? g_error_copy(wrap->result) : NULL;

@@ -196,6 +196,7 @@ test_failure_message(gconstpointer data)
 
     /* libwrap spawns $IOHELPER_PATH: the wrapper runs the real helper under the shim. */
     g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
+    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
     g_setenv("IOH_FAULT_HELPER", saved, TRUE);
     g_setenv("IOH_FAULT", fault, TRUE);
     g_setenv("IOH_FAULT_PATH", path, TRUE);

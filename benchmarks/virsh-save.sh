@@ -48,7 +48,7 @@ RECORD=$WORK/record.jsonl
 DOM=iohbench-$$
 finish() {
     local rc=$?
-    trap - EXIT INT TERM HUP
+    trap - EXIT INT TERM HUP PIPE
     lv_cleanup
     rm -rf "$WORK"
     exit "$rc"
@@ -57,6 +57,7 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
+trap 'exit 141' PIPE
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || exit 1
 lv_start 120 || exit 1

@@ -26,7 +26,6 @@
 #include <glib-unix.h>
 
 #define DATA_PIPE_SIZE (1024 * 1024)
-#define STATUS_PIPE_SIZE (256 * 1024)
 #define STDERR_KEEP (64 * 1024)       /* bytes of helper stderr kept for the message */
 #define HELPER_STATUS_FD 3
 #define FD_FLOOR 10                   /* fds handed to the spawn are moved above this */
@@ -440,8 +439,11 @@ spawn_helper(IohWrap *wrap, int *fd, IohWrapFlags flags, const IohWrapParams *pa
         !make_pipe(err, "stderr", error)) {
         goto out;
     }
+    /* Only the data pipe is raised: every pipe's size counts against the user's
+     * pipe-user-pages-soft quota, past which new pipes get one page. The status and
+     * stderr pipes keep the default 64 KiB: ~900 status lines, dropped rather than
+     * blocking when nobody reads; the helper writes one stderr line at its end. */
     pipe_raise(data[0], DATA_PIPE_SIZE);
-    pipe_raise(status[0], STATUS_PIPE_SIZE);
     /* A caller that reads no progress must never stall the copy: the helper drops a
      * status line when the pipe is full (each line is written atomically). */
     if (!set_nonblock(status[1]) || !set_nonblock(status[0]) || !set_nonblock(err[0])) {
@@ -591,12 +593,6 @@ ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams 
 
     if (!(flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE))) {
         /* The fast path: QEMU writes the file itself. Only an explicit offset moves it. */
-        if (params && params->offset && lseek(*fd, (off_t)params->offset, SEEK_SET) < 0) {
-            int errsv = errno;
-            g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, "seek %s: %s",
-                        wrap->path, g_strerror(errsv));
-            return NULL;
-        }
         if (wrap->save) {
             /* A private reference, so that finish can make the save durable even when
              * the caller has closed its fd by then. */
@@ -607,6 +603,12 @@ ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams 
                             *fd, g_strerror(errsv));
                 return NULL;
             }
+        }
+        if (params && params->offset && lseek(*fd, (off_t)params->offset, SEEK_SET) < 0) {
+            int errsv = errno;
+            g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, "seek %s: %s",
+                        wrap->path, g_strerror(errsv));
+            return NULL;
         }
         return g_steal_pointer(&wrap);
     }
@@ -790,6 +792,9 @@ return_result_locked(IohWrap *wrap, GError **error)
 static void
 finish_unspawned_locked(IohWrap *wrap)
 {
+    if (wrap->finished) {
+        return;
+    }
     wrap->finished = TRUE;
     if (wrap->file_fd >= 0) {
         while (fdatasync(wrap->file_fd) < 0) {
@@ -883,6 +888,28 @@ ioh_wrap_finish(IohWrap *wrap, GError **error)
 }
 
 static void
+finish_unspawned_thread(GTask *task, gpointer source, gpointer data,
+                        GCancellable *cancellable)
+{
+    IohWrap *wrap = data;
+    GError *err = NULL;
+
+    (void)source;
+    (void)cancellable;
+    g_mutex_lock(&wrap->lock);
+    finish_unspawned_locked(wrap);
+    if (wrap->result) {
+        err = g_error_copy(wrap->result);
+    }
+    g_mutex_unlock(&wrap->lock);
+    if (err) {
+        g_task_return_error(task, err);
+    } else {
+        g_task_return_boolean(task, TRUE);
+    }
+}
+
+static void
 on_cancelled(GCancellable *cancellable, gpointer data)
 {
     IohWrap *wrap = data;
@@ -964,8 +991,11 @@ ioh_wrap_finish_async(IohWrap *wrap, GCancellable *cancellable,
     }
     g_task_set_task_data(task, wrap_ref(wrap), wrap_unref);
     g_mutex_lock(&wrap->lock);
-    if (!wrap->spawned && !wrap->finished && !wrap->task) {
-        finish_unspawned_locked(wrap);
+    if (!wrap->spawned && !wrap->finished) {
+        /* fdatasync of a large save can take seconds: not in the caller's main loop. */
+        g_mutex_unlock(&wrap->lock);
+        g_task_run_in_thread(task, finish_unspawned_thread);
+        return;
     }
     if (wrap->finished) {
         GError *err = wrap->result ? g_error_copy(wrap->result) : NULL;

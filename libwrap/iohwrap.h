@@ -21,9 +21,12 @@
  *  - an fd that has O_DIRECT set always gets a helper (as if IOH_WRAP_DIRECT): QEMU
  *    cannot write its unaligned stream to it. O_DIRECT with IOH_WRAP_FADVISE is refused.
  *  - IohWrapParams.offset 0 means "where the fd stands now" (libvirt writes its header
- *    and hands the fd over positioned after it); both paths place the stream alike.
+ *    and hands the fd over positioned after it); a non-zero offset is applied on both
+ *    paths (without a helper, by seeking the fd), so both place the stream alike.
  *  - the original fd is taken over by the wrap and closed at the latest by
  *    ioh_wrap_free(); the caller must not use that number after a spawn.
+ *  - without a helper, finishing a save fdatasyncs the file: TRUE is durable either way.
+ *  - the finish closes the caller's end only if that number still names the pipe.
  */
 #pragma once
 
@@ -192,7 +195,9 @@ void ioh_wrap_get_progress(IohWrap *wrap, guint64 *ret_written, guint64 *ret_syn
  * (that is, until QEMU too has closed its copy of a save pipe) and returns TRUE only when
  * it exited 0: every byte written and durable. On failure the GError message is the
  * helper's own stderr line (IOH_WRAP_ERROR_FAILED), or "helper killed by signal N"
- * (IOH_WRAP_ERROR_KILLED). Without a helper, returns TRUE and closes nothing.
+ * (IOH_WRAP_ERROR_KILLED). Without a helper it closes nothing, and a save's file is
+ * fdatasync'ed (through the wrap's own reference to it, so the caller may have closed
+ * its fd already): TRUE means durable on both paths.
  * Idempotent: later calls (and ioh_wrap_finish_async()) return the first result again.
  *
  * Returns: TRUE when the stream was copied completely and made durable.
@@ -208,7 +213,8 @@ gboolean ioh_wrap_finish(IohWrap *wrap, GError **error);
  * @user_data: passed to @callback.
  *
  * The same as ioh_wrap_finish() for GMainLoop code: closes the caller's end, watches the
- * helper with a child-watch source, and calls @callback once it has exited. Call
+ * helper with a child-watch source, and calls @callback once it has exited (without a
+ * helper, the fdatasync of a save runs in a GTask worker thread, not in the loop). Call
  * ioh_wrap_finish_finish() from @callback. Freeing the wrap while this is pending kills
  * the helper and completes the call with G_IO_ERROR_CANCELLED (the wrap stays valid for
  * ioh_wrap_finish_finish() inside @callback).

@@ -239,7 +239,7 @@ qg_migration_error_desc(QgQmp *qmp)
     const char *d = m ? json_object_get_string_member_with_default(m, "error-desc", NULL)
                       : NULL;
 
-    return g_strdup(d ? d : "no reason given");
+    return g_strdup(d);
 }
 
 /* Waits for the MIGRATION event that ends the job. */
@@ -280,8 +280,19 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
             }
             if (g_str_equal(st, "failed")) {
                 g_autofree char *desc = qg_migration_error_desc(w->qmp);
-                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                            "%s failed: QEMU says: %s", w->what, desc);
+                if (desc) {
+                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                                "%s failed: QEMU says: %s", w->what, desc);
+                } else if (save) {
+                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                                "save failed: QEMU gave no reason (see its log)");
+                } else {
+                    /* QEMU 7.2 keeps the reason of a failed load to its stderr, and exits */
+                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                                "restore failed: QEMU could not load the stream after "
+                                "%" G_GUINT64_FORMAT " bytes (its log says why; it exits "
+                                "now)", qg_relay_get_bytes(w->relay));
+                }
                 return FALSE;
             }
             if (g_str_equal(st, "cancelled")) {

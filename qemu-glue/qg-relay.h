@@ -4,7 +4,8 @@
  * Sits between QEMU's pipe and the helper's pipe, so the checksum of the stream is
  * known the moment the last byte passed, without reading the file back (which would
  * cost a second pass over the disk in the cache-bypassing modes). The checksum is
- * XXH3-64, seed 0 (see qg-image.h).
+ * XXH3-64, seed 0 (see qg-image.h). Between two pipes it uses tee(2), so each byte is
+ * copied once (to be hashed) instead of twice; otherwise read() and write().
  */
 #pragma once
 

@@ -18,7 +18,7 @@ static const char usage_text[] =
     "  --pipe-size=SIZE       size of every pipe touched (default 1M, capped by\n"
     "                         /proc/sys/fs/pipe-max-size)\n"
     "  --buffer-size=SIZE     bytes per read and write (default 1M)\n"
-    "  --ring=N               buffers in flight (default 4)\n"
+    "  --ring=N               buffers in flight (default 8)\n"
     "  --offset=SIZE          where the stream starts in the file side\n"
     "  --length=SIZE          copy exactly SIZE bytes; a shorter input is an error\n"
     "  --fadvise-window=SIZE  bytes written back and dropped at a time (default 8M)\n"

@@ -40,7 +40,7 @@ typedef struct {
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)
-#define IOH_COPY_DEFAULT_RING 4
+#define IOH_COPY_DEFAULT_RING 8
 #define IOH_COPY_DEFAULT_WINDOW (8 * 1024 * 1024)
 
 /* Fills @opts with the defaults: buffered, 1 MiB buffers, 1 MiB pipes, 1 s progress. */

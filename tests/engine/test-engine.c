@@ -196,9 +196,10 @@ test_roundtrip_buffer_sizes(void)
     }
 }
 
-/* A short input with --length: "read X: stream ended after A of B bytes". */
+/* A short input with --length: "read X: stream ended after A of B bytes", in every mode
+ * (O_DIRECT with several readers at once too). */
 static void
-test_length_short(void)
+length_short(IohMode mode, guint ring)
 {
     g_autofree char *img = g_build_filename(workdir, "ls-img", NULL);
     g_autofree char *data = random_bytes(3 * MiB, 7);
@@ -213,6 +214,8 @@ test_length_short(void)
 
     g_assert_true(g_file_set_contents(img, data, 3 * MiB, NULL));
     ioh_copy_options_init(&opts);
+    opts.mode = mode;
+    opts.ring = ring;
     opts.has_length = TRUE;
     opts.length = 4 * MiB;
     g_assert_no_errno(pipe2(fds, O_CLOEXEC));
@@ -228,6 +231,62 @@ test_length_short(void)
     g_assert_true(ioh_end_close(dst, NULL));
     g_thread_join(t);
     g_assert_cmpuint(drain.got->len, ==, 3 * MiB);
+    g_byte_array_unref(drain.got);
+    g_unlink(img);
+}
+
+static void
+test_length_short(void)
+{
+    length_short(IOH_MODE_BUFFERED, 4);
+    length_short(IOH_MODE_FADVISE, 4);
+    if (have_direct) {
+        length_short(IOH_MODE_DIRECT, 1);
+        length_short(IOH_MODE_DIRECT, 8);
+    }
+}
+
+/* Restoring part of an image (--offset, --length) with several O_DIRECT readers gives
+ * exactly those bytes, and leaves the position after them as read() would. */
+static void
+test_direct_parallel_range(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "pr-range", NULL);
+    g_autofree char *data = random_bytes(9 * MiB, 17);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    Pump drain = { .got = g_byte_array_new() };
+    GThread *t;
+    int fds[2];
+
+    if (!have_direct) {
+        g_test_skip("no O_DIRECT on the test file system");
+        return;
+    }
+    g_assert_true(g_file_set_contents(img, data, 9 * MiB, NULL));
+    ioh_copy_options_init(&opts);
+    opts.mode = IOH_MODE_DIRECT;
+    opts.ring = 8;
+    opts.has_offset = TRUE;
+    opts.offset = 2 * MiB;
+    opts.has_length = TRUE;
+    opts.length = 5 * MiB + 4096 * 3 + 17;
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    drain.fd = fds[0];
+    t = g_thread_new("drain", drain_thread, &drain);
+    src = ioh_end_open(img, FALSE, 0, &error);
+    dst = ioh_end_from_fd(fds[1], "pipe", &error);
+    g_assert_no_error(error);
+    g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(lseek(src->fd, 0, SEEK_CUR), ==, (off_t)(opts.offset + opts.length));
+    g_assert_true(ioh_end_close(dst, NULL));
+    g_thread_join(t);
+    g_assert_cmpuint(drain.got->len, ==, opts.length);
+    g_assert_true(memcmp(drain.got->data, data + opts.offset, opts.length) == 0);
     g_byte_array_unref(drain.got);
     g_unlink(img);
 }
@@ -399,6 +458,7 @@ main(int argc, char **argv)
     g_test_add_func("/engine/ring/roundtrip/rings", test_roundtrip_rings);
     g_test_add_func("/engine/ring/roundtrip/buffer-sizes", test_roundtrip_buffer_sizes);
     g_test_add_func("/engine/ring/length-short", test_length_short);
+    g_test_add_func("/engine/ring/direct-parallel-range", test_direct_parallel_range);
     g_test_add_func("/engine/ring/writer-error-stops-reader", test_writer_error_stops_reader);
     g_test_add_func("/engine/ring/reader-error-stops-writer", test_reader_error_stops_writer);
     g_test_add_func("/engine/ring/position-kept", test_position_kept);

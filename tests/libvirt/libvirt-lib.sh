@@ -16,6 +16,10 @@
 # namespace (the caller refuses to mount otherwise), and libvirtd's sockets, state,
 # runtime, cache, log and config directories all live under WORK.
 
+# libvirtd, mkfs.ext4 and losetup live in sbin, which a test runner's PATH may lack.
+case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH=$PATH:/usr/sbin:/sbin ;; esac
+export PATH
+
 LV_STOCK_HELPER=/usr/lib/libvirt/libvirt_iohelper
 LV_PID=
 LV_URI=

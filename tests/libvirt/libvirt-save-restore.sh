@@ -68,7 +68,7 @@ LOOP_FILE=$WORK/small.ext4
 
 finish() {
     local rc=$?
-    trap - EXIT INT TERM HUP
+    trap - EXIT INT TERM HUP PIPE
     lv_cleanup
     umount "$SMALL_EXT4" 2>/dev/null
     umount "$SMALL_TMPFS" 2>/dev/null
@@ -83,6 +83,7 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
+trap 'exit 141' PIPE
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || bail "setting up libvirtd's private directories failed"
 lv_log "work dir $WORK, domain $DOM"
@@ -156,7 +157,7 @@ cycle() {
         check "$tag: our helper did the save, $smode (record)" \
             eval '[ "$(record_lines)" = $((n0 + 1)) ] && record_is $((n0 + 1)) save $smode "$img" true'
     else
-        check "$tag: the stock helper did the save (no record)" test "$(record_lines)" = "$n0"
+        check "$tag: the $EXPECT helper did the save (no record)" test "$(record_lines)" = "$n0"
     fi
 
     n0=$(record_lines)
@@ -169,7 +170,7 @@ cycle() {
         return
     fi
     if [ -n "$rflag" ] && [ "$EXPECT" != ours ]; then
-        check "$tag: the stock helper did the restore (no record)" test "$(record_lines)" = "$n0"
+        check "$tag: the $EXPECT helper did the restore (no record)" test "$(record_lines)" = "$n0"
     elif [ -n "$rflag" ]; then
         check "$tag: our helper did the restore, direct (record)" \
             eval '[ "$(record_lines)" = $((n0 + 1)) ] && record_is $((n0 + 1)) restore direct "$img" true'
@@ -269,9 +270,61 @@ else
         eval '[ ! -L $T ] && cmp $T "$WORK/stock-iohelper" && [ ! -e $T.distrib ] &&
               [ -z "$(dpkg-divert --list $T)" ]'
     check "divert: uninstall again changes nothing" eval '"$USE" uninstall && cmp $T "$WORK/stock-iohelper"'
+
+    # What a user does: meson install, then libvirt-use-iohelper install with no --helper
+    # (it finds PREFIX/libexec/iohelper). The install goes to a DESTDIR, copied onto an
+    # overlay of the prefix private to this namespace. No wrapper, so no record: the
+    # message of a failed save shows whose helper ran (the stock one says
+    # "libvirt_iohelper: failure with ...").
+    BUILD=$(cd "$(dirname "$HELPER")/.." && pwd)
+    PREFIX=$(meson introspect --buildoptions "$BUILD" 2>/dev/null |
+             jq -r '.[] | select(.name == "prefix") | .value')
+    LIBEXEC=$(meson introspect --buildoptions "$BUILD" 2>/dev/null |
+              jq -r '.[] | select(.name == "libexecdir") | .value')
+    case $LIBEXEC in /*) ;; *) LIBEXEC=$PREFIX/$LIBEXEC ;; esac
+    if [ -z "$PREFIX" ] || [ ! -d "$PREFIX" ] || ! command -v meson >/dev/null; then
+        echo "ok $((ntest += 1)) # SKIP meson install: no meson or no prefix '$PREFIX' here"
+    elif ! meson install -C "$BUILD" --no-rebuild --quiet --destdir "$WORK/destdir" >"$WORK/out" 2>&1 ||
+         ! lv_overlay "$PREFIX" || ! cp -a "$WORK/destdir$PREFIX/." "$PREFIX/"; then
+        sed 's/^/# /' "$WORK/out"
+        not_ok "installed: meson install into an overlay of $PREFIX"
+    else
+        TAGPFX="installed: "
+        EXPECT=installed
+        check "installed: meson install put iohelper into $LIBEXEC" \
+            eval '[ -x "$LIBEXEC/iohelper" ] && "$LIBEXEC/iohelper" --version >/dev/null'
+        if [ "$LIBEXEC" = /usr/local/libexec ] || [ "$LIBEXEC" = /usr/libexec ]; then
+            check "installed: libvirt-use-iohelper install finds it" "$USE" install
+        else
+            check "installed: libvirt-use-iohelper install --helper $LIBEXEC/iohelper" \
+                "$USE" install --helper "$LIBEXEC/iohelper"
+        fi
+        check "installed: libvirt_iohelper -> $LIBEXEC/iohelper" \
+            test "$(readlink $T)" = "$LIBEXEC/iohelper"
+        cycle --bypass-cache --bypass-cache
+        img=$SMALL_TMPFS/$DOM.save
+        [ "$(state)" = running ] || lv_virsh resume "$DOM" >/dev/null 2>&1
+        lv_virsh save "$DOM" "$img" >"$WORK/out" 2>&1
+        sed 's/^/# virsh: /' "$WORK/out"
+        check "installed: a save that runs out of space shows the installed iohelper's message" \
+            grep -q ": iohelper: failure with $img: .*No space left on device" "$WORK/out"
+        check "installed: domain keeps running, no partial file" \
+            eval '[ "$(state)" = running ] && [ ! -e "$img" ]'
+        check "installed: libvirt-use-iohelper uninstall" \
+            eval '"$USE" uninstall && cmp $T "$WORK/stock-iohelper"'
+    fi
+
     TAGPFX="stock again: "
     EXPECT=stock
     cycle --bypass-cache --bypass-cache
+    # ...and the message check above can tell: the stock helper's message differs.
+    img=$SMALL_TMPFS/$DOM.save
+    [ "$(state)" = running ] || lv_virsh resume "$DOM" >/dev/null 2>&1
+    lv_virsh save "$DOM" "$img" >"$WORK/out" 2>&1
+    sed 's/^/# virsh: /' "$WORK/out"
+    check "stock again: out of space, virsh shows the stock helper's message, not ours" \
+        eval 'grep -q "No space left on device" "$WORK/out" &&
+              ! grep -q ": iohelper: failure with" "$WORK/out"'
 fi
 
 lv_log "record of our helper:"

@@ -682,6 +682,46 @@ test_fail_short_restore(void)
     ioht_workdir_remove(dir);
 }
 
+/* A helper that says a lot before its last line (40 KB: many reads, short of the 64 KiB
+ * the stderr pipe holds while nobody reads it): the whole stderr is read, and the last
+ * "iohelper:" line is the message. */
+static void
+test_fail_long_stderr(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *wrapper = tpath(dir, "chatty-iohelper");
+    g_autofree char *script = NULL;
+    g_autofree char *path = tpath(dir, "chatty.save");
+    g_autofree char *back = tpath(dir, "back");
+    g_autofree char *saved_env = g_strdup(g_getenv("IOHELPER_PATH"));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    IohWrapParams params = { .length = 8192 };
+    int fd;
+
+    script = g_strdup_printf("#!/bin/sh\n"
+                             "i=0; while [ $i -lt 700 ]; do\n"
+                             "  echo \"warning: line $i of chatter, padded to be long enough\" >&2\n"
+                             "  i=$((i + 1)); done\n"
+                             "echo 'iohelper: an earlier line that is not the last' >&2\n"
+                             "exec '%s' \"$@\"\n", saved_env);
+    g_assert_true(g_file_set_contents(wrapper, script, -1, NULL));
+    g_assert_cmpint(g_chmod(wrapper, 0755), ==, 0);
+    g_setenv("IOHELPER_PATH", wrapper, TRUE);
+    ioht_write_random_file(path, 4096, 14);
+    fd = open_restore(path);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, &params, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(drain_to_file(fd, back), ==, 4096);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("GError: %s", error->message);
+    g_assert_true(g_str_has_prefix(error->message, "read "));
+    g_assert_nonnull(strstr(error->message, "stream ended after 4096 of 8192 bytes"));
+    g_setenv("IOHELPER_PATH", saved_env, TRUE);
+    ioht_workdir_remove(dir);
+}
+
 static void
 test_fail_killed(void)
 {
@@ -1214,11 +1254,20 @@ test_async_nospawn(void)
     g_assert_no_error(error);
     a.loop = g_main_loop_new(NULL, FALSE);
     a.wrap = wrap;
+    /* The caller closes its fd before the finish: the wrap syncs its own reference
+     * (in a worker thread, not in this loop). */
+    g_assert_cmpint(write(fd, "stream", 6), ==, 6);
+    close(fd);
     ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
     g_main_loop_run(a.loop);
     g_assert_true(a.ok);
-    g_assert_true(fd_is_open(fd));
-    close(fd);
+    g_assert_no_error(a.error);
+    /* Idempotent, sync and async. */
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    a.done = FALSE;
+    ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
+    g_main_loop_run(a.loop);
+    g_assert_true(a.ok);
     g_main_loop_unref(a.loop);
     ioht_workdir_remove(dir);
 }
@@ -1260,6 +1309,7 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/pipe/no-fd-leak", test_no_fd_leak);
     g_test_add_func("/libwrap/failure/enospc", test_fail_enospc);
     g_test_add_func("/libwrap/failure/short-restore", test_fail_short_restore);
+    g_test_add_func("/libwrap/failure/long-stderr", test_fail_long_stderr);
     g_test_add_func("/libwrap/failure/killed", test_fail_killed);
     g_test_add_func("/libwrap/free/running-helper", test_free_running);
     g_test_add_func("/libwrap/finish/spares-reused-fd", test_finish_spares_reused_fd);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <glib-unix.h>
 #include <xxhash.h>
@@ -46,6 +47,15 @@ reader(gpointer p)
     return NULL;
 }
 
+static double
+cpu_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void
 big_pipe(int p[2])
 {
@@ -60,6 +70,7 @@ main(void)
     g_autofree guint8 *buf = g_malloc(CHUNK);
     int a[2], b[2];
     gint64 t;
+    double cpu;
     guint64 h = 0;
     Job w, r;
     GThread *wt, *rt;
@@ -77,24 +88,28 @@ main(void)
     w = (Job){ a[1], len };
     r = (Job){ a[0], 0 };
     t = g_get_monotonic_time();
+    cpu = cpu_seconds();
     wt = g_thread_new("w", writer, &w);
     rt = g_thread_new("r", reader, &r);
     g_thread_join(wt);
     g_thread_join(rt);
-    printf("# pipe -> reader:         %.2f GB/s\n", r.len / 1e3 / (g_get_monotonic_time() - t));
+    printf("# pipe -> reader:         %.2f GB/s, %.2f CPU s/GB\n",
+           r.len / 1e3 / (g_get_monotonic_time() - t), (cpu_seconds() - cpu) * 1e9 / r.len);
 
     big_pipe(a);
     big_pipe(b);
     w = (Job){ a[1], len };
     r = (Job){ b[0], 0 };
     t = g_get_monotonic_time();
+    cpu = cpu_seconds();
     relay = qg_relay_start(a[0], b[1], "bench", NULL);
     wt = g_thread_new("w", writer, &w);
     rt = g_thread_new("r", reader, &r);
     g_assert_true(qg_relay_wait(relay, NULL, NULL, NULL));
     g_thread_join(wt);
     g_thread_join(rt);
-    printf("# pipe -> relay -> pipe:  %.2f GB/s\n", r.len / 1e3 / (g_get_monotonic_time() - t));
+    printf("# pipe -> relay -> pipe:  %.2f GB/s, %.2f CPU s/GB\n",
+           r.len / 1e3 / (g_get_monotonic_time() - t), (cpu_seconds() - cpu) * 1e9 / r.len);
     qg_relay_free(relay);
     printf("1..1\nok 1 /qemu/bench/relay\n");
     return 0;

@@ -185,7 +185,7 @@ reader_thread(gpointer p)
     return got;
 }
 
-/* Bytes go through unchanged and the checksum is XXH3-64 of them. */
+/* Pipe to pipe (tee(2)): bytes go through unchanged, the checksum is XXH3-64 of them. */
 static void
 test_relay_copy(void)
 {
@@ -218,6 +218,43 @@ test_relay_copy(void)
     g_assert_cmpuint(sum, ==, XXH3_64bits(data, len));
     g_assert_cmpmem(got->data, got->len, data, len);
     qg_relay_free(relay);
+}
+
+/* Not two pipes (a file in): the plain copy path, same result. */
+static void
+test_relay_from_file(void)
+{
+    const gsize len = 3 * 1024 * 1024 + 17;
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = g_build_filename(dir, "in", NULL);
+    g_autofree guint8 *data = g_malloc(len);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GByteArray) got = NULL;
+    guint64 bytes = 0, sum = 0;
+    QgRelay *relay;
+    GThread *rt;
+    Writer r;
+    int b[2], fd;
+
+    for (gsize i = 0; i < len; i++) {
+        data[i] = (guint8)(i * 7 + (i >> 12));
+    }
+    g_assert_true(g_file_set_contents(path, (char *)data, len, NULL));
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_true(g_unix_open_pipe(b, FD_CLOEXEC, NULL));
+    relay = qg_relay_start(fd, b[1], "test", &error);
+    g_assert_no_error(error);
+    r = (Writer){ b[0], NULL, 0 };
+    rt = g_thread_new("r", reader_thread, &r);
+    g_assert_true(qg_relay_wait(relay, &bytes, &sum, &error));
+    g_assert_no_error(error);
+    got = g_thread_join(rt);
+    g_assert_cmpuint(bytes, ==, len);
+    g_assert_cmpuint(sum, ==, XXH3_64bits(data, len));
+    g_assert_cmpmem(got->data, got->len, data, len);
+    qg_relay_free(relay);
+    ioht_workdir_remove(dir);
 }
 
 /* A reader that goes away is an EPIPE error, not a SIGPIPE death. */
@@ -269,6 +306,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/image/truncated-file", test_header_file);
     g_test_add_func("/qemu/image/checksum-format", test_checksum_format);
     g_test_add_func("/qemu/relay/copy-and-hash", test_relay_copy);
+    g_test_add_func("/qemu/relay/copy-from-file", test_relay_from_file);
     g_test_add_func("/qemu/relay/epipe-is-error", test_relay_epipe);
     g_test_add_func("/qemu/relay/cancel", test_relay_cancel);
     return g_test_run();

@@ -212,20 +212,40 @@ process_alive(GPid pid)
     return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-/* The control: the same save without faults gives an image the header check accepts,
- * so the refusals above are not vacuous. Then a restore whose helper fails on read. */
-static void
-test_save_then_restore_fault(void)
+/* Kills QEMU if the tool has not returned after @secs: a restore must not hang. */
+typedef struct {
+    GPid pid;
+    guint secs;
+    gint done;
+    gboolean fired;
+} Watchdog;
+
+static gpointer
+watchdog_thread(gpointer data)
 {
-    g_autofree char *img = g_build_filename(ft_workdir(), "vm.img", NULL);
-    g_autofree char *err = NULL;
-    g_autofree char *status = NULL;
+    Watchdog *w = data;
+
+    for (guint i = 0; i < w->secs * 10 && !g_atomic_int_get(&w->done); i++) {
+        g_usleep(100000);
+    }
+    if (!g_atomic_int_get(&w->done)) {
+        w->fired = TRUE;
+        kill(w->pid, SIGKILL);
+    }
+    return NULL;
+}
+
+static char *saved_img;
+
+/* The control: a save without faults gives an image the header check accepts, so the
+ * refusals above are not vacuous. Kept for the restore tests. */
+static void
+test_save_control(void)
+{
+    g_autofree char *img = g_build_filename(ft_workdir(), "good.img", NULL);
     g_autoptr(GError) error = NULL;
     g_autoptr(QgImageInfo) info = NULL;
     const char *save[] = { "save", "--qmp", NULL, img, "--bypass-cache=direct", NULL };
-    const char *restore[] = { "restore", "--qmp", NULL, img, "--bypass-cache=direct",
-                              NULL };
-    QgtQemu *dst;
     int fd;
 
     if (!need_qemu()) {
@@ -233,38 +253,68 @@ test_save_then_restore_fault(void)
     }
     save[2] = source->sock;
     g_assert_cmpint(qgt_tool_run(save, NULL, NULL), ==, 0);
-    qgt_qemu_stop(source);
-    source = NULL;
     fd = open(img, O_RDONLY | O_CLOEXEC);
     info = qg_image_read_header(fd, img, &error);
     g_assert_no_error(error);
     g_assert_nonnull(info);
     g_assert_cmpuint(info->stream_length, >, 0);
     close(fd);
+    saved_img = g_steal_pointer(&img);
+}
 
+/* A restore whose helper fails reading the image: exit 1, one line, guest not running. */
+static void
+test_restore_fault(gconstpointer data)
+{
+    const char *fault = data;
+    g_autofree char *err = NULL;
+    g_autofree char *status = NULL;
+    const char *restore[] = { "restore", "--qmp", NULL, NULL, "--bypass-cache=direct",
+                              NULL };
+    Watchdog wd = { .secs = 12 };
+    GThread *t;
+    QgtQemu *dst;
+    int code;
+
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return;
+    }
+    if (!saved_img) {
+        g_test_skip("no image: the control save did not run");
+        return;
+    }
     dst = qgt_qemu_start(data_file, TRUE);
     restore[2] = dst->sock;
-    faults_on("read:3:EIO", img, FALSE);
-    g_assert_cmpint(qgt_tool_run(restore, NULL, &err), ==, 1);
+    restore[3] = saved_img;
+    wd.pid = dst->pid;
+    t = g_thread_new("watchdog", watchdog_thread, &wd);
+    faults_on(fault, saved_img, FALSE);
+    code = qgt_tool_run(restore, NULL, &err);
     faults_off();
+    g_atomic_int_set(&wd.done, 1);
+    g_thread_join(t);
     ft_count_faults(ft_faults_logged());
+    g_assert_cmpint(code, ==, 1);
     g_assert_true(g_str_has_prefix(err, "qemu-iohelper: "));
     g_assert_true(strchr(err, '\n') == NULL || strchr(err, '\n')[1] == '\0');
-    if (!strstr(err, "Input/output error")) {
-        /* Known: the tool reports QEMU's failure on the cut stream, not the helper's
-         * cause (reported to qemu-glue); the exit status is right, which is the point. */
-        g_test_message("KNOWN: the restore error does not name the helper's EIO");
-    }
-    /* QEMU either exited (it could not load a cut stream) or stays paused. */
-    if (process_alive(dst->pid)) {
+    if (!wd.fired && process_alive(dst->pid)) {
         status = qgt_qemu_status(dst);
         g_test_message("guest after the failed restore: %s", status);
         g_assert_cmpstr(status, !=, "running");
-    } else {
-        g_test_message("QEMU exited after the failed restore");
     }
     qgt_qemu_stop(dst);
-    g_unlink(img);
+    if (wd.fired) {
+        /* QEMU 7.2 spins on POLLHUP when its incoming pipe ends inside a RAM section,
+         * and the tool waits for its verdict forever. Exit 1 came only because we killed
+         * QEMU. Reported to qemu-glue: the relay knows the stream ended short. */
+        g_test_incomplete("KNOWN: restore hung until QEMU was killed after 12 s (QEMU "
+                          "spins on a cut incoming stream; the tool does not notice)");
+        return;
+    }
+    if (!strstr(err, "Input/output error")) {
+        g_test_message("KNOWN: the restore error does not name the helper's EIO");
+    }
 }
 
 int
@@ -298,9 +348,17 @@ main(int argc, char **argv)
         g_autofree char *p = g_strdup_printf("/faults/qemu/save/%s", names[i]);
         g_test_add_data_func(p, &faults[i], test_save_fault);
     }
-    g_test_add_func("/faults/qemu/restore/helper-read-EIO", test_save_then_restore_fault);
+    g_test_add_func("/faults/qemu/save/control-no-fault", test_save_control);
+    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-1", "read:1:EIO",
+                         test_restore_fault);
+    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-3", "read:3:EIO",
+                         test_restore_fault);
     ret = g_test_run();
     qgt_qemu_stop(source);
+    if (saved_img) {
+        g_unlink(saved_img);
+        g_free(saved_img);
+    }
     ft_report();
     ft_cleanup();
     return ret;

@@ -530,7 +530,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     QgMigrateStats stats = { .downtime_ms = -1 };
     QgWatch w = { .what = "restore", .qmp = qmp, .opts = opts };
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
-    gboolean running = FALSE, ok = FALSE;
+    gboolean running = FALSE, ok = FALSE, loaded = FALSE;
     guint64 bytes = 0, sum = 0;
     int fd = -1, p[2] = { -1, -1 };
     gint64 t_qemu;
@@ -605,6 +605,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     if (!qg_wait_migration(&w, FALSE, error)) {
         goto out;
     }
+    loaded = TRUE;
     t_qemu = g_get_monotonic_time();
     if (!qg_relay_wait(relay, &bytes, &sum, error)) {
         g_prefix_error(error, "restore failed (guest left paused): ");
@@ -656,6 +657,11 @@ out:
     g_clear_pointer(&wrap, ioh_wrap_free);
     if (fd >= 0 && !stats.helper) {
         close(fd);
+    }
+    if (loaded && !ok) {
+        /* A QEMU started without -S runs the guest as soon as the stream is loaded,
+         * before we could check it: stop a guest whose image proved bad. */
+        qg_qmp_run(qmp, "stop", NULL, NULL);
     }
     if (ok && ret_stats) {
         *ret_stats = stats;

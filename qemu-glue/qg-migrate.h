@@ -81,7 +81,9 @@ gboolean qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *o
  * qg_migrate_restore:
  * @qmp: a QEMU started with `-incoming defer` (and the same devices as the source).
  * Checks the header, feeds the stream, verifies length and checksum, and resumes the
- * guest if it was running when saved. On a checksum mismatch the guest stays paused.
+ * guest if it was running when saved. On a checksum mismatch the guest stays paused
+ * (start the destination with -S: without it QEMU runs the guest as soon as the stream
+ * is loaded, before the checksum is known; a guest that then proves bad is stopped).
  * A QEMU that fails to load the stream exits; the error then says so.
  */
 gboolean qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,

@@ -154,7 +154,7 @@ roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
     g_assert_true(ioh_end_close(dst, &error));
     g_thread_join(t);
     g_assert_cmpuint(drain.got->len, ==, len);
-    g_assert_true(memcmp(drain.got->data, data, len) == 0);
+    g_assert_true(len == 0 || memcmp(drain.got->data, data, len) == 0);
     g_byte_array_unref(drain.got);
     g_unlink(img);
 }

@@ -160,6 +160,8 @@ cycle() {
         check "$tag: the $EXPECT helper did the save (no record)" test "$(record_lines)" = "$n0"
     fi
 
+    local saved_bytes
+    saved_bytes=$(sed -n '$p' "$RECORD" 2>/dev/null | jq -r .bytes 2>/dev/null)
     n0=$(record_lines)
     if lv_virsh restore $rflag "$img" >"$WORK/out" 2>&1; then
         ok "$tag: virsh $rdesc succeeds"
@@ -174,6 +176,10 @@ cycle() {
     elif [ -n "$rflag" ]; then
         check "$tag: our helper did the restore, direct (record)" \
             eval '[ "$(record_lines)" = $((n0 + 1)) ] && record_is $((n0 + 1)) restore direct "$img" true'
+        if [ "$EXPECT" = ours ]; then
+            check "$tag: it restored as many bytes as were saved ($saved_bytes)" \
+                eval '[ "$(sed -n "$((n0 + 1))p" "$RECORD" | jq -r .bytes)" = "$saved_bytes" ]'
+        fi
     else
         # libvirt reads a plain restore itself: no helper runs, so no record.
         check "$tag: no helper runs for a plain restore" test "$(record_lines)" = "$n0"

@@ -44,6 +44,12 @@ die_with_parent(gpointer data)
 QgtQemu *
 qgt_qemu_start(const char *data_file, gboolean incoming)
 {
+    return qgt_qemu_start_full(data_file, incoming, TRUE);
+}
+
+QgtQemu *
+qgt_qemu_start_full(const char *data_file, gboolean incoming, gboolean paused)
+{
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     QgtQemu *q = g_new0(QgtQemu, 1);
@@ -61,7 +67,9 @@ qgt_qemu_start(const char *data_file, gboolean incoming)
     g_ptr_array_add(argv, g_strdup("-nodefaults"));
     g_ptr_array_add(argv, g_strdup("-display"));
     g_ptr_array_add(argv, g_strdup("none"));
-    g_ptr_array_add(argv, g_strdup("-S"));
+    if (paused) {
+        g_ptr_array_add(argv, g_strdup("-S"));
+    }
     g_ptr_array_add(argv, g_strdup("-qmp"));
     g_ptr_array_add(argv, g_strdup_printf("unix:%s,server=on,wait=off", q->sock));
     g_ptr_array_add(argv, g_strdup("-qmp"));

@@ -27,6 +27,10 @@ const char *qgt_qemu_binary(void);
  * even when an assertion aborts it. Connects qmp. */
 QgtQemu *qgt_qemu_start(const char *data_file, gboolean incoming);
 
+/* The same, without -S when !@paused (an incoming QEMU then starts the guest itself
+ * once the stream is loaded). */
+QgtQemu *qgt_qemu_start_full(const char *data_file, gboolean incoming, gboolean paused);
+
 /* Kills (SIGKILL) and reaps QEMU, removes its socket. NULL allowed. */
 void qgt_qemu_stop(QgtQemu *q);
 

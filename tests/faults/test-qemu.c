@@ -321,11 +321,11 @@ int
 main(int argc, char **argv)
 {
     static const SaveFault faults[] = {
-        { "write:5:EIO", FALSE, FALSE, "direct", "Input/output error" },
-        { "write:3:ENOSPC", FALSE, FALSE, "fadvise", "No space left on device" },
+        { "write:@5M:EIO", FALSE, FALSE, "direct", "Input/output error" },
+        { "write:@3M:ENOSPC", FALSE, FALSE, "fadvise", "No space left on device" },
         { "fdatasync:1:EIO", FALSE, FALSE, "direct", "fdatasync" },
         { "close:1:EIO", FALSE, FALSE, "direct", "close" },
-        { "write:2:stall2000", FALSE, TRUE, "direct", "killed by signal 9" },
+        { "write:@2M:stall2000", FALSE, TRUE, "direct", "killed by signal 9" },
         { "pwrite:2:EIO", TRUE, FALSE, "direct", "Input/output error" },
     };
     static const char *const names[] = {
@@ -349,9 +349,9 @@ main(int argc, char **argv)
         g_test_add_data_func(p, &faults[i], test_save_fault);
     }
     g_test_add_func("/faults/qemu/save/control-no-fault", test_save_control);
-    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-1", "read:1:EIO",
+    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-first", "read:1:EIO",
                          test_restore_fault);
-    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-3", "read:3:EIO",
+    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-at-3M", "read:@3M:EIO",
                          test_restore_fault);
     ret = g_test_run();
     qgt_qemu_stop(source);

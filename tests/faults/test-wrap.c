@@ -373,7 +373,7 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     g_test_add_data_func("/faults/wrap/killed/KILL", GINT_TO_POINTER(SIGKILL), test_killed);
     g_test_add_data_func("/faults/wrap/killed/TERM", GINT_TO_POINTER(SIGTERM), test_killed);
-    g_test_add_data_func("/faults/wrap/helper-fails/write-EIO", "write:3:EIO",
+    g_test_add_data_func("/faults/wrap/helper-fails/write-EIO", "write:@3M:EIO",
                          test_failure_message);
     g_test_add_data_func("/faults/wrap/helper-fails/fdatasync-EIO", "fdatasync:1:EIO",
                          test_failure_message);

@@ -433,6 +433,10 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         GError *qerr = NULL;
         if (!qg_wait_migration(&w, TRUE, &qerr)) {
             g_autoptr(GError) herr = NULL;
+            if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+                g_propagate_error(error, qerr);   /* out: kills the helper, cancels */
+                goto out;
+            }
             /* A dead helper makes QEMU fail with EPIPE: say what really happened. */
             g_clear_pointer(&relay, qg_relay_free);
             if (!ioh_wrap_finish(wrap, &herr)) {

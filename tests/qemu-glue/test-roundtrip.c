@@ -423,10 +423,28 @@ test_wrong_state(void)
     }
     src = qgt_qemu_start(data_file, FALSE);
     {
-        const char *save[] = { "save", "--qmp", src->sock, img, NULL };
+        const char *save[] = { "save", "--qmp", src->sock, img, "--stats", NULL };
         const char *restore[] = { "restore", "--qmp", src->sock, img, NULL };
         const char *again[] = { "save", "--qmp", src->sock, img2, NULL };
-        g_assert_cmpint(qgt_tool_run(save, NULL, NULL), ==, 0);
+        const char *qmp_ok[] = { "qmp", "--qmp", src->sock, "query-status", NULL };
+        const char *qmp_bad[] = { "qmp", "--qmp", src->sock, "no-such-command", NULL };
+        const char *qmp_args[] = { "qmp", "--qmp", src->sock, "stop", "[1]", NULL };
+        g_autofree char *out = NULL;
+
+        /* The qmp subcommand the demo uses. */
+        g_assert_cmpint(qgt_tool_run(qmp_ok, &out, NULL), ==, 0);
+        assert_contains(out, "\"status\":\"prelaunch\"");
+        g_clear_pointer(&out, g_free);
+        g_assert_cmpint(qgt_tool_run(qmp_bad, NULL, &err), ==, 1);
+        assert_contains(err, "CommandNotFound");
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(qgt_tool_run(qmp_args, NULL, &err), ==, 2);
+        g_clear_pointer(&err, g_free);
+
+        /* Text stats. */
+        g_assert_cmpint(qgt_tool_run(save, &out, NULL), ==, 0);
+        assert_contains(out, "save: ");
+        assert_contains(out, "xxh3-64:");
         g_assert_cmpint(qgt_tool_run(restore, NULL, &err), ==, 1);
         assert_contains(err, "-incoming defer");
         g_clear_pointer(&err, g_free);

@@ -258,22 +258,21 @@ read_full(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
     return (gssize)MIN(have, len);
 }
 
-/* TRUE when a write ending at @end would pass RLIMIT_FSIZE: the kernel clips it, which
- * O_DIRECT then refuses with EINVAL, even on the first (coalesced, so large) write. */
+/* TRUE when writing @len bytes at @fd's position goes past RLIMIT_FSIZE. */
 static gboolean
-past_fsize_limit(guint64 end)
+crosses_fsize_limit(int fd, gsize len)
 {
     struct rlimit rl;
+    off_t pos = lseek(fd, 0, SEEK_CUR);
 
-    return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-           end > (guint64)rl.rlim_cur;
+    return pos >= 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+           (guint64)pos + len > (guint64)rl.rlim_cur;
 }
 
 static gboolean
 write_all(IohCopy *c, const char *buf, gsize len, GError **error)
 {
     IohEnd *dst = c->dst;
-    const char *start = buf;
 
     while (len > 0) {
         gsize chunk = len;
@@ -305,12 +304,10 @@ write_all(IohCopy *c, const char *buf, gsize len, GError **error)
                 }
                 continue;
             }
-            if (errno == EINVAL && dst->direct &&
-                (c->stats->bytes + (guint64)(buf - start) > 0 ||
-                 past_fsize_limit(c->dst_start + (guint64)(buf - start) + chunk))) {
-                /* O_DIRECT worked until now: the kernel clipped this write to an
-                 * unaligned length (RLIMIT_FSIZE, the file system's size limit). Retry
-                 * through the page cache to get the real error (EFBIG) or finish. */
+            if (errno == EINVAL && dst->direct && crosses_fsize_limit(dst->fd, chunk)) {
+                /* The kernel clipped this write at RLIMIT_FSIZE to an unaligned length,
+                 * which O_DIRECT refuses: retry through the page cache to get the real
+                 * error (EFBIG), not a wrong "O_DIRECT refused". */
                 if (!ioh_end_set_direct(dst, FALSE, error)) {
                     return FALSE;
                 }

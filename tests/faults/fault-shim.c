@@ -14,6 +14,11 @@
  *                      WHEN  N     the Nth matching call of OP (counted from 1)
  *                            N+    the Nth and every later one
  *                            %K    every Kth (K, 2K, 3K, ...); "every" is %1
+ *                            @OFF  the first call whose bytes cover file offset OFF
+ *                                  (K, M, G suffixes): "write:@5M:EIO" fails the write that
+ *                                  reaches 5 MiB into the file, however the engine
+ *                                  splits or coalesces its I/O (the position is the fd's
+ *                                  offset, or for a pipe the bytes moved so far)
  *                            unaligned  every call moving a length that is not a
  *                                  multiple of 4096 (the tail of an O_DIRECT stream)
  *                      WHAT  an errno name (EIO ENOSPC EDQUOT EFBIG EINTR EAGAIN EPIPE
@@ -36,6 +41,7 @@
 /* We define both pread and pread64 (etc.): keep the headers from renaming one to the other.
  * off_t is 64 bits on every 64-bit target anyway. */
 #undef _FILE_OFFSET_BITS
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +75,7 @@ static const char *const op_names[OP_COUNT] = {
     "fallocate", "ftruncate", "io_uring_submit",
 };
 
-typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY, WHEN_UNALIGNED } When;
+typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY, WHEN_UNALIGNED, WHEN_AT } When;
 
 typedef struct {
     int op;
@@ -78,6 +84,8 @@ typedef struct {
     int err;        /* errno to fail with; 0 with is_short or stall_ms */
     int is_short;
     unsigned stall_ms;
+    unsigned long long at;   /* WHEN_AT: the file offset */
+    int fired;               /* WHEN_AT fires once */
 } Rule;
 
 static Rule rules[MAX_RULES];
@@ -87,6 +95,7 @@ static int n_patterns;
 static int fds[MAX_FDS];
 static int n_fds;
 static unsigned long counters[OP_COUNT];
+static unsigned long long moved[OP_COUNT];   /* bytes moved by matching calls (pipes) */
 static const char *log_path;
 static const char *trace_path;
 static int active;
@@ -157,6 +166,18 @@ parse_rule(char *spec)
     }
     if (strcmp(when, "unaligned") == 0) {
         r->when = WHEN_UNALIGNED;
+    } else if (when[0] == '@') {
+        r->when = WHEN_AT;
+        r->at = strtoull(when + 1, &end, 10);
+        switch (*end) {
+        case 'K': r->at <<= 10; end++; break;
+        case 'M': r->at <<= 20; end++; break;
+        case 'G': r->at <<= 30; end++; break;
+        default: break;
+        }
+        if (*end || !isdigit((unsigned char)when[1])) {
+            shim_die("WHEN", when);
+        }
     } else if (strcmp(when, "every") == 0) {
         r->when = WHEN_EVERY;
         r->n = 1;
@@ -324,15 +345,25 @@ append_line(const char *path, const char *fmt, ...)
 }
 
 /* The fault for the call about to be made, or NULL. Counts the call. */
+/* @pos: the file offset the call starts at, or -1 when the fd has none (pipes). */
 static const Rule *
-next_fault(int op, size_t len, unsigned long *ret_nth)
+next_fault(int op, size_t len, long long pos, unsigned long *ret_nth)
 {
     unsigned long nth = __atomic_add_fetch(&counters[op], 1, __ATOMIC_SEQ_CST);
+    unsigned long long start = pos >= 0 ? (unsigned long long)pos
+                                        : __atomic_fetch_add(&moved[op], len, __ATOMIC_SEQ_CST);
 
     *ret_nth = nth;
     for (int i = 0; i < n_rules; i++) {
-        const Rule *r = &rules[i];
+        Rule *r = &rules[i];
         if (r->op != op && r->op != OP_ANY) {
+            continue;
+        }
+        if (r->when == WHEN_AT) {
+            if (len > 0 && start <= r->at && r->at < start + len &&
+                !__atomic_exchange_n(&r->fired, 1, __ATOMIC_SEQ_CST)) {
+                return r;
+            }
             continue;
         }
         if ((r->when == WHEN_NTH && nth == r->n) || (r->when == WHEN_FROM && nth >= r->n) ||
@@ -372,6 +403,15 @@ trace(int op, int fd, long long len, long long ret, int err)
     }
 }
 
+/* The fd's file offset, or -1 (a pipe). lseek is not wrapped. */
+static long long
+position(int fd)
+{
+    off_t pos = lseek(fd, 0, SEEK_CUR);
+
+    return pos < 0 ? -1 : (long long)pos;
+}
+
 static size_t
 short_len(size_t len)
 {
@@ -385,7 +425,7 @@ short_len(size_t len)
 
 /* The common shape of every byte-moving wrapper: CALL is evaluated with `len` possibly
  * shortened; a fault that is an errno skips the call. */
-#define FAULTED_IO(op, fd, lenvar, CALL) \
+#define FAULTED_IO(op, fd, lenvar, POS, CALL) \
     do { \
         unsigned long nth_; \
         const Rule *r_; \
@@ -394,7 +434,7 @@ short_len(size_t len)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, (lenvar), &nth_); \
+        r_ = next_fault(op, (lenvar), (POS), &nth_); \
         if (r_ && r_->stall_ms) { \
             stall(op, nth_, r_, fd); \
             r_ = NULL; \
@@ -421,21 +461,21 @@ ssize_t
 read(int fd, void *buf, size_t len)
 {
     REAL(read, ssize_t (*)(int, void *, size_t));
-    FAULTED_IO(OP_READ, fd, len, real_read(fd, buf, len));
+    FAULTED_IO(OP_READ, fd, len, position(fd), real_read(fd, buf, len));
 }
 
 ssize_t
 write(int fd, const void *buf, size_t len)
 {
     REAL(write, ssize_t (*)(int, const void *, size_t));
-    FAULTED_IO(OP_WRITE, fd, len, real_write(fd, buf, len));
+    FAULTED_IO(OP_WRITE, fd, len, position(fd), real_write(fd, buf, len));
 }
 
 ssize_t
 pread64(int fd, void *buf, size_t len, off_t off)
 {
     REAL(pread64, ssize_t (*)(int, void *, size_t, off_t));
-    FAULTED_IO(OP_PREAD, fd, len, real_pread64(fd, buf, len, off));
+    FAULTED_IO(OP_PREAD, fd, len, (long long)off, real_pread64(fd, buf, len, off));
 }
 
 ssize_t
@@ -448,7 +488,7 @@ ssize_t
 pwrite64(int fd, const void *buf, size_t len, off_t off)
 {
     REAL(pwrite64, ssize_t (*)(int, const void *, size_t, off_t));
-    FAULTED_IO(OP_PWRITE, fd, len, real_pwrite64(fd, buf, len, off));
+    FAULTED_IO(OP_PWRITE, fd, len, (long long)off, real_pwrite64(fd, buf, len, off));
 }
 
 ssize_t
@@ -480,7 +520,7 @@ iov_total(const struct iovec *iov, int cnt)
     return t;
 }
 
-#define FAULTED_IOV(op, fd, iov, cnt, CALL) \
+#define FAULTED_IOV(op, fd, iov, cnt, POS, CALL) \
     do { \
         unsigned long nth_; \
         const Rule *r_; \
@@ -490,7 +530,7 @@ iov_total(const struct iovec *iov, int cnt)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, iov_total(iov, cnt), &nth_); \
+        r_ = next_fault(op, iov_total(iov, cnt), (POS), &nth_); \
         if (r_ && r_->stall_ms) { \
             stall(op, nth_, r_, fd); \
             r_ = NULL; \
@@ -517,21 +557,21 @@ ssize_t
 readv(int fd, const struct iovec *iov, int cnt)
 {
     REAL(readv, ssize_t (*)(int, const struct iovec *, int));
-    FAULTED_IOV(OP_READV, fd, iov, cnt, real_readv(fd, iov, cnt));
+    FAULTED_IOV(OP_READV, fd, iov, cnt, position(fd), real_readv(fd, iov, cnt));
 }
 
 ssize_t
 writev(int fd, const struct iovec *iov, int cnt)
 {
     REAL(writev, ssize_t (*)(int, const struct iovec *, int));
-    FAULTED_IOV(OP_WRITEV, fd, iov, cnt, real_writev(fd, iov, cnt));
+    FAULTED_IOV(OP_WRITEV, fd, iov, cnt, position(fd), real_writev(fd, iov, cnt));
 }
 
 ssize_t
 preadv64(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     REAL(preadv64, ssize_t (*)(int, const struct iovec *, int, off_t));
-    FAULTED_IOV(OP_READV, fd, iov, cnt, real_preadv64(fd, iov, cnt, off));
+    FAULTED_IOV(OP_READV, fd, iov, cnt, (long long)off, real_preadv64(fd, iov, cnt, off));
 }
 
 ssize_t
@@ -544,7 +584,7 @@ ssize_t
 pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     REAL(pwritev64, ssize_t (*)(int, const struct iovec *, int, off_t));
-    FAULTED_IOV(OP_WRITEV, fd, iov, cnt, real_pwritev64(fd, iov, cnt, off));
+    FAULTED_IOV(OP_WRITEV, fd, iov, cnt, (long long)off, real_pwritev64(fd, iov, cnt, off));
 }
 
 ssize_t
@@ -557,7 +597,8 @@ ssize_t
 preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     REAL(preadv64v2, ssize_t (*)(int, const struct iovec *, int, off_t, int));
-    FAULTED_IOV(OP_READV, fd, iov, cnt, real_preadv64v2(fd, iov, cnt, off, flags));
+    FAULTED_IOV(OP_READV, fd, iov, cnt, off >= 0 ? (long long)off : position(fd),
+                real_preadv64v2(fd, iov, cnt, off, flags));
 }
 
 ssize_t
@@ -570,7 +611,8 @@ ssize_t
 pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     REAL(pwritev64v2, ssize_t (*)(int, const struct iovec *, int, off_t, int));
-    FAULTED_IOV(OP_WRITEV, fd, iov, cnt, real_pwritev64v2(fd, iov, cnt, off, flags));
+    FAULTED_IOV(OP_WRITEV, fd, iov, cnt, off >= 0 ? (long long)off : position(fd),
+                real_pwritev64v2(fd, iov, cnt, off, flags));
 }
 
 ssize_t
@@ -586,6 +628,8 @@ splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
 {
     REAL(splice, ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned int));
     FAULTED_IO(OP_SPLICE, fd_matches(fd_in) ? fd_in : fd_out, len,
+               fd_matches(fd_in) ? (off_in ? (long long)*off_in : position(fd_in))
+                                 : (off_out ? (long long)*off_out : position(fd_out)),
                real_splice(fd_in, off_in, fd_out, off_out, len, flags));
 }
 
@@ -595,6 +639,8 @@ copy_file_range(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t l
 {
     REAL(copy_file_range, ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned int));
     FAULTED_IO(OP_COPY_FILE_RANGE, fd_matches(fd_in) ? fd_in : fd_out, len,
+               fd_matches(fd_in) ? (off_in ? (long long)*off_in : position(fd_in))
+                                 : (off_out ? (long long)*off_out : position(fd_out)),
                real_copy_file_range(fd_in, off_in, fd_out, off_out, len, flags));
 }
 
@@ -603,6 +649,7 @@ sendfile64(int out_fd, int in_fd, off_t *off, size_t len)
 {
     REAL(sendfile64, ssize_t (*)(int, int, off_t *, size_t));
     FAULTED_IO(OP_SENDFILE, fd_matches(in_fd) ? in_fd : out_fd, len,
+               fd_matches(in_fd) ? (off ? (long long)*off : position(in_fd)) : position(out_fd),
                real_sendfile64(out_fd, in_fd, off, len));
 }
 
@@ -622,7 +669,7 @@ sendfile(int out_fd, int in_fd, off_t *off, size_t len)
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, 0, &nth_); \
+        r_ = next_fault(op, 0, -1, &nth_); \
         if (r_ && r_->stall_ms) { \
             stall(op, nth_, r_, fd); \
             r_ = NULL; \
@@ -700,7 +747,7 @@ close(int fd)
     if (!fd_matches(fd)) {
         return real_close(fd);
     }
-    r = next_fault(OP_CLOSE, 0, &nth);
+    r = next_fault(OP_CLOSE, 0, -1, &nth);
     if (r && r->stall_ms) {
         stall(OP_CLOSE, nth, r, fd);
         r = NULL;
@@ -732,7 +779,7 @@ io_uring_submit(struct io_uring *ring)
     if (!active) {
         return real_io_uring_submit(ring);
     }
-    r = next_fault(OP_IO_URING_SUBMIT, 0, &nth);
+    r = next_fault(OP_IO_URING_SUBMIT, 0, -1, &nth);
     if (r && r->stall_ms) {
         stall(OP_IO_URING_SUBMIT, nth, r, -1);
         r = NULL;

@@ -73,6 +73,20 @@ child_setup(gpointer data)
     }
 }
 
+const char *
+ft_asan_options(void)
+{
+    static char *opts;
+    const char *cur = g_getenv("ASAN_OPTIONS");
+
+    /* A sanitized helper must accept a preloaded library before its runtime. */
+    if (!opts) {
+        opts = cur && *cur ? g_strdup_printf("%s:verify_asan_link_order=0", cur)
+                           : g_strdup("verify_asan_link_order=0");
+    }
+    return opts;
+}
+
 FtChild
 ft_spawn(const FtSpawn *s)
 {
@@ -102,8 +116,7 @@ ft_spawn(const FtSpawn *s)
                                TRUE);
         env = g_environ_setenv(env, "IOH_FAULT_LOG", s->fault_log ? s->fault_log : fault_log,
                                TRUE);
-        /* A sanitized helper must accept a preloaded library before its runtime. */
-        env = g_environ_setenv(env, "ASAN_OPTIONS", "verify_asan_link_order=0", FALSE);
+        env = g_environ_setenv(env, "ASAN_OPTIONS", ft_asan_options(), TRUE);
         if (s->fault_trace) {
             env = g_environ_setenv(env, "IOH_FAULT_TRACE", s->fault_trace, TRUE);
         }

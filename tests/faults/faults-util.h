@@ -38,6 +38,9 @@ typedef struct {
 
 void ft_result_clear(FtResult *r);
 
+/* $ASAN_OPTIONS plus verify_asan_link_order=0, for a process under LD_PRELOAD. */
+const char *ft_asan_options(void);
+
 /* Starts the real iohelper as @s says (every other fd closed). */
 FtChild ft_spawn(const FtSpawn *s);
 /* Waits for it and collects stderr. */

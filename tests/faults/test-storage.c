@@ -321,21 +321,22 @@ main(int argc, char **argv)
         g_test_add_data_func(p, &modes[i], test_success_synced);
     }
     /* save: errors at the first, a middle and a late write */
-    /* The engine may coalesce O_DIRECT writes (up to half its ring of 1 MiB buffers) and
-     * how much depends on timing: 16 MiB is at least 8 writes in every mode. */
-    add_inject("write-EIO-1", "write:1:EIO", "write %s: Input/output error", FALSE, FALSE,
-               16 * MiB, FALSE);
-    add_inject("write-EIO-5", "write:5:EIO", "write %s: Input/output error", FALSE, FALSE,
-               16 * MiB, FALSE);
-    add_inject("write-ENOSPC-3", "write:3:ENOSPC", "write %s: No space left on device",
-               FALSE, FALSE, 16 * MiB, FALSE);
-    add_inject("write-EDQUOT-2", "write:2:EDQUOT", "write %s: Disk quota exceeded", FALSE,
+    /* The engine splits and coalesces its I/O as its ring and timing say, so the faults
+     * are placed by file offset ("@5M": the write that reaches 5 MiB), and by call
+     * number only where any engine makes that call (the first write). */
+    add_inject("write-EIO-first", "write:1:EIO", "write %s: Input/output error", FALSE,
                FALSE, 16 * MiB, FALSE);
+    add_inject("write-EIO-at-5M", "write:@5M:EIO", "write %s: Input/output error", FALSE,
+               FALSE, 16 * MiB, FALSE);
+    add_inject("write-ENOSPC-at-3M", "write:@3M:ENOSPC", "write %s: No space left on device",
+               FALSE, FALSE, 16 * MiB, FALSE);
+    add_inject("write-EDQUOT-at-15M", "write:@15M:EDQUOT", "write %s: Disk quota exceeded",
+               FALSE, FALSE, 16 * MiB, FALSE);
     add_inject("write-EIO-tail", "write:unaligned:EIO", "write %s: Input/output error", FALSE,
                FALSE, 8 * MiB + 777, FALSE);
     add_inject("write-short-every", "write:every:short", NULL, FALSE, FALSE, 8 * MiB + 4097,
                FALSE);
-    add_inject("write-short-then-EIO", "write:6:EIO,write:%2:short",
+    add_inject("write-short-then-EIO", "write:@6M:EIO,write:%2:short",
                "write %s: Input/output error", FALSE, FALSE, 16 * MiB, FALSE);
     add_inject("write-EINTR-storm", "write:%2:EINTR", NULL, FALSE, FALSE, 8 * MiB + 1, FALSE);
     add_inject("fdatasync-EIO", "fdatasync:1:EIO", "fdatasync %s: Input/output error", FALSE,
@@ -346,16 +347,16 @@ main(int argc, char **argv)
                4 * MiB + 5, FALSE);
     add_inject("libvirt-close-EIO", "close:1:EIO", "close %s: Input/output error", FALSE,
                TRUE, 4 * MiB + 5, FALSE);
-    add_inject("libvirt-write-EIO-3", "write:3:EIO", "write %s: Input/output error", FALSE,
+    add_inject("libvirt-write-EIO-at-3M", "write:@3M:EIO", "write %s: Input/output error", FALSE,
                TRUE, 16 * MiB, FALSE);
     add_inject("libvirt-fdatasync-EIO", "fdatasync:1:EIO", "fdatasync %s: Input/output error",
                FALSE, TRUE, 4 * MiB, FALSE);
     add_inject("sync_file_range-EIO", "sync_file_range:2:EIO",
                "sync_file_range %s: Input/output error", FALSE, FALSE, 40 * MiB, TRUE);
     /* restore: the image is read back with faults */
-    add_inject("read-EIO-1", "read:1:EIO", "read %s: Input/output error", TRUE, FALSE,
+    add_inject("read-EIO-first", "read:1:EIO", "read %s: Input/output error", TRUE, FALSE,
                4 * MiB, FALSE);
-    add_inject("read-EIO-3", "read:3:EIO", "read %s: Input/output error", TRUE, FALSE,
+    add_inject("read-EIO-at-3M", "read:@3M:EIO", "read %s: Input/output error", TRUE, FALSE,
                16 * MiB, FALSE);
     add_inject("read-short-every", "read:every:short", NULL, TRUE, FALSE, 8 * MiB + 4097,
                FALSE);

@@ -596,7 +596,7 @@ main(int argc, char **argv)
     g_test_add_data_func("/faults/stream/consumer-gone/after-2M", GUINT_TO_POINTER(2),
                          test_consumer_gone);
     g_test_add_data_func("/faults/stream/stall/producer", NULL, test_stall_save);
-    g_test_add_data_func("/faults/stream/stall/disk", "write:16:stall2000", test_stall_save);
+    g_test_add_data_func("/faults/stream/stall/disk", "write:@16M:stall2000", test_stall_save);
     g_test_add_func("/faults/stream/stall/consumer", test_stall_restore);
     g_test_add_data_func("/faults/stream/eintr-eagain-injected/save", GINT_TO_POINTER(0),
                          test_eintr_injected);

@@ -196,6 +196,7 @@ test_failure_message(gconstpointer data)
 
     /* libwrap spawns $IOHELPER_PATH: the wrapper runs the real helper under the shim. */
     g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
+    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
     g_setenv("IOH_FAULT_HELPER", saved, TRUE);
     g_setenv("IOH_FAULT", fault, TRUE);
     g_setenv("IOH_FAULT_PATH", path, TRUE);
@@ -372,7 +373,7 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     g_test_add_data_func("/faults/wrap/killed/KILL", GINT_TO_POINTER(SIGKILL), test_killed);
     g_test_add_data_func("/faults/wrap/killed/TERM", GINT_TO_POINTER(SIGTERM), test_killed);
-    g_test_add_data_func("/faults/wrap/helper-fails/write-EIO", "write:3:EIO",
+    g_test_add_data_func("/faults/wrap/helper-fails/write-EIO", "write:@3M:EIO",
                          test_failure_message);
     g_test_add_data_func("/faults/wrap/helper-fails/fdatasync-EIO", "fdatasync:1:EIO",
                          test_failure_message);

@@ -1,0 +1,365 @@
+/* test-qemu.c - faults in a real save and restore through qemu-glue's qemu-iohelper tool:
+ * storage faults injected into the helper (libwrap spawns it through iohelper-faulty),
+ * the helper killed mid-save, and the tool's own header write failing. A failed save
+ * must exit 1 with one line, leave the previous image at PATH as it was, and leave no
+ * file a restore would accept; a failed restore must exit 1 and not resume the guest. */
+#include "faults-util.h"
+#include "ioh-test.h"
+#include "qg-image.h"
+#include "qg-qmp.h"
+#include "qg-test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+static char *data_file;
+static char *real_helper;
+static QgtQemu *source;
+
+/* The helper (or also the tool, @in_tool) runs under the shim with @fault on @path. */
+static void
+faults_on(const char *fault, const char *path, gboolean in_tool)
+{
+    g_autofree char *log = g_build_filename(ft_workdir(), "fault.log", NULL);
+
+    g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
+    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
+    g_setenv("IOH_FAULT_HELPER", real_helper, TRUE);
+    g_setenv("IOH_FAULT", fault, TRUE);
+    g_setenv("IOH_FAULT_PATH", path, TRUE);
+    g_setenv("IOH_FAULT_LOG", log, TRUE);
+    g_setenv("IOHELPER_PATH", FAULTY_HELPER_PATH, TRUE);
+    if (in_tool) {
+        g_setenv("LD_PRELOAD", FAULT_SHIM_PATH, TRUE);
+    }
+}
+
+static void
+faults_off(void)
+{
+    g_unsetenv("LD_PRELOAD");
+    g_unsetenv("IOH_FAULT");
+    g_unsetenv("IOH_FAULT_PATH");
+    g_setenv("IOHELPER_PATH", real_helper, TRUE);
+}
+
+static gboolean
+need_qemu(void)
+{
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return FALSE;
+    }
+    if (source) {
+        /* A save that failed after QEMU completed leaves it "postmigrate": QEMU 7.2 will
+         * not save it again, so start another. */
+        g_autofree char *status = qgt_qemu_status(source);
+        if (g_strcmp0(status, "paused") != 0 && g_strcmp0(status, "prelaunch") != 0) {
+            g_test_message("source QEMU is '%s': starting a new one", status);
+            qgt_qemu_stop(source);
+            source = NULL;
+        }
+    }
+    if (!source) {
+        source = qgt_qemu_start(data_file, FALSE);
+    }
+    return TRUE;
+}
+
+/* Files named IMG.part-* left in the work dir. */
+static guint
+leftovers(const char *img)
+{
+    g_autofree char *base = g_path_get_basename(img);
+    g_autofree char *prefix = g_strdup_printf("%s.part-", base);
+    g_autoptr(GDir) d = g_dir_open(ft_workdir(), 0, NULL);
+    const char *name;
+    guint n = 0;
+
+    while (d && (name = g_dir_read_name(d))) {
+        if (g_str_has_prefix(name, prefix)) {
+            g_test_message("left behind: %s", name);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Kills the iohelper serving @img as soon as it shows up. */
+typedef struct {
+    char *img;
+    GPid killed;
+} Killer;
+
+static gpointer
+killer_thread(gpointer data)
+{
+    Killer *k = data;
+
+    for (int tries = 0; tries < 2000 && !k->killed; tries++) {
+        g_autoptr(GDir) d = g_dir_open("/proc", 0, NULL);
+        const char *name;
+        while (d && (name = g_dir_read_name(d))) {
+            g_autofree char *path = NULL;
+            g_autofree char *cmd = NULL;
+            gsize len;
+            int pid = atoi(name);
+            if (pid <= 0) {
+                continue;
+            }
+            path = g_strdup_printf("/proc/%d/cmdline", pid);
+            if (!g_file_get_contents(path, &cmd, &len, NULL) || len == 0) {
+                continue;
+            }
+            /* argv[0] is iohelper (exec'd by iohelper-faulty), and PATH is ours. */
+            if (g_str_has_suffix(cmd, "/iohelper") &&
+                memmem(cmd, len, k->img, strlen(k->img))) {
+                g_usleep(300000);   /* mid-stream */
+                kill(pid, SIGKILL);
+                k->killed = pid;
+                break;
+            }
+        }
+        g_usleep(5000);
+    }
+    return NULL;
+}
+
+typedef struct {
+    const char *fault;
+    gboolean in_tool;   /* the tool too runs under the shim (its header write) */
+    gboolean kill;      /* kill the helper mid-save */
+    const char *cache;  /* --bypass-cache= */
+    const char *needle;
+} SaveFault;
+
+static void
+test_save_fault(gconstpointer data)
+{
+    const SaveFault *t = data;
+    g_autofree char *img = g_build_filename(ft_workdir(), "vm.img", NULL);
+    g_autofree char *old = g_build_filename(ft_workdir(), "old.img", NULL);
+    g_autofree char *cache = g_strdup_printf("--bypass-cache=%s", t->cache);
+    g_autofree char *err = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    Killer k = { .img = img };
+    GThread *killer = NULL;
+    const char *args[] = { "save", "--qmp", NULL, img, cache, NULL };
+    int code, fd;
+    guint n;
+
+    if (!need_qemu()) {
+        return;
+    }
+    args[2] = source->sock;
+    /* The previous image of this VM: it must survive the failed save untouched. */
+    ioht_write_random_file(old, 3 << 20, 42);
+    {
+        g_autofree char *cmd = g_strdup_printf("cp %s %s", old, img);
+        g_assert_cmpint(system(cmd), ==, 0);
+    }
+    faults_on(t->fault, img, t->in_tool);
+    if (t->kill) {
+        killer = g_thread_new("killer", killer_thread, &k);
+    }
+    code = qgt_tool_run(args, NULL, &err);
+    faults_off();
+    if (killer) {
+        g_thread_join(killer);
+        g_assert_cmpint(k.killed, >, 0);
+        ft_count_faults(1);
+    }
+    n = ft_faults_logged();
+    g_assert_cmpuint(n + (t->kill ? 1 : 0), >, 0);
+    ft_count_faults(n);
+    g_assert_cmpint(code, ==, 1);
+    g_assert_true(g_str_has_prefix(err, "qemu-iohelper: "));
+    g_assert_true(strchr(err, '\n') == NULL || strchr(err, '\n')[1] == '\0');
+    if (!strstr(err, t->needle)) {
+        g_test_fail_printf("'%s' does not say '%s'", err, t->needle);
+    }
+    /* Nothing a restore would accept: the old image as it was, no temporary left. */
+    g_assert_true(ft_prefix_equal(old, img, 3 << 20));
+    g_assert_cmpuint(ft_file_size(img), ==, 3 << 20);
+    g_assert_cmpuint(leftovers(img), ==, 0);
+    fd = open(img, O_RDONLY | O_CLOEXEC);
+    info = qg_image_read_header(fd, img, &error);
+    g_assert_null(info);
+    g_assert_nonnull(error);
+    close(fd);
+    g_unlink(img);
+    g_unlink(old);
+}
+
+/* TRUE unless @pid is gone or a zombie. */
+static gboolean
+process_alive(GPid pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *text = NULL;
+    const char *p;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) || !(p = strrchr(text, ')'))) {
+        return FALSE;
+    }
+    return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* Kills QEMU if the tool has not returned after @secs: a restore must not hang. */
+typedef struct {
+    GPid pid;
+    guint secs;
+    gint done;
+    gboolean fired;
+} Watchdog;
+
+static gpointer
+watchdog_thread(gpointer data)
+{
+    Watchdog *w = data;
+
+    for (guint i = 0; i < w->secs * 10 && !g_atomic_int_get(&w->done); i++) {
+        g_usleep(100000);
+    }
+    if (!g_atomic_int_get(&w->done)) {
+        w->fired = TRUE;
+        kill(w->pid, SIGKILL);
+    }
+    return NULL;
+}
+
+static char *saved_img;
+
+/* The control: a save without faults gives an image the header check accepts, so the
+ * refusals above are not vacuous. Kept for the restore tests. */
+static void
+test_save_control(void)
+{
+    g_autofree char *img = g_build_filename(ft_workdir(), "good.img", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    const char *save[] = { "save", "--qmp", NULL, img, "--bypass-cache=direct", NULL };
+    int fd;
+
+    if (!need_qemu()) {
+        return;
+    }
+    save[2] = source->sock;
+    g_assert_cmpint(qgt_tool_run(save, NULL, NULL), ==, 0);
+    fd = open(img, O_RDONLY | O_CLOEXEC);
+    info = qg_image_read_header(fd, img, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(info);
+    g_assert_cmpuint(info->stream_length, >, 0);
+    close(fd);
+    saved_img = g_steal_pointer(&img);
+}
+
+/* A restore whose helper fails reading the image: exit 1, one line, guest not running. */
+static void
+test_restore_fault(gconstpointer data)
+{
+    const char *fault = data;
+    g_autofree char *err = NULL;
+    g_autofree char *status = NULL;
+    const char *restore[] = { "restore", "--qmp", NULL, NULL, "--bypass-cache=direct",
+                              NULL };
+    Watchdog wd = { .secs = 12 };
+    GThread *t;
+    QgtQemu *dst;
+    int code;
+
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return;
+    }
+    if (!saved_img) {
+        g_test_skip("no image: the control save did not run");
+        return;
+    }
+    dst = qgt_qemu_start(data_file, TRUE);
+    restore[2] = dst->sock;
+    restore[3] = saved_img;
+    wd.pid = dst->pid;
+    t = g_thread_new("watchdog", watchdog_thread, &wd);
+    faults_on(fault, saved_img, FALSE);
+    code = qgt_tool_run(restore, NULL, &err);
+    faults_off();
+    g_atomic_int_set(&wd.done, 1);
+    g_thread_join(t);
+    ft_count_faults(ft_faults_logged());
+    g_assert_cmpint(code, ==, 1);
+    g_assert_true(g_str_has_prefix(err, "qemu-iohelper: "));
+    g_assert_true(strchr(err, '\n') == NULL || strchr(err, '\n')[1] == '\0');
+    if (!wd.fired && process_alive(dst->pid)) {
+        status = qgt_qemu_status(dst);
+        g_test_message("guest after the failed restore: %s", status);
+        g_assert_cmpstr(status, !=, "running");
+    }
+    qgt_qemu_stop(dst);
+    if (wd.fired) {
+        /* QEMU 7.2 spins on POLLHUP when its incoming pipe ends inside a RAM section,
+         * and the tool waits for its verdict forever. Exit 1 came only because we killed
+         * QEMU. Reported to qemu-glue: the relay knows the stream ended short. */
+        g_test_incomplete("KNOWN: restore hung until QEMU was killed after 12 s (QEMU "
+                          "spins on a cut incoming stream; the tool does not notice)");
+        return;
+    }
+    if (!strstr(err, "Input/output error")) {
+        g_test_message("KNOWN: the restore error does not name the helper's EIO");
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static const SaveFault faults[] = {
+        { "write:@5M:EIO", FALSE, FALSE, "direct", "Input/output error" },
+        { "write:@3M:ENOSPC", FALSE, FALSE, "fadvise", "No space left on device" },
+        { "fdatasync:1:EIO", FALSE, FALSE, "direct", "fdatasync" },
+        { "close:1:EIO", FALSE, FALSE, "direct", "close" },
+        { "write:@2M:stall2000", FALSE, TRUE, "direct", "killed by signal 9" },
+        { "pwrite:2:EIO", TRUE, FALSE, "direct", "Input/output error" },
+    };
+    static const char *const names[] = {
+        "helper-write-EIO", "helper-write-ENOSPC", "helper-fdatasync-EIO", "helper-close-EIO",
+        "helper-killed", "tool-header-write-EIO",
+    };
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (argc < 2) {
+        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
+        return 2;
+    }
+    qgt_set_tool(argv[1]);
+    real_helper = g_strdup(ioht_helper_path());
+    data_file = g_build_filename(ft_workdir(), "ram.bin", NULL);
+    ioht_write_random_file(data_file, QGT_DATA_SIZE, 7);
+    for (gsize i = 0; i < G_N_ELEMENTS(faults); i++) {
+        g_autofree char *p = g_strdup_printf("/faults/qemu/save/%s", names[i]);
+        g_test_add_data_func(p, &faults[i], test_save_fault);
+    }
+    g_test_add_func("/faults/qemu/save/control-no-fault", test_save_control);
+    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-first", "read:1:EIO",
+                         test_restore_fault);
+    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-at-3M", "read:@3M:EIO",
+                         test_restore_fault);
+    ret = g_test_run();
+    qgt_qemu_stop(source);
+    if (saved_img) {
+        g_unlink(saved_img);
+        g_free(saved_img);
+    }
+    ft_report();
+    ft_cleanup();
+    return ret;
+}

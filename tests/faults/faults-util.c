@@ -3,6 +3,7 @@
 #include "ioh-test.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -460,9 +461,21 @@ ft_mount(const char *dir, guint64 size, gboolean ext4)
     g_autofree char *mnt = g_build_filename(dir, ext4 ? "ext4" : "tmpfs", NULL);
     g_autofree char *opts = NULL;
 
+    static gboolean private_ns;
+
     if (geteuid() != 0) {
         g_test_skip("mounting a small file system needs root");
         return NULL;
+    }
+    /* Our own mount namespace: whatever happens to this test, its mounts (and the loop
+     * device under the ext4 one) go away with the process. */
+    if (!private_ns) {
+        if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
+            private_ns = TRUE;
+        } else {
+            g_test_message("no private mount namespace (%s): mounts are global",
+                           g_strerror(errno));
+        }
     }
     g_mkdir_with_parents(mnt, 0700);
     if (!ext4) {

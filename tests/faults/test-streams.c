@@ -412,10 +412,12 @@ test_signal_storm(gconstpointer data)
     st.thread = g_thread_new("storm", storm_thread, &st);
     c.before_reap = storm_stop;
     c.before_reap_data = &st;
+    /* The far side pauses 1 s mid-stream, so the storm also hits the helper while it
+     * sleeps in poll/read/write, where an interrupted call would show. */
     if (restore) {
-        d = ft_drain_start(p[0], out, G_MAXUINT64, 0, 0);
+        d = ft_drain_start(p[0], out, G_MAXUINT64, 64 * MiB, 1000);
     } else {
-        f = ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE);
+        f = ft_feed_start(p[1], src, G_MAXUINT64, 64 * MiB, 1000, FALSE);
     }
     ft_wait(&c, &r);
     if (d) {
@@ -425,7 +427,7 @@ test_signal_storm(gconstpointer data)
         ft_feed_join(f);
     }
     g_test_message("%u signals sent during the copy", st.sent);
-    g_assert_cmpuint(st.sent, >, 20);
+    g_assert_cmpuint(st.sent, >, 200);
     ft_count_faults(st.sent);
     assert_exact(&r, src, restore ? out : img);
     ft_result_clear(&r);

@@ -43,10 +43,9 @@
 #include <unistd.h>
 
 #define IOH_COPY_MAX_READERS 4
-/* Slots per coalesced O_DIRECT write: 2 MiB with the default buffers. 4 MiB measured 8-10%
- * faster (fio psync qd1, 1/2/4 MiB: 1.62/1.73/1.94 GB/s), but the fault tests count on at
- * least 8 writes in 16 MiB; --buffer-size=2M gives 4 MiB writes. */
-#define IOH_COPY_MAX_SPAN 2
+/* Slots per coalesced O_DIRECT write: 4 MiB with the default buffers, measured 8-10% faster
+ * than 2 MiB (fio psync qd1, 1/2/4 MiB: 1.62/1.73/1.94 GB/s) and no slower than 8 MiB. */
+#define IOH_COPY_MAX_SPAN 4
 
 #define ALIGN_DOWN(x, a) ((x) / (a) * (a))
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
@@ -86,6 +85,7 @@ typedef struct {
     guint64 dst_start;       /* file offset where writing began (storage destination) */
     guint64 dropped;         /* fadvise: stream bytes already written back and dropped */
     guint64 started;         /* fadvise save: stream bytes whose write-back was started */
+    gboolean no_writeback;   /* sync_file_range does not apply to the destination */
     gint64 last_progress_us;
 } IohCopy;
 
@@ -622,6 +622,31 @@ writer_loop(IohCopy *c)
     }
 }
 
+/* Buffered save: start write-back of each full window as soon as it is written, without
+ * waiting and without dropping it (the pages stay cached: that is the buffered mode). The
+ * kernel would wait for dirty_background_ratio (gigabytes here) and leave it all to the
+ * final fdatasync; started early, the disk writes while the pipe is read (1 GiB buffered
+ * save, median of 5 interleaved: 1.0 GB/s without, 1.5 GB/s with; waiting for the window
+ * before, as --fadvise does, measured slower: 1.1 GB/s). */
+static gboolean
+writeback_early(IohCopy *c, GError **error)
+{
+    guint64 win = MAX(c->opts->fadvise_window, 1);
+
+    while (!c->no_writeback && c->stats->bytes - c->started >= win) {
+        if (sync_file_range(c->dst->fd, (off_t)(c->dst_start + c->started), (off_t)win,
+                            SYNC_FILE_RANGE_WRITE) < 0) {
+            if (errno == ESPIPE || errno == EINVAL || errno == ENOSYS) {
+                c->no_writeback = TRUE;    /* not for this file: leave it to fdatasync */
+                return TRUE;
+            }
+            return ioh_error_set_errno(error, errno, "sync_file_range", c->dst->name);
+        }
+        c->started += win;
+    }
+    return TRUE;
+}
+
 /* Read then write in one thread, one buffer: for a save through the page cache (buffered,
  * --fadvise). Both sides copy there (pipe -> buffer -> page cache), and on a 2-core machine
  * that also runs the producer a second copying thread only adds a cross-core hand-over:
@@ -662,6 +687,8 @@ copy_inline(IohCopy *c, GError **error)
             if (ioh_end_is_storage(c->src)) {
                 fadvise_after_read(c, FALSE);
             }
+        } else if (ioh_end_is_storage(c->dst) && !writeback_early(c, error)) {
+            return FALSE;
         }
         report_progress(c, FALSE);
         if ((gsize)got < want) {

@@ -317,6 +317,97 @@ test_restore_fault(gconstpointer data)
     }
 }
 
+/* ---- damaged images: the header parser, and a restore of each ---- */
+
+static const struct {
+    const char *seed;      /* in tests/fuzz/corpus-image-header */
+    QgImageError code;     /* what qg_image_header_decode says (or read_header for valid) */
+} damaged[] = {
+    { "truncated-fixed", QG_IMAGE_ERROR_TRUNCATED },
+    { "truncated-json", QG_IMAGE_ERROR_TRUNCATED },
+    { "wrong-magic", QG_IMAGE_ERROR_BAD_MAGIC },
+    { "placeholder", QG_IMAGE_ERROR_INCOMPLETE },
+    { "wrong-version", QG_IMAGE_ERROR_VERSION },
+    { "oversized-metadata", QG_IMAGE_ERROR_CORRUPT },
+    { "wrong-header-size", QG_IMAGE_ERROR_CORRUPT },
+    { "wrong-checksum", QG_IMAGE_ERROR_CORRUPT },
+    { "bad-json", QG_IMAGE_ERROR_CORRUPT },
+    { "wrong-types", QG_IMAGE_ERROR_CORRUPT },
+    { "valid", QG_IMAGE_ERROR_TRUNCATED },   /* a good header, but no stream after it */
+};
+
+static guint n_bad_inputs;
+
+static char *
+seed_path(const char *name)
+{
+    return g_build_filename(FUZZ_CORPUS_DIR, "corpus-image-header", name, NULL);
+}
+
+static void
+test_damaged_headers(void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(damaged); i++) {
+        g_autofree char *path = seed_path(damaged[i].seed);
+        g_autofree char *data = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(QgImageInfo) info = NULL;
+        gsize len;
+        int fd;
+
+        g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+        info = qg_image_header_decode((const guint8 *)data, len, path, &error);
+        if (!info) {
+            /* decoding alone refuses it */
+        } else {
+            /* the header is fine: the file check must refuse it */
+            g_clear_pointer(&info, qg_image_info_free);
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+            info = qg_image_read_header(fd, path, &error);
+            close(fd);
+        }
+        g_assert_null(info);
+        g_test_message("%s: %s", damaged[i].seed, error->message);
+        g_assert_error(error, QG_IMAGE_ERROR, (gint)damaged[i].code);
+        g_assert_null(strchr(error->message, '\n'));
+        n_bad_inputs++;
+    }
+}
+
+static void
+test_restore_damaged(void)
+{
+    g_autofree char *img = g_build_filename(ft_workdir(), "damaged.img", NULL);
+    const char *restore[] = { "restore", "--qmp", NULL, img, NULL };
+    QgtQemu *dst;
+
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return;
+    }
+    dst = qgt_qemu_start(data_file, TRUE);
+    restore[2] = dst->sock;
+    for (gsize i = 0; i < G_N_ELEMENTS(damaged); i++) {
+        g_autofree char *seed = seed_path(damaged[i].seed);
+        g_autofree char *data = NULL;
+        g_autofree char *err = NULL;
+        g_autofree char *status = NULL;
+        gsize len;
+
+        g_assert_true(g_file_get_contents(seed, &data, &len, NULL));
+        g_assert_true(g_file_set_contents(img, data, (gssize)len, NULL));
+        g_assert_cmpint(qgt_tool_run(restore, NULL, &err), ==, 1);
+        g_assert_true(g_str_has_prefix(err, "qemu-iohelper: "));
+        g_assert_true(strchr(err, '\n') == NULL || strchr(err, '\n')[1] == '\0');
+        /* Refused before QEMU got a byte: it still waits for an incoming stream. */
+        status = qgt_qemu_status(dst);
+        g_assert_cmpstr(status, ==, "inmigrate");
+        n_bad_inputs++;
+    }
+    qgt_qemu_stop(dst);
+    g_unlink(img);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -348,6 +439,8 @@ main(int argc, char **argv)
         g_autofree char *p = g_strdup_printf("/faults/qemu/save/%s", names[i]);
         g_test_add_data_func(p, &faults[i], test_save_fault);
     }
+    g_test_add_func("/faults/qemu/header/damaged-kinds", test_damaged_headers);
+    g_test_add_func("/faults/qemu/restore/damaged-image-refused", test_restore_damaged);
     g_test_add_func("/faults/qemu/save/control-no-fault", test_save_control);
     g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-first", "read:1:EIO",
                          test_restore_fault);
@@ -359,6 +452,7 @@ main(int argc, char **argv)
         g_unlink(saved_img);
         g_free(saved_img);
     }
+    ft_total_bad_inputs += n_bad_inputs;
     ft_report();
     ft_cleanup();
     return ret;

@@ -307,6 +307,68 @@ test_efbig(gconstpointer data)
     g_unlink(dst);
 }
 
+/* ---- the shim must see every I/O call the helper makes ---- */
+
+static void
+test_shim_covers_helper(void)
+{
+    /* Calls that move or sync data on an fd, or submit I/O some other way. */
+    static const char *const io[] = {
+        "read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev",
+        "preadv", "preadv64", "pwritev", "pwritev64", "preadv2", "preadv64v2", "pwritev2",
+        "pwritev64v2", "splice", "vmsplice", "tee", "copy_file_range", "sendfile",
+        "sendfile64", "fdatasync", "fsync", "sync_file_range", "fallocate", "fallocate64",
+        "ftruncate", "ftruncate64", "close", "syncfs", "io_submit", "io_uring_submit",
+        "io_uring_submit_and_wait", "io_uring_enter", "syscall", "aio_write", "aio_read",
+        "fwrite", "fflush", "fclose", "mmap", "mmap64", "msync",
+    };
+    /* stdio on stderr/stdout only (messages), never on the image. */
+    static const char *const not_image[] = { "fwrite", "fflush", "fclose" };
+    g_autofree char *cmd = g_strdup_printf("nm -D --undefined-only %s", ioht_helper_path());
+    g_autofree char *shim_cmd = g_strdup_printf("nm -D --defined-only %s", FAULT_SHIM_PATH);
+    g_autofree char *out = NULL;
+    g_autofree char *shim = NULL;
+    g_auto(GStrv) lines = NULL;
+    int status = 0;
+    guint used = 0;
+
+    if (!g_spawn_command_line_sync(cmd, &out, NULL, &status, NULL) || status != 0 ||
+        !g_spawn_command_line_sync(shim_cmd, &shim, NULL, &status, NULL) || status != 0) {
+        g_test_skip("nm (binutils) is not installed");
+        return;
+    }
+    lines = g_strsplit(out, "\n", -1);
+    for (char **l = lines; *l; l++) {
+        g_auto(GStrv) f = g_strsplit_set(g_strstrip(*l), " @", -1);
+        const char *sym = f[0] && f[1] ? f[1] : NULL;
+        gboolean is_io = FALSE, wrapped, exempt = FALSE;
+        g_autofree char *needle = NULL;
+        if (!sym) {
+            continue;
+        }
+        for (gsize i = 0; i < G_N_ELEMENTS(io); i++) {
+            is_io |= g_str_equal(sym, io[i]);
+        }
+        if (!is_io) {
+            continue;
+        }
+        for (gsize i = 0; i < G_N_ELEMENTS(not_image); i++) {
+            exempt |= g_str_equal(sym, not_image[i]);
+        }
+        needle = g_strdup_printf(" T %s\n", sym);
+        wrapped = strstr(shim, needle) != NULL;
+        g_test_message("helper calls %s: %s", sym,
+                       wrapped ? "wrapped by the shim" : exempt ? "stdio, not the image"
+                                                           : "NOT WRAPPED");
+        used++;
+        if (!wrapped && !exempt) {
+            g_test_fail_printf("the helper calls %s, which fault-shim.c does not wrap: "
+                               "faults there would go untested", sym);
+        }
+    }
+    g_assert_cmpuint(used, >, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -315,6 +377,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    g_test_add_func("/faults/shim/covers-every-io-call-of-the-helper", test_shim_covers_helper);
     for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
         g_autofree char *p = g_strdup_printf("/faults/save/success-is-synced/%s",
                                              modes[i].name);

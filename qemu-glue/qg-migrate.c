@@ -198,15 +198,205 @@ qg_rename_durably(const char *from, const char *to, GError **error)
 
 /* ---- the wait for QEMU ---- */
 
+/* While QEMU loads a stream, the restore also looks at the helper and the relay this
+ * often: QEMU 7.2 does not notice a stream that ends early (it spins on POLLHUP). */
+#define QG_RESTORE_POLL_MS 50
+/* How long the helper may take to exit once its end of the stream closed. */
+#define QG_HELPER_EXIT_WAIT_MS 5000
+/* How long QEMU may take to give its verdict once it stopped reading the stream. */
+#define QG_QEMU_VERDICT_WAIT_MS 10000
+/* How long a QEMU told to quit may take to close its QMP connection. */
+#define QG_QUIT_WAIT_MS 5000
+
 typedef struct {
     const char *what;
+    const char *path;
     QgQmp *qmp;
     const QgMigrateOptions *opts;
     QgRelay *relay;
     IohWrap *wrap;
     guint64 total;
     gint64 start;
+    /* restore: the helper's verdict, from ioh_wrap_finish_async() run in ctx */
+    GMainContext *ctx;
+    GCancellable *helper_cancel;
+    gboolean helper_pending;    /* the finish is started and has not called back yet */
+    GError *helper_error;       /* its result once !helper_pending: NULL is success */
+    gint64 qemu_stopped_at;     /* when the relay could no longer write to QEMU; 0: not */
+    gboolean qemu_gone;         /* QEMU closed the QMP connection */
 } QgWatch;
+
+static void
+qg_on_helper_exit(GObject *source, GAsyncResult *res, gpointer data)
+{
+    QgWatch *w = data;
+
+    (void)source;
+    if (!ioh_wrap_finish_finish(w->wrap, res, &w->helper_error) && !w->helper_error) {
+        g_set_error_literal(&w->helper_error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                            "the helper failed");
+    }
+    w->helper_pending = FALSE;
+}
+
+/* Starts watching the helper: its exit is reported in a context of our own (pushed as
+ * this thread's default until qg_watch_helper_end()), iterated only by the restore. */
+static void
+qg_watch_helper_start(QgWatch *w)
+{
+    w->ctx = g_main_context_new();
+    g_main_context_push_thread_default(w->ctx);
+    w->helper_cancel = g_cancellable_new();
+    w->helper_pending = TRUE;
+    ioh_wrap_finish_async(w->wrap, w->helper_cancel, qg_on_helper_exit, w);
+}
+
+static gboolean
+qg_timeout_cb(gpointer data)
+{
+    (void)data;
+    return G_SOURCE_REMOVE;
+}
+
+/* Runs what is ready in the helper's context, waiting at most @ms for something. */
+static void
+qg_watch_iterate(QgWatch *w, guint ms)
+{
+    if (ms > 0) {
+        GSource *t = g_timeout_source_new(ms);
+
+        g_source_set_callback(t, qg_timeout_cb, NULL, NULL);
+        g_source_attach(t, w->ctx);
+        g_main_context_iteration(w->ctx, TRUE);
+        g_source_destroy(t);
+        g_source_unref(t);
+    }
+    while (g_main_context_iteration(w->ctx, FALSE)) {
+    }
+}
+
+/* Waits for the helper's verdict: at most @timeout_ms (-1: for as long as it takes);
+ * past that, with @kill, kills the helper (its verdict is then CANCELLED) and waits for
+ * that. Returns TRUE when the verdict is in. */
+static gboolean
+qg_watch_helper_wait(QgWatch *w, gint timeout_ms, gboolean kill)
+{
+    gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time() + timeout_ms * 1000LL;
+
+    qg_watch_iterate(w, 0);
+    while (w->helper_pending) {
+        gint64 now = g_get_monotonic_time();
+
+        if (deadline >= 0 && now >= deadline) {
+            if (!kill) {
+                return FALSE;
+            }
+            g_cancellable_cancel(w->helper_cancel);   /* SIGKILL; then the verdict comes */
+            deadline = -1;
+            continue;
+        }
+        qg_watch_iterate(w, deadline < 0 ? 1000 : (guint)MAX((deadline - now) / 1000, 1));
+    }
+    return TRUE;
+}
+
+/* Ends the watch (kills a helper still running), pops the context. Safe to repeat. */
+static void
+qg_watch_helper_end(QgWatch *w)
+{
+    if (!w->ctx) {
+        return;
+    }
+    if (w->helper_pending) {
+        g_cancellable_cancel(w->helper_cancel);
+        qg_watch_helper_wait(w, -1, FALSE);
+    }
+    g_main_context_pop_thread_default(w->ctx);
+    g_clear_pointer(&w->ctx, g_main_context_unref);
+    g_clear_object(&w->helper_cancel);
+}
+
+/* The helper's own failure, or NULL: not run yet, succeeded, or killed by us. */
+static const GError *
+qg_watch_helper_failure(QgWatch *w)
+{
+    if (w->helper_pending || !w->helper_error ||
+        g_error_matches(w->helper_error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        return NULL;
+    }
+    return w->helper_error;
+}
+
+/* Restore: did the stream fail on our side of QEMU's pipe? That is: the helper failed,
+ * or the relay's input (the helper's pipe) ended before the header's stream length, or
+ * could not be read. Then sets @error, preferring the helper's own message
+ * ("restore failed: read /x.img: Input/output error"), and returns TRUE. Waits up to
+ * @wait_ms for the helper's verdict once its pipe ended early.
+ * A relay that can no longer write to QEMU is QEMU's side (QEMU stopped reading, and a
+ * helper failing with EPIPE after that is a consequence): it notes the time and returns
+ * FALSE, so that QEMU's own verdict is awaited. */
+static gboolean
+qg_watch_stream_failed(QgWatch *w, guint wait_ms, GError **error)
+{
+    g_autoptr(GError) rerr = NULL;
+    const GError *herr;
+    guint64 bytes = 0;
+    gboolean cut = FALSE;
+
+    qg_watch_iterate(w, 0);
+    if (qg_relay_has_ended(w->relay)) {
+        if (qg_relay_wait(w->relay, &bytes, NULL, &rerr)) {
+            cut = bytes < w->total;
+        } else if (rerr->code != QG_RELAY_ERROR_READ) {
+            /* WRITE: QEMU closed its end. CANCELLED: cannot happen while we wait. */
+            if (!w->qemu_stopped_at) {
+                w->qemu_stopped_at = g_get_monotonic_time();
+            }
+            return FALSE;
+        }
+        if (cut || rerr) {
+            qg_watch_helper_wait(w, (gint)wait_ms, TRUE);
+        }
+    }
+    herr = qg_watch_helper_failure(w);
+    if (herr) {
+        g_set_error(error, herr->domain, herr->code, "%s failed: %s", w->what,
+                    herr->message);
+        return TRUE;
+    }
+    if (cut) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
+                    "%s failed: the stream from %s ended after %" G_GUINT64_FORMAT " of %"
+                    G_GUINT64_FORMAT " bytes", w->what, w->path, bytes, w->total);
+        return TRUE;
+    }
+    if (rerr) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED, "%s failed: %s",
+                    w->what, rerr->message);
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* QMP `quit`, then waits (QG_QUIT_WAIT_MS at most) until QEMU closed the connection. */
+static void
+qg_quit(QgQmp *qmp)
+{
+    gint64 deadline = g_get_monotonic_time() + QG_QUIT_WAIT_MS * 1000LL;
+
+    if (!qg_qmp_run(qmp, "quit", NULL, NULL)) {
+        return;   /* gone already */
+    }
+    while (g_get_monotonic_time() < deadline) {
+        GError *err = NULL;
+        g_autoptr(JsonObject) ev = qg_qmp_next_event(qmp, 100, &err);
+
+        if (err) {
+            g_error_free(err);   /* closed: QEMU is gone */
+            return;
+        }
+    }
+}
 
 static void
 qg_report_progress(QgWatch *w, gboolean save)
@@ -242,20 +432,28 @@ qg_migration_error_desc(QgQmp *qmp)
     return g_strdup(d);
 }
 
-/* Waits for the MIGRATION event that ends the job. */
+/* Waits for the MIGRATION event that ends the job. A restore also watches the helper
+ * and the relay (qg_watch_stream_failed()): QEMU 7.2 gives no verdict on a stream cut
+ * short, and when both failed the helper's message is the one that says why. */
 static gboolean
 qg_wait_migration(QgWatch *w, gboolean save, GError **error)
 {
     guint interval = w->opts->progress_interval_ms ? w->opts->progress_interval_ms : 500;
+    guint slice = save ? interval : MIN(interval, QG_RESTORE_POLL_MS);
     gint64 next = g_get_monotonic_time() + (gint64)interval * 1000;
 
     for (;;) {
         GError *err = NULL;
-        g_autoptr(JsonObject) ev = qg_qmp_next_event(w->qmp, interval, &err);
+        g_autoptr(JsonObject) ev = qg_qmp_next_event(w->qmp, slice, &err);
         gint64 now;
 
         if (err) {
             if (!save && err->domain == QG_QMP_ERROR && err->code == QG_QMP_ERROR_CLOSED) {
+                w->qemu_gone = TRUE;
+                if (qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+                    g_error_free(err);
+                    return FALSE;
+                }
                 g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
                             "restore failed: QEMU exited while loading the stream "
                             "(%" G_GUINT64_FORMAT " bytes fed): %s",
@@ -279,7 +477,11 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
                 return TRUE;
             }
             if (g_str_equal(st, "failed")) {
-                g_autofree char *desc = qg_migration_error_desc(w->qmp);
+                g_autofree char *desc = NULL;
+                if (!save && qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+                    return FALSE;
+                }
+                desc = qg_migration_error_desc(w->qmp);
                 if (desc) {
                     g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
                                 "%s failed: QEMU says: %s", w->what, desc);
@@ -302,6 +504,21 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
             }
         }
         now = g_get_monotonic_time();
+        if (!save) {
+            if (qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+                return FALSE;
+            }
+            if (w->qemu_stopped_at &&
+                now - w->qemu_stopped_at > QG_QEMU_VERDICT_WAIT_MS * 1000LL) {
+                g_autoptr(GError) rerr = NULL;
+                qg_relay_wait(w->relay, NULL, NULL, &rerr);
+                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                            "restore failed: QEMU stopped reading the stream and gave no "
+                            "verdict within %d s (%s)", QG_QEMU_VERDICT_WAIT_MS / 1000,
+                            rerr ? rerr->message : "relay ended");
+                return FALSE;
+            }
+        }
         if (w->opts->progress && now >= next) {
             qg_report_progress(w, save);
             next = now + (gint64)interval * 1000;
@@ -532,9 +749,9 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     g_autoptr(JsonObject) margs = NULL;
     g_autofree char *status = NULL;
     QgMigrateStats stats = { .downtime_ms = -1 };
-    QgWatch w = { .what = "restore", .qmp = qmp, .opts = opts };
+    QgWatch w = { .what = "restore", .path = path, .qmp = qmp, .opts = opts };
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
-    gboolean running = FALSE, ok = FALSE, loaded = FALSE;
+    gboolean running = FALSE, ok = FALSE, loading = FALSE, loaded = FALSE;
     guint64 bytes = 0, sum = 0;
     int fd = -1, p[2] = { -1, -1 };
     gint64 t_qemu;
@@ -600,24 +817,46 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     w.wrap = wrap;
     w.total = info->stream_length;
     w.start = g_get_monotonic_time();
+    /* From now on the helper's exit is watched as well as QEMU: it closes the caller's
+     * end (the relay has its own fd of it). */
+    qg_watch_helper_start(&w);
+    if (stats.helper) {
+        fd = -1;
+    }
     margs = json_object_new();
     json_object_set_string_member(margs, "uri", "fd:" QG_FDNAME_RESTORE);
     if (!qg_qmp_run(qmp, "migrate-incoming", margs, error)) {
         qg_close_fd_name(qmp, QG_FDNAME_RESTORE);
         goto out;
     }
+    loading = TRUE;
     if (!qg_wait_migration(&w, FALSE, error)) {
         goto out;
     }
     loaded = TRUE;
     t_qemu = g_get_monotonic_time();
-    if (!qg_relay_wait(relay, &bytes, &sum, error)) {
-        g_prefix_error(error, "restore failed (guest left paused): ");
-        goto out;
-    }
-    if (!ioh_wrap_finish(wrap, error)) {
-        g_prefix_error(error, "restore failed (guest left paused): ");
-        goto out;
+    {
+        g_autoptr(GError) rerr = NULL;
+        gboolean relayed = qg_relay_wait(relay, &bytes, &sum, &rerr);
+        const GError *herr;
+
+        qg_watch_helper_wait(&w, -1, FALSE);
+        herr = qg_watch_helper_failure(&w);
+        if (herr) {   /* the helper's message says more than the relay's */
+            g_set_error(error, herr->domain, herr->code,
+                        "restore failed (guest left paused): %s", herr->message);
+            goto out;
+        }
+        if (!relayed) {
+            g_propagate_prefixed_error(error, g_steal_pointer(&rerr),
+                                       "restore failed (guest left paused): ");
+            goto out;
+        }
+        if (w.helper_error) {   /* killed by us: cannot happen here */
+            g_set_error(error, w.helper_error->domain, w.helper_error->code,
+                        "restore failed (guest left paused): %s", w.helper_error->message);
+            goto out;
+        }
     }
     if (!stats.helper) {
         close(fd);
@@ -658,6 +897,8 @@ out:
         close(p[1]);
     }
     g_clear_pointer(&relay, qg_relay_free);
+    qg_watch_helper_end(&w);   /* kills a helper still running, waits for its exit */
+    g_clear_error(&w.helper_error);
     g_clear_pointer(&wrap, ioh_wrap_free);
     if (fd >= 0 && !stats.helper) {
         close(fd);
@@ -666,6 +907,12 @@ out:
         /* A QEMU started without -S runs the guest as soon as the stream is loaded,
          * before we could check it: stop a guest whose image proved bad. */
         qg_qmp_run(qmp, "stop", NULL, NULL);
+    } else if (loading && !loaded && !w.qemu_gone) {
+        /* QEMU holds a half-loaded guest that it cannot run, nor take another stream
+         * into (7.2 accepts one incoming migration per process), and after a stream cut
+         * short it would spin on its pipe forever: quit it, so that the failure leaves
+         * no QEMU behind that looks usable. */
+        qg_quit(qmp);
     }
     if (ok && ret_stats) {
         *ret_stats = stats;

@@ -23,6 +23,7 @@ struct _QgRelay {
     guint64 checksum;
     GError *error;
     gboolean done;
+    gint ended;             /* atomic: the thread has stopped (EOF, error or cancel) */
 };
 
 G_DEFINE_QUARK(qg-relay-error-quark, qg_relay_error)
@@ -218,6 +219,10 @@ qg_relay_thread(gpointer data)
     }
 out:
     XXH3_freeState(st);
+    /* Before the closes: whoever sees their EOF / EPIPE also sees the relay ended (so a
+     * helper that fails with EPIPE because we stopped reading is known as a consequence,
+     * not a cause). */
+    g_atomic_int_set(&r->ended, 1);
     /* Close as soon as possible: the ends must see EOF / EPIPE without waiting for us. */
     close(r->in_fd);
     r->in_fd = -1;
@@ -271,6 +276,12 @@ guint64
 qg_relay_get_bytes(QgRelay *relay)
 {
     return __atomic_load_n(&relay->bytes, __ATOMIC_RELAXED);
+}
+
+gboolean
+qg_relay_has_ended(QgRelay *relay)
+{
+    return g_atomic_int_get(&relay->ended) != 0;
 }
 
 static void

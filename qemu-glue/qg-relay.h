@@ -41,7 +41,14 @@ QgRelay *qg_relay_start(int in_fd, int out_fd, const char *what, GError **error)
 /* Bytes moved so far (any thread). */
 guint64 qg_relay_get_bytes(QgRelay *relay);
 
-/* Waits for the end; TRUE when EOF on @in_fd was reached and every byte written. */
+/* TRUE once the relay has stopped: EOF on @in_fd (every byte written), an error, or a
+ * cancel (any thread, never blocks). qg_relay_wait() then returns at once. It turns TRUE
+ * before the relay closes its fds, so a peer that saw EOF or EPIPE from the relay finds
+ * it TRUE already. */
+gboolean qg_relay_has_ended(QgRelay *relay);
+
+/* Waits for the end; TRUE when EOF on @in_fd was reached and every byte written.
+ * May be called again: it returns the same result. */
 gboolean qg_relay_wait(QgRelay *relay, guint64 *ret_bytes, guint64 *ret_checksum,
                        GError **error);
 

@@ -890,6 +890,14 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     ok = TRUE;
 
 out:
+    if (loading && !loaded && !ok && !w.qemu_gone) {
+        /* QEMU holds a half-loaded guest that it cannot run, nor take another stream
+         * into (7.2 accepts one incoming migration per process), and after a stream cut
+         * short it would spin on its pipe forever: quit it (before its pipe closes, so
+         * that it ends by our word, not by its reaction to a cut stream), and the
+         * failure leaves no QEMU behind that looks usable. */
+        qg_quit(qmp);
+    }
     if (p[0] >= 0) {
         close(p[0]);
     }
@@ -907,12 +915,6 @@ out:
         /* A QEMU started without -S runs the guest as soon as the stream is loaded,
          * before we could check it: stop a guest whose image proved bad. */
         qg_qmp_run(qmp, "stop", NULL, NULL);
-    } else if (loading && !loaded && !w.qemu_gone) {
-        /* QEMU holds a half-loaded guest that it cannot run, nor take another stream
-         * into (7.2 accepts one incoming migration per process), and after a stream cut
-         * short it would spin on its pipe forever: quit it, so that the failure leaves
-         * no QEMU behind that looks usable. */
-        qg_quit(qmp);
     }
     if (ok && ret_stats) {
         *ret_stats = stats;

@@ -92,10 +92,13 @@ leftovers(const char *img)
     return n;
 }
 
-/* Kills the iohelper serving @img as soon as it shows up. */
+/* Kills the iohelper serving @img as soon as it shows up (or, with @argv0, the process
+ * whose argv[0] ends so, with @sig instead of SIGKILL). */
 typedef struct {
     char *img;
     GPid killed;
+    const char *argv0;  /* NULL: "/iohelper" */
+    int sig;            /* 0: SIGKILL */
 } Killer;
 
 static gpointer
@@ -119,10 +122,10 @@ killer_thread(gpointer data)
                 continue;
             }
             /* argv[0] is iohelper (exec'd by iohelper-faulty), and PATH is ours. */
-            if (g_str_has_suffix(cmd, "/iohelper") &&
+            if (g_str_has_suffix(cmd, k->argv0 ? k->argv0 : "/iohelper") &&
                 memmem(cmd, len, k->img, strlen(k->img))) {
                 g_usleep(300000);   /* mid-stream */
-                kill(pid, SIGKILL);
+                kill(pid, k->sig ? k->sig : SIGKILL);
                 k->killed = pid;
                 break;
             }
@@ -267,7 +270,9 @@ test_save_control(void)
 typedef struct {
     const char *fault;
     gboolean kill;        /* kill the helper mid-restore (after @fault stalled it) */
-    const char *needle;   /* the helper's own message; NULL: "read IMAGE: EIO" */
+    gboolean term_tool;   /* instead, SIGTERM the tool mid-restore */
+    const char *needle;   /* the message after "qemu-iohelper: "; NULL: the helper's
+                           * "restore failed: read IMAGE: Input/output error" */
 } RestoreFault;
 
 /* Waits up to @secs for QEMU (our child) to exit; TRUE with its wait status if it did. */
@@ -289,7 +294,7 @@ qemu_exited_within(QgtQemu *q, guint secs, int *ret_status)
  * its cut pipe forever, so the tool itself must notice, within seconds: exit 1, one line
  * with the helper's own message, and the half-loaded destination QEMU gone (quit by the
  * tool through QMP, or exited by itself; not killed), so that no guest of a failed
- * restore can run. */
+ * restore can run. A restore interrupted by SIGTERM ends the same way. */
 static void
 test_restore_fault(gconstpointer data)
 {
@@ -321,8 +326,12 @@ test_restore_fault(gconstpointer data)
     wd.pid = dst->pid;
     th = g_thread_new("watchdog", watchdog_thread, &wd);
     faults_on(t->fault, saved_img, FALSE);
-    if (t->kill) {
+    if (t->kill || t->term_tool) {
         k.img = saved_img;
+        if (t->term_tool) {
+            k.argv0 = "/qemu-iohelper";
+            k.sig = SIGTERM;
+        }
         killer = g_thread_new("killer", killer_thread, &k);
     }
     start = g_get_monotonic_time();
@@ -346,7 +355,7 @@ test_restore_fault(gconstpointer data)
     g_assert_true(strchr(err, '\n') == NULL || strchr(err, '\n')[1] == '\0');
     /* The helper's message, not QEMU's: qemu-iohelper: restore failed: read PATH: EIO */
     if (t->needle) {
-        want = g_strdup_printf("qemu-iohelper: restore failed: %s", t->needle);
+        want = g_strdup_printf("qemu-iohelper: %s", t->needle);
     } else {
         want = g_strdup_printf("qemu-iohelper: restore failed: read %s: Input/output error",
                                saved_img);
@@ -477,9 +486,10 @@ main(int argc, char **argv)
         "helper-killed", "tool-header-write-EIO",
     };
     static const RestoreFault restore_faults[] = {
-        { "read:1:EIO", FALSE, NULL },
-        { "read:@3M:EIO", FALSE, NULL },
-        { "read:@3M:stall3000", TRUE, "helper killed by signal 9" },
+        { "read:1:EIO", FALSE, FALSE, NULL },
+        { "read:@3M:EIO", FALSE, FALSE, NULL },
+        { "read:@3M:stall3000", TRUE, FALSE, "restore failed: helper killed by signal 9" },
+        { "read:@3M:stall3000", FALSE, TRUE, "restore interrupted" },
     };
     int ret;
 
@@ -505,6 +515,8 @@ main(int argc, char **argv)
     g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-at-3M", &restore_faults[1],
                          test_restore_fault);
     g_test_add_data_func("/faults/qemu/restore/helper-killed", &restore_faults[2],
+                         test_restore_fault);
+    g_test_add_data_func("/faults/qemu/restore/tool-interrupted", &restore_faults[3],
                          test_restore_fault);
     ret = g_test_run();
     qgt_qemu_stop(source);

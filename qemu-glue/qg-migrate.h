@@ -85,6 +85,14 @@ gboolean qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *o
  * (start the destination with -S: without it QEMU runs the guest as soon as the stream
  * is loaded, before the checksum is known; a guest that then proves bad is stopped).
  * A QEMU that fails to load the stream exits; the error then says so.
+ * While QEMU loads, the helper and the relay are watched too (QEMU 7.2 gives no verdict
+ * on a stream cut short: it spins on its pipe): a helper that fails, or a stream that
+ * ends before the header's length, ends the wait at once with the helper's own message
+ * ("restore failed: read /x.img: Input/output error"), also when QEMU failed as well.
+ * Any failure after `migrate-incoming` and before QEMU loaded the stream (helper, relay,
+ * QEMU, @opts->interrupted) leaves QEMU with a half-loaded guest it can neither run nor
+ * load again: it is then told to `quit` (QMP), and waited for up to 5 s. The guest is
+ * resumed only after a load that QEMU completed and that passed every check.
  */
 gboolean qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
                             QgMigrateStats *ret_stats, GError **error);

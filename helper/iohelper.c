@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-glib/json-glib.h>
@@ -71,7 +72,10 @@ on_progress(const IohStats *s, gpointer data)
         r->drew = TRUE;
     }
     if (r->args->status_fd >= 0) {
-        write_status_line(r->args->status_fd, s, s->end_us != 0);
+        if (s->end_us == 0) {
+            /* the final line, done:true, is run()'s to write once the file is closed */
+            write_status_line(r->args->status_fd, s, FALSE);
+        }
     }
 }
 
@@ -177,6 +181,17 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     return TRUE;
 }
 
+/* Copying a file onto itself would truncate it first: refuse it by name. */
+static gboolean
+same_file(const IohEnd *src, const char *out)
+{
+    struct stat in_st, out_st;
+
+    return ioh_end_is_storage(src) && fstat(src->fd, &in_st) == 0 &&
+           stat(out, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+           in_st.st_ino == out_st.st_ino;
+}
+
 static gboolean
 run(IohArgs *a, IohStats *stats, GError **error)
 {
@@ -200,6 +215,10 @@ run(IohArgs *a, IohStats *stats, GError **error)
         if (!src) {
             return FALSE;
         }
+        if (same_file(src, a->out)) {
+            g_set_error(error, IOH_ERROR, EINVAL, "%s: IN and OUT are the same file", a->out);
+            return FALSE;
+        }
         dst = open_operand(a->out, TRUE, a, error);
         if (!dst) {
             return FALSE;
@@ -218,6 +237,10 @@ run(IohArgs *a, IohStats *stats, GError **error)
     /* Close the destination first and check it: a failed close can mean lost data. */
     if (ok) {
         ok = ioh_end_close(dst, error) && ioh_end_close(src, error);
+    }
+    /* "done" only when nothing can fail any more: synced, closed. */
+    if (ok && a->status_fd >= 0) {
+        write_status_line(a->status_fd, stats, TRUE);
     }
     return ok;
 }

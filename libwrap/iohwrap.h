@@ -178,7 +178,8 @@ void ioh_wrap_set_progress_func(IohWrap *wrap, IohWrapProgressFunc func,
  * ioh_wrap_get_progress:
  * @wrap: (nullable): a wrap.
  * @ret_written: (out) (optional): bytes written by the helper.
- * @ret_synced: (out) (optional): bytes durable.
+ * @ret_synced: (out) (optional): bytes that have left the page cache (durable once
+ *   ioh_wrap_finish() returned TRUE).
  *
  * Latest progress the helper reported, without a main loop: reads what is pending on
  * the status pipe, never blocks. 0 and 0 for a wrap without a helper.

@@ -268,7 +268,16 @@ qg_relay_start(int in_fd, int out_fd, const char *what, GError **error)
         g_free(r);
         return NULL;
     }
-    r->thread = g_thread_new("qg-relay", qg_relay_thread, r);
+    /* g_thread_new() would abort the process: library code reports instead. */
+    r->thread = g_thread_try_new("qg-relay", qg_relay_thread, r, error);
+    if (!r->thread) {
+        close(r->cancel_fd);
+        close(in_fd);
+        close(out_fd);
+        g_free(r->what);
+        g_free(r);
+        return NULL;
+    }
     return r;
 }
 

@@ -145,11 +145,12 @@ parse_count(const char *opt, const char *val, guint64 min, guint64 max, guint64 
     return TRUE;
 }
 
-/* Bare decimal: the libvirt form's FD operand. */
+/* Bare decimal: the libvirt form's FD operand (range-checked by the caller, so that a
+ * huge number is refused like libvirt_iohelper does, not taken for a file name). */
 static gboolean
 is_fd_number(const char *s)
 {
-    if (!*s || strlen(s) > 9) {
+    if (!*s) {
         return FALSE;
     }
     for (; *s; s++) {
@@ -328,9 +329,15 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
                            operands->len, operands->len == 1 ? "" : "s");
     }
     if (is_fd_number(g_ptr_array_index(operands, 1))) {
+        const char *fd_text = g_ptr_array_index(operands, 1);
+        guint64 fd;
+
+        if (!g_ascii_string_to_unsigned(fd_text, 10, 0, G_MAXINT, &fd, NULL)) {
+            return usage_error(error, "malformed fd '%s'", fd_text);
+        }
         a->libvirt = TRUE;
         a->path = g_strdup(g_ptr_array_index(operands, 0));
-        a->fd = (int)g_ascii_strtoll(g_ptr_array_index(operands, 1), NULL, 10);
+        a->fd = (int)fd;
         if (!*a->path) {
             return usage_error(error, "empty PATH");
         }

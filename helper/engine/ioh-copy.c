@@ -775,15 +775,22 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     }
     ring.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ring.wake_fd < 0) {
-        ioh_error_set_errno(error, errno, "eventfd", "");
+        g_set_error(error, IOH_ERROR, errno, "eventfd: %s", g_strerror(errno));
+        goto out;
+    }
+    /* Every check that could refuse the copy has passed: only now may a save target
+     * opened by path lose its old contents. */
+    if (!ioh_end_apply_truncate(dst, error)) {
         goto out;
     }
     if (opts->mode == IOH_MODE_FADVISE && ioh_end_is_storage(src)) {
         posix_fadvise(src->fd, (off_t)c.src_start, 0, POSIX_FADV_SEQUENTIAL);
     }
-    /* Only a pipe open for reading: poll would wait forever for POLLIN on a write end,
-     * where read fails at once with EBADF. And only with a writer thread to wake us. */
-    ring.poll_src = !inline_copy && src->kind == IOH_KIND_PIPE &&
+    /* Any stream source (pipe, socket, char device) open for reading: a reader blocked in
+     * read() on a silent producer would never see the writer's failure. Not a write-only
+     * fd: poll would wait forever for POLLIN where read fails at once with EBADF. And only
+     * with a writer thread to wake us. */
+    ring.poll_src = !inline_copy && !ioh_end_is_storage(src) &&
                     (ioh_fd_access_mode(src->fd, NULL) == O_RDONLY ||
                      ioh_fd_access_mode(src->fd, NULL) == O_RDWR);
     g_mutex_init(&ring.lock);

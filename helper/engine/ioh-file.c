@@ -105,13 +105,27 @@ ioh_end_open(const char *path, gboolean for_write, guint64 offset, GError **erro
             }
             return NULL;
         }
-        /* Truncate only once the lock is ours, and keep what precedes the stream. */
-        if (for_write && ftruncate(fd, (off_t)offset) < 0) {
-            ioh_error_set_errno(error, errno, "truncate", path);
-            return NULL;
+        /* Truncate only once the lock is ours, keep what precedes the stream, and only
+         * when the copy is sure to start (ioh_end_apply_truncate). */
+        if (for_write) {
+            end->truncate_pending = TRUE;
+            end->truncate_to = offset;
         }
     }
     return g_steal_pointer(&end);
+}
+
+gboolean
+ioh_end_apply_truncate(IohEnd *end, GError **error)
+{
+    if (!end->truncate_pending) {
+        return TRUE;
+    }
+    end->truncate_pending = FALSE;
+    if (ftruncate(end->fd, (off_t)end->truncate_to) < 0) {
+        return ioh_error_set_errno(error, errno, "truncate", end->name);
+    }
+    return TRUE;
 }
 
 IohEnd *

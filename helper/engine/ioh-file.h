@@ -25,12 +25,19 @@ typedef struct {
     gboolean owned;    /* opened by us: closed (and its close checked) by ioh_end_close */
     gboolean direct;   /* O_DIRECT is set on fd */
     guint align;       /* O_DIRECT alignment of offsets, lengths and buffers (>= 4096) */
+    gboolean truncate_pending;  /* a save target opened by path: truncate before writing */
+    guint64 truncate_to;
 } IohEnd;
 
 /* Opens @path for reading (@for_write FALSE) or writing. A written regular file is
- * created 0600 (it holds guest memory), locked against a second writer with flock,
- * and truncated to @offset; a read regular file is locked shared. */
+ * created 0600 (it holds guest memory) and locked against a second writer with flock;
+ * it is truncated to @offset only by ioh_end_apply_truncate(), which the engine calls
+ * once every check that could refuse the copy has passed, so a refused save leaves an
+ * existing image intact. A read regular file is locked shared. */
 IohEnd *ioh_end_open(const char *path, gboolean for_write, guint64 offset, GError **error);
+
+/* Carries out the truncation ioh_end_open() left pending (nothing when none is). */
+gboolean ioh_end_apply_truncate(IohEnd *end, GError **error);
 
 /* Wraps an inherited fd (not closed by ioh_end_free unless ioh_end_close is called). */
 IohEnd *ioh_end_from_fd(int fd, const char *name, GError **error);

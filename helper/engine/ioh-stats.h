@@ -7,7 +7,9 @@ G_BEGIN_DECLS
 
 typedef struct {
     guint64 bytes;          /* bytes delivered to the destination */
-    guint64 synced;         /* bytes known durable (save); == bytes once the copy succeeded */
+    guint64 synced;         /* save: bytes that have left the page cache (O_DIRECT written,
+                             * or fadvise write-back waited for); they are durable only
+                             * after the final fdatasync, when synced == bytes */
     guint64 reads;          /* read-side system calls (read, splice, ...) */
     guint64 writes;         /* write-side system calls */
     gint64 start_us;        /* g_get_monotonic_time() at the start */

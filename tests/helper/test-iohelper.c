@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1051,6 +1052,98 @@ test_libvirt_enospc_as_stock(void)
     g_unlink(src);
 }
 
+/* A save refused before its first byte (here: an unaligned O_DIRECT offset, or IN and OUT
+ * the same file) leaves the existing image as it was. */
+static void
+test_refused_save_keeps_image(void)
+{
+    g_autofree char *src = wpath("rk-src");
+    g_autofree char *img = wpath("rk-img");
+    g_autofree char *copy = wpath("rk-copy");
+    const char *opts[] = { "--direct", "--offset=100", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_auto(GStrv) self = helper_argv(ioht_helper_path(), NULL, img, img);
+    g_autofree char *err = NULL;
+    g_autofree char *err2 = NULL;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(img, 3 * MiB + 5, 18);
+    ioht_write_random_file(copy, 3 * MiB + 5, 18);
+    ioht_write_random_file(src, 8192, 19);
+    g_assert_cmpint(run_fed(argv, src, -1, &err), ==, 1);
+    g_assert_true(ioht_files_equal(img, copy));
+    g_assert_cmpint(ioht_exit_code(ioht_run(self, -1, -1, &err2)), ==, 1);
+    assert_one_line(err2, "IN and OUT are the same file");
+    g_assert_true(ioht_files_equal(img, copy));
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(copy);
+}
+
+/* A socket source that stays open and silent must not keep a failed save from ending:
+ * the writer's error wakes the reader. */
+static void
+test_silent_socket_source(void)
+{
+    g_autofree char *img = wpath("ss-img");
+    const char *opts[] = { "--direct", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autofree char *chunk = g_malloc0(MiB);
+    int sv[2], st;
+    pid_t pid;
+    gint64 t0;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+    pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        struct rlimit rl = { .rlim_cur = 8 * MiB, .rlim_max = 8 * MiB };
+        setrlimit(RLIMIT_FSIZE, &rl);
+        dup2(sv[0], 0);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(sv[0]);
+    /* more than the file may hold, then silence with the socket still open: the writer
+     * fails while the reader waits in the socket for bytes that never come */
+    for (int i = 0; i < 10; i++) {
+        gsize n = i < 9 ? MiB : MiB / 2;
+        if (write(sv[1], chunk, n) != (gssize)n) {
+            break;
+        }
+    }
+    t0 = g_get_monotonic_time();
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        if (g_get_monotonic_time() - t0 > 10 * G_USEC_PER_SEC) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            g_error("the helper hangs on a silent socket after its write failed");
+        }
+        g_usleep(20000);
+    }
+    g_assert_cmpint(ioht_exit_code(st), ==, 1);
+    close(sv[1]);
+    g_unlink(img);
+}
+
+/* The libvirt form with an FD that is no fd number is refused, not taken for a path. */
+static void
+test_libvirt_malformed_fd(void)
+{
+    g_autofree char *img = wpath("mf-img");
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, img, "99999999999");
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, -1, &err)), !=, 0);
+    assert_one_line(err, "malformed fd");
+    g_assert_false(g_file_test("99999999999", G_FILE_TEST_EXISTS));
+}
+
 static void
 add_roundtrips(void)
 {
@@ -1115,6 +1208,9 @@ main(int argc, char **argv)
     g_test_add_func("/helper/cli/record", test_record);
     g_test_add_func("/helper/direct/unaligned-offset-refused", test_direct_unaligned_offset);
     g_test_add_func("/helper/libvirt/enospc-as-stock", test_libvirt_enospc_as_stock);
+    g_test_add_func("/helper/libvirt/malformed-fd", test_libvirt_malformed_fd);
+    g_test_add_func("/helper/error/refused-save-keeps-image", test_refused_save_keeps_image);
+    g_test_add_func("/helper/error/silent-socket-source", test_silent_socket_source);
 
     rc = g_test_run();
     ioht_workdir_remove(workdir);

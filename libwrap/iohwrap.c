@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include "iohwrap.h"
+#include "iohwrap-check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,49 @@
 #define FD_FLOOR 10                   /* fds handed to the spawn are moved above this */
 
 G_DEFINE_QUARK(ioh-wrap-error-quark, ioh_wrap_error)
+
+/* The registered progress callback. Reference counted like GLib's GSourceCallback: a
+ * delivery holds a reference while @func runs, so that replacing the callback or freeing
+ * the wrap meanwhile (from @func itself or another thread) runs @notify only once @func
+ * has returned. */
+typedef struct {
+    gint refs;
+    IohWrapProgressFunc func;
+    gpointer data;
+    GDestroyNotify notify;
+} ProgressCb;
+
+static ProgressCb *
+progress_cb_new(IohWrapProgressFunc func, gpointer data, GDestroyNotify notify)
+{
+    ProgressCb *cb = g_new0(ProgressCb, 1);
+
+    cb->refs = 1;
+    cb->func = func;
+    cb->data = data;
+    cb->notify = notify;
+    return cb;
+}
+
+static ProgressCb *
+progress_cb_ref(ProgressCb *cb)
+{
+    g_atomic_int_inc(&cb->refs);
+    return cb;
+}
+
+/* Drops a reference; the last one gives the data back through its notify. */
+static void
+progress_cb_unref(ProgressCb *cb)
+{
+    if (!cb || !g_atomic_int_dec_and_test(&cb->refs)) {
+        return;
+    }
+    if (cb->notify) {
+        cb->notify(cb->data);
+    }
+    g_free(cb);
+}
 
 struct _IohWrap {
     gint refs;
@@ -64,9 +108,7 @@ struct _IohWrap {
     guint64 written, synced;  /* latest progress reported by the helper */
     gboolean got_done;
     guint64 told_written, told_synced;   /* what the callback last received */
-    IohWrapProgressFunc func;
-    gpointer func_data;
-    GDestroyNotify func_notify;
+    ProgressCb *progress;     /* NULL: none registered */
 
     gboolean reaped;
     gboolean finished;
@@ -112,6 +154,7 @@ wrap_unref(gpointer data)
     if (wrap->err_text) {
         g_string_free(wrap->err_text, TRUE);
     }
+    progress_cb_unref(wrap->progress);    /* NULL once ioh_wrap_free() ran */
     g_clear_error(&wrap->result);
     g_clear_object(&wrap->cancellable);
     g_clear_pointer(&wrap->context, g_main_context_unref);
@@ -326,21 +369,20 @@ drain_err_locked(IohWrap *wrap)
 static void
 deliver_progress(IohWrap *wrap)
 {
-    IohWrapProgressFunc func = NULL;
-    gpointer data = NULL;
+    ProgressCb *cb = NULL;
     guint64 w = 0, s = 0;
 
     g_mutex_lock(&wrap->lock);
-    if (wrap->func && !wrap->freed &&
+    if (wrap->progress && wrap->progress->func && !wrap->freed &&
         (wrap->written != wrap->told_written || wrap->synced != wrap->told_synced)) {
-        func = wrap->func;
-        data = wrap->func_data;
+        cb = progress_cb_ref(wrap->progress);
         w = wrap->told_written = wrap->written;
         s = wrap->told_synced = wrap->synced;
     }
     g_mutex_unlock(&wrap->lock);
-    if (func) {
-        func(w, s, data);
+    if (cb) {
+        cb->func(w, s, cb->data);
+        progress_cb_unref(cb);
     }
 }
 
@@ -420,15 +462,12 @@ wrap_alloc(const char *path, int fd)
 }
 
 static gboolean
-spawn_helper(IohWrap *wrap, int *fd, IohWrapFlags flags, const IohWrapParams *params,
-             GError **error)
+spawn_helper(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
 {
     g_autofree char *helper = helper_path();
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     int data[2] = { -1, -1 }, status[2] = { -1, -1 }, err[2] = { -1, -1 };
     int file = -1, child_end, caller_end;
-    guint interval = params && params->progress_interval_ms ? params->progress_interval_ms
-                                                             : 1000;
     struct stat st;
     gboolean ok = FALSE;
 
@@ -467,18 +506,18 @@ spawn_helper(IohWrap *wrap, int *fd, IohWrapFlags flags, const IohWrapParams *pa
     }
 
     g_ptr_array_add(argv, g_strdup(helper));
-    if (flags & IOH_WRAP_DIRECT) {
+    if (plan->flags & IOH_WRAP_DIRECT) {
         g_ptr_array_add(argv, g_strdup("--direct"));
-    } else if (flags & IOH_WRAP_FADVISE) {
+    } else if (plan->flags & IOH_WRAP_FADVISE) {
         g_ptr_array_add(argv, g_strdup("--fadvise"));
     }
     g_ptr_array_add(argv, g_strdup_printf("--status-fd=%d", HELPER_STATUS_FD));
-    g_ptr_array_add(argv, g_strdup_printf("--status-interval=%u", CLAMP(interval, 10, 3600000)));
-    if (params && params->offset) {
-        g_ptr_array_add(argv, g_strdup_printf("--offset=%" G_GUINT64_FORMAT, params->offset));
+    g_ptr_array_add(argv, g_strdup_printf("--status-interval=%u", plan->interval_ms));
+    if (plan->offset) {
+        g_ptr_array_add(argv, g_strdup_printf("--offset=%" G_GUINT64_FORMAT, plan->offset));
     }
-    if (params && params->length && !wrap->save) {
-        g_ptr_array_add(argv, g_strdup_printf("--length=%" G_GUINT64_FORMAT, params->length));
+    if (plan->length && !wrap->save) {
+        g_ptr_array_add(argv, g_strdup_printf("--length=%" G_GUINT64_FORMAT, plan->length));
     }
     g_ptr_array_add(argv, g_strdup("--"));
     g_ptr_array_add(argv, g_strdup(wrap->path));
@@ -537,61 +576,25 @@ IohWrap *
 ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams *params,
              GError **error)
 {
-    const guint known = IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE;
     g_autoptr(IohWrap) wrap = NULL;
-    int fl, mode;
-    off_t pos;
+    IohwPlan plan;
 
     if (!fd) {
         g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
                     "ioh_wrap_new: fd must not be NULL");
         return NULL;
     }
-    if ((guint)flags & ~known) {
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
-                    "ioh_wrap_new: unknown flags 0x%x", (guint)flags & ~known);
-        return NULL;
-    }
-    if ((flags & IOH_WRAP_DIRECT) && (flags & IOH_WRAP_FADVISE)) {
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
-                    "ioh_wrap_new: IOH_WRAP_DIRECT and IOH_WRAP_FADVISE cannot be combined");
-        return NULL;
-    }
-    fl = *fd >= 0 ? fcntl(*fd, F_GETFL) : -1;
-    if (fl < 0) {
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, "fd %d of %s: %s", *fd,
-                    path ? path : "the image", g_strerror(*fd >= 0 ? errno : EBADF));
-        return NULL;
-    }
-    mode = fl & O_ACCMODE;
-    if (mode == O_RDWR) {
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD,
-                    "fd %d of %s is open read-write; open it O_WRONLY to save or "
-                    "O_RDONLY to restore", *fd, path ? path : "the image");
-        return NULL;
-    }
-    if ((fl & O_DIRECT) && (flags & IOH_WRAP_FADVISE)) {
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
-                    "fd %d of %s has O_DIRECT set, which IOH_WRAP_FADVISE cannot use", *fd,
-                    path ? path : "the image");
-        return NULL;
-    }
-    if (fl & O_DIRECT) {
-        /* QEMU cannot write its unaligned stream to an O_DIRECT fd: the helper must. */
-        flags |= IOH_WRAP_DIRECT;
-    }
-    if ((flags & IOH_WRAP_DIRECT) && params && params->offset % 4096 != 0) {
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
-                    "offset %" G_GUINT64_FORMAT " is not a multiple of 4096, as "
-                    "IOH_WRAP_DIRECT needs", params->offset);
+    /* Everything the helper would refuse, refused now: nothing is touched before. */
+    if (!iohw_check_new(*fd, path, flags, params, &plan, error)) {
         return NULL;
     }
 
     wrap = wrap_alloc(path, *fd);
-    wrap->save = mode == O_WRONLY;
-    wrap->length = params ? params->length : 0;
+    wrap->save = plan.save;
+    wrap->length = plan.length;
+    wrap->start = plan.start;
 
-    if (!(flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE))) {
+    if (!(plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE))) {
         /* The fast path: QEMU writes the file itself. Only an explicit offset moves it. */
         if (wrap->save) {
             /* A private reference, so that finish can make the save durable even when
@@ -604,7 +607,7 @@ ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams 
                 return NULL;
             }
         }
-        if (params && params->offset && lseek(*fd, (off_t)params->offset, SEEK_SET) < 0) {
+        if (plan.offset && lseek(*fd, (off_t)plan.offset, SEEK_SET) < 0) {
             int errsv = errno;
             g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, "seek %s: %s",
                         wrap->path, g_strerror(errsv));
@@ -613,9 +616,7 @@ ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams 
         return g_steal_pointer(&wrap);
     }
 
-    pos = params && params->offset ? (off_t)params->offset : lseek(*fd, 0, SEEK_CUR);
-    wrap->start = pos > 0 ? (guint64)pos : 0;
-    if (!spawn_helper(wrap, fd, flags, params, error)) {
+    if (!spawn_helper(wrap, fd, &plan, error)) {
         return NULL;
     }
     return g_steal_pointer(&wrap);
@@ -639,23 +640,23 @@ void
 ioh_wrap_set_progress_func(IohWrap *wrap, IohWrapProgressFunc func, gpointer user_data,
                            GDestroyNotify notify)
 {
-    GDestroyNotify old_notify;
-    gpointer old_data;
+    ProgressCb *old;
 
     if (!wrap) {
+        /* A programmer error, reported as GLib does; the data was handed over all the
+         * same, and nothing will hold it: give it back now. */
+        if (notify) {
+            notify(user_data);
+        }
+        g_return_if_fail(wrap != NULL);
         return;
     }
     g_mutex_lock(&wrap->lock);
-    old_notify = wrap->func_notify;
-    old_data = wrap->func_data;
-    wrap->func = func;
-    wrap->func_data = user_data;
-    wrap->func_notify = notify;
+    old = wrap->progress;
+    wrap->progress = func || notify ? progress_cb_new(func, user_data, notify) : NULL;
     wrap->told_written = wrap->told_synced = 0;
     g_mutex_unlock(&wrap->lock);
-    if (old_notify) {
-        old_notify(old_data);
-    }
+    progress_cb_unref(old);
 }
 
 void
@@ -1044,11 +1045,16 @@ ioh_wrap_finish_async(IohWrap *wrap, GCancellable *cancellable,
 gboolean
 ioh_wrap_finish_finish(IohWrap *wrap, GAsyncResult *result, GError **error)
 {
-    (void)wrap;
     if (!g_task_is_valid(result, NULL) ||
         g_task_get_source_tag(G_TASK(result)) != ioh_wrap_finish_async) {
         g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
                     "ioh_wrap_finish_finish: not the result of ioh_wrap_finish_async");
+        return FALSE;
+    }
+    /* The task holds the wrap it finishes as its data (none for a NULL wrap). */
+    if (g_task_get_task_data(G_TASK(result)) != (gpointer)wrap) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_finish_finish: the result belongs to another wrap");
         return FALSE;
     }
     return g_task_propagate_boolean(G_TASK(result), error);
@@ -1057,8 +1063,7 @@ ioh_wrap_finish_finish(IohWrap *wrap, GAsyncResult *result, GError **error)
 void
 ioh_wrap_free(IohWrap *wrap)
 {
-    GDestroyNotify notify;
-    gpointer data;
+    ProgressCb *progress;
     gboolean pending;
 
     if (!wrap) {
@@ -1089,17 +1094,11 @@ ioh_wrap_free(IohWrap *wrap)
     if (wrap->err_source) {
         g_source_destroy(wrap->err_source);
     }
-    notify = wrap->func_notify;
-    data = wrap->func_data;
-    wrap->func = NULL;
-    wrap->func_notify = NULL;
-    wrap->func_data = NULL;
+    progress = g_steal_pointer(&wrap->progress);
     g_mutex_unlock(&wrap->lock);
     if (pending) {
         complete_task(wrap);
     }
-    if (notify) {
-        notify(data);
-    }
+    progress_cb_unref(progress);
     wrap_unref(wrap);
 }

@@ -1,0 +1,342 @@
+/* iohwrap-check.c - what ioh_wrap_new() accepts
+ *
+ * In order: the values alone (flags, path, params), then the fd (open, access mode,
+ * kind), then the flags and params against that fd (O_DIRECT, where the stream starts,
+ * the file's size on a restore). Each refusal names the parameter or the fd and its value.
+ */
+#include "config.h"
+
+#include "iohwrap-check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/stat.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIO_MIN_ALIGN 4096    /* the helper's floor for O_DIRECT alignment */
+
+typedef struct {
+    int fd;
+    const char *name;         /* "fd N of PATH" or "fd N" */
+    int fl;                   /* F_GETFL */
+    struct stat st;
+    gboolean storage;         /* a regular file or block device: the helper's "storage" */
+    gboolean has_size;
+    guint64 size;
+} FdInfo;
+
+static gboolean invalid(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static gboolean badfd(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+invalid(GError **error, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID, "ioh_wrap_new: %s", msg);
+    return FALSE;
+}
+
+static gboolean
+badfd(GError **error, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error_literal(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, msg);
+    return FALSE;
+}
+
+/* ---- the values alone ------------------------------------------------------------ */
+
+static gboolean
+check_flags(IohWrapFlags flags, GError **error)
+{
+    const guint known = IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE;
+
+    if ((guint)flags & ~known) {
+        return invalid(error, "unknown flags 0x%x", (guint)flags & ~known);
+    }
+    if ((flags & IOH_WRAP_DIRECT) && (flags & IOH_WRAP_FADVISE)) {
+        return invalid(error, "IOH_WRAP_DIRECT and IOH_WRAP_FADVISE cannot be combined");
+    }
+    return TRUE;
+}
+
+static gboolean
+check_params(const IohWrapParams *p, GError **error)
+{
+    if (p->offset > IOHW_OFFSET_MAX) {
+        return invalid(error, "offset %" G_GUINT64_FORMAT " is too large (at most %"
+                       G_GUINT64_FORMAT ")", p->offset, IOHW_OFFSET_MAX);
+    }
+    if (p->length > IOHW_OFFSET_MAX) {
+        return invalid(error, "length %" G_GUINT64_FORMAT " is too large (at most %"
+                       G_GUINT64_FORMAT ")", p->length, IOHW_OFFSET_MAX);
+    }
+    if (p->progress_interval_ms != 0 && (p->progress_interval_ms < IOHW_INTERVAL_MIN ||
+                                         p->progress_interval_ms > IOHW_INTERVAL_MAX)) {
+        return invalid(error, "progress_interval_ms %u is out of range (%d to %d, or 0 for "
+                       "%d)", p->progress_interval_ms, IOHW_INTERVAL_MIN, IOHW_INTERVAL_MAX,
+                       IOHW_INTERVAL_DEFAULT);
+    }
+    return TRUE;
+}
+
+/* ---- the fd ---------------------------------------------------------------------- */
+
+static const char *
+kind_name(mode_t mode)
+{
+    if (S_ISFIFO(mode)) {
+        return "a pipe";
+    }
+    if (S_ISSOCK(mode)) {
+        return "a socket";
+    }
+    if (S_ISCHR(mode)) {
+        return "a character device";
+    }
+    return "not a regular file";
+}
+
+static void
+read_size(FdInfo *fi)
+{
+    guint64 bytes = 0;
+
+    if (S_ISREG(fi->st.st_mode)) {
+        fi->size = (guint64)fi->st.st_size;
+        fi->has_size = TRUE;
+    } else if (S_ISBLK(fi->st.st_mode) && ioctl(fi->fd, BLKGETSIZE64, &bytes) == 0) {
+        fi->size = bytes;
+        fi->has_size = TRUE;
+    }
+}
+
+static gboolean
+inspect_fd(FdInfo *fi, GError **error)
+{
+    int errsv;
+
+    fi->fl = fi->fd >= 0 ? fcntl(fi->fd, F_GETFL) : -1;
+    if (fi->fl < 0) {
+        errsv = fi->fd >= 0 ? errno : EBADF;
+        return badfd(error, "%s: %s", fi->name, g_strerror(errsv));
+    }
+    if (fi->fl & O_PATH) {
+        return badfd(error, "%s is an O_PATH descriptor: it can be neither read nor "
+                     "written", fi->name);
+    }
+    if ((fi->fl & O_ACCMODE) == O_RDWR) {
+        return badfd(error, "%s is open read-write; open it O_WRONLY to save or O_RDONLY "
+                     "to restore", fi->name);
+    }
+    if (fstat(fi->fd, &fi->st) < 0) {
+        errsv = errno;
+        return badfd(error, "%s: %s", fi->name, g_strerror(errsv));
+    }
+    if (S_ISDIR(fi->st.st_mode)) {
+        return badfd(error, "%s is a directory", fi->name);
+    }
+    fi->storage = S_ISREG(fi->st.st_mode) || S_ISBLK(fi->st.st_mode);
+    read_size(fi);
+    return TRUE;
+}
+
+/* ---- flags and params against the fd --------------------------------------------- */
+
+static gboolean
+check_fd_fits(const FdInfo *fi, IohwPlan *plan, GError **error)
+{
+    if ((fi->fl & O_DIRECT) && (plan->flags & IOH_WRAP_FADVISE)) {
+        return invalid(error, "%s has O_DIRECT set, which IOH_WRAP_FADVISE cannot use",
+                       fi->name);
+    }
+    if (fi->fl & O_DIRECT) {
+        /* QEMU cannot write its unaligned stream to an O_DIRECT fd: the helper must. */
+        plan->flags |= IOH_WRAP_DIRECT;
+    }
+    if ((plan->flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE)) && !fi->storage) {
+        return badfd(error, "%s: %s needs a regular file or block device, and this is %s",
+                     fi->name, plan->flags & IOH_WRAP_DIRECT ? "IOH_WRAP_DIRECT (O_DIRECT)"
+                                                             : "IOH_WRAP_FADVISE",
+                     kind_name(fi->st.st_mode));
+    }
+    if (plan->offset && !fi->storage) {
+        return badfd(error, "%s: offset %" G_GUINT64_FORMAT " needs a regular file or block "
+                     "device, and this is %s", fi->name, plan->offset,
+                     kind_name(fi->st.st_mode));
+    }
+    if (plan->save && plan->offset && (fi->fl & O_APPEND)) {
+        return badfd(error, "%s has O_APPEND: a save lands at the end of the file, not at "
+                     "offset %" G_GUINT64_FORMAT, fi->name, plan->offset);
+    }
+    return TRUE;
+}
+
+/* The stream starts at the offset; else where the fd stands (libvirt's header before
+ * it); with O_APPEND a save starts at the file's end whatever the position. */
+static gboolean
+find_start(const FdInfo *fi, IohwPlan *plan, GError **error)
+{
+    if (plan->offset) {
+        plan->start = plan->offset;
+    } else if (plan->save && (fi->fl & O_APPEND) && fi->has_size) {
+        plan->start = fi->size;
+    } else if (fi->storage) {
+        off_t pos = lseek(fi->fd, 0, SEEK_CUR);
+        if (pos < 0) {
+            int errsv = errno;
+            return badfd(error, "%s: cannot tell its position: %s", fi->name,
+                         g_strerror(errsv));
+        }
+        plan->start = (guint64)pos;
+    } else {
+        plan->start = 0;
+    }
+    if (plan->length > IOHW_OFFSET_MAX - plan->start) {
+        return invalid(error, "%s %" G_GUINT64_FORMAT " + length %" G_GUINT64_FORMAT
+                       " ends past the largest file offset %" G_GUINT64_FORMAT,
+                       plan->offset ? "offset" : "start", plan->start, plan->length,
+                       IOHW_OFFSET_MAX);
+    }
+    return TRUE;
+}
+
+/* The helper's O_DIRECT alignment for this file, as probe_align() in
+ * helper/engine/ioh-file.c finds it: at least 4096, more when the file system says so. */
+static guint
+dio_align(const FdInfo *fi)
+{
+    guint align = DIO_MIN_ALIGN;
+
+#ifdef HAVE_STATX_DIOALIGN
+    struct statx stx;
+
+    if (statx(fi->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+        (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 0) {
+        return MAX(align, MAX(stx.stx_dio_offset_align, stx.stx_dio_mem_align));
+    }
+#endif
+    if (S_ISBLK(fi->st.st_mode)) {
+        int lbs = 0;
+        if (ioctl(fi->fd, BLKSSZGET, &lbs) == 0 && lbs > 0) {
+            align = MAX(align, (guint)lbs);
+        }
+    } else if (fi->st.st_blksize > 0 && fi->st.st_blksize <= (1 << 20)) {
+        align = MAX(align, (guint)fi->st.st_blksize);
+    }
+    return align;
+}
+
+/* The helper sets O_DIRECT on the file itself: try it now (and put the flags back), so
+ * that a file system that refuses it is known before anything runs. */
+static gboolean
+probe_direct(const FdInfo *fi, GError **error)
+{
+    int errsv;
+
+    if (fi->fl & O_DIRECT) {
+        return TRUE;
+    }
+    if (fcntl(fi->fd, F_SETFL, fi->fl | O_DIRECT) < 0) {
+        errsv = errno;
+        return badfd(error, "%s: its file system refuses O_DIRECT (IOH_WRAP_DIRECT): %s",
+                     fi->name, g_strerror(errsv));
+    }
+    if (fcntl(fi->fd, F_SETFL, fi->fl) < 0) {
+        errsv = errno;
+        return badfd(error, "%s: cannot restore its flags: %s", fi->name, g_strerror(errsv));
+    }
+    return TRUE;
+}
+
+static gboolean
+check_direct(const FdInfo *fi, const IohwPlan *plan, GError **error)
+{
+    guint align;
+
+    if (!(plan->flags & IOH_WRAP_DIRECT)) {
+        return TRUE;
+    }
+    if (!probe_direct(fi, error)) {
+        return FALSE;
+    }
+    align = dio_align(fi);
+    if (plan->start % align == 0) {
+        return TRUE;
+    }
+    if (plan->offset) {
+        return invalid(error, "offset %" G_GUINT64_FORMAT " is not a multiple of %u, as "
+                       "IOH_WRAP_DIRECT needs for %s", plan->offset, align, fi->name);
+    }
+    return invalid(error, "the stream would start at byte %" G_GUINT64_FORMAT " of %s (%s), "
+                   "not a multiple of %u, as IOH_WRAP_DIRECT needs", plan->start, fi->name,
+                   plan->save && (fi->fl & O_APPEND) ? "its end: O_APPEND" : "its position",
+                   align);
+}
+
+/* A restore reads [start, start + length) or [start, EOF): the file must hold it. */
+static gboolean
+check_restore_size(const FdInfo *fi, const IohwPlan *plan, GError **error)
+{
+    if (plan->save || !fi->has_size) {
+        return TRUE;
+    }
+    if (plan->start > fi->size) {
+        return invalid(error, "%s %" G_GUINT64_FORMAT " is past the end of %s (%"
+                       G_GUINT64_FORMAT " bytes)", plan->offset ? "offset" : "the position",
+                       plan->start, fi->name, fi->size);
+    }
+    if (plan->length > fi->size - plan->start) {
+        return invalid(error, "%s holds %" G_GUINT64_FORMAT " bytes, short of %s %"
+                       G_GUINT64_FORMAT " + length %" G_GUINT64_FORMAT, fi->name, fi->size,
+                       plan->offset ? "offset" : "start", plan->start, plan->length);
+    }
+    return TRUE;
+}
+
+gboolean
+iohw_check_new(int fd, const char *path, IohWrapFlags flags, const IohWrapParams *params,
+               IohwPlan *ret_plan, GError **error)
+{
+    static const IohWrapParams defaults = { 0 };
+    g_autofree char *name = path ? g_strdup_printf("fd %d of %s", fd, path)
+                                 : g_strdup_printf("fd %d", fd);
+    FdInfo fi = { .fd = fd, .name = name };
+    IohwPlan plan = { 0 };
+
+    if (!params) {
+        params = &defaults;
+    }
+    if (path && !*path) {
+        return invalid(error, "path is empty (pass NULL to name the file by its fd)");
+    }
+    if (!check_flags(flags, error) || !check_params(params, error) ||
+        !inspect_fd(&fi, error)) {
+        return FALSE;
+    }
+    plan.save = (fi.fl & O_ACCMODE) == O_WRONLY;
+    plan.flags = flags;
+    plan.offset = params->offset;
+    plan.length = params->length;
+    plan.interval_ms = params->progress_interval_ms ? params->progress_interval_ms
+                                                    : IOHW_INTERVAL_DEFAULT;
+    if (!check_fd_fits(&fi, &plan, error) || !find_start(&fi, &plan, error) ||
+        !check_direct(&fi, &plan, error) || !check_restore_size(&fi, &plan, error)) {
+        return FALSE;
+    }
+    *ret_plan = plan;
+    return TRUE;
+}

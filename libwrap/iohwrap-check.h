@@ -1,0 +1,42 @@
+/* iohwrap-check.h - what ioh_wrap_new() accepts (internal to libiohwrap)
+ *
+ * Every argument of ioh_wrap_new() is checked here, before anything is done, against
+ * what the helper would refuse once it runs: a wrap that ioh_wrap_new() returned never
+ * fails at its finish for a reason that was already known. The limits mirror the
+ * helper's (helper/cli/ioh-args.c, helper/engine/ioh-file.c); a later change moves
+ * them into a library both link.
+ *
+ * Not exported: the version script exports ioh_wrap_* only, so names here are iohw_*.
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include "iohwrap.h"
+
+G_BEGIN_DECLS
+
+/* The helper's --status-interval range, in ms (its parse_count bounds). */
+#define IOHW_INTERVAL_MIN 10
+#define IOHW_INTERVAL_MAX 3600000
+#define IOHW_INTERVAL_DEFAULT 1000
+/* The helper's --offset and --length bound, and the largest file offset. */
+#define IOHW_OFFSET_MAX ((guint64)G_MAXINT64)
+
+/* What ioh_wrap_new() goes on with once the arguments passed. */
+typedef struct {
+    gboolean save;        /* O_WRONLY: a save; O_RDONLY: a restore */
+    IohWrapFlags flags;   /* as given, plus IOH_WRAP_DIRECT for an fd with O_DIRECT */
+    guint64 offset;       /* IohWrapParams.offset (0: none) */
+    guint64 length;       /* IohWrapParams.length (0: to EOF) */
+    guint64 start;        /* where the stream starts in the file */
+    guint interval_ms;    /* the helper's --status-interval */
+} IohwPlan;
+
+/* Checks every argument of ioh_wrap_new() (@fd is the fd number itself). Touches
+ * nothing: the fd's flags, position and file are as they were, also on success.
+ * FALSE with @error in IOH_WRAP_ERROR when ioh_wrap_new() must refuse. */
+gboolean iohw_check_new(int fd, const char *path, IohWrapFlags flags,
+                        const IohWrapParams *params, IohwPlan *ret_plan, GError **error);
+
+G_END_DECLS

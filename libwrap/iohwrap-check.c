@@ -21,6 +21,7 @@
 typedef struct {
     int fd;
     const char *name;         /* "fd N of PATH" or "fd N" */
+    const char *file;         /* PATH, or "fd N" without one */
     int fl;                   /* F_GETFL */
     struct stat st;
     gboolean storage;         /* a regular file or block device: the helper's "storage" */
@@ -185,12 +186,36 @@ check_fd_fits(const FdInfo *fi, IohwPlan *plan, GError **error)
     return TRUE;
 }
 
+/* Both paths seek to the offset (libwrap itself, or the helper): try it now and go back,
+ * so that an offset past what the file system or the device can hold is known. */
+static gboolean
+probe_seek(const FdInfo *fi, guint64 offset, GError **error)
+{
+    off_t pos = lseek(fi->fd, 0, SEEK_CUR);
+    int errsv;
+
+    if (pos < 0 || lseek(fi->fd, (off_t)offset, SEEK_SET) < 0) {
+        errsv = errno;
+        return badfd(error, "%s: cannot seek to offset %" G_GUINT64_FORMAT ": %s", fi->name,
+                     offset, g_strerror(errsv));
+    }
+    if (lseek(fi->fd, pos, SEEK_SET) < 0) {
+        errsv = errno;
+        return badfd(error, "%s: cannot seek back to %lld: %s", fi->name, (long long)pos,
+                     g_strerror(errsv));
+    }
+    return TRUE;
+}
+
 /* The stream starts at the offset; else where the fd stands (libvirt's header before
  * it); with O_APPEND a save starts at the file's end whatever the position. */
 static gboolean
 find_start(const FdInfo *fi, IohwPlan *plan, GError **error)
 {
     if (plan->offset) {
+        if (!probe_seek(fi, plan->offset, error)) {
+            return FALSE;
+        }
         plan->start = plan->offset;
     } else if (plan->save && (fi->fl & O_APPEND) && fi->has_size) {
         plan->start = fi->size;
@@ -279,11 +304,11 @@ check_direct(const FdInfo *fi, const IohwPlan *plan, GError **error)
     }
     if (plan->offset) {
         return invalid(error, "offset %" G_GUINT64_FORMAT " is not a multiple of %u, as "
-                       "IOH_WRAP_DIRECT needs for %s", plan->offset, align, fi->name);
+                       "IOH_WRAP_DIRECT needs for %s", plan->offset, align, fi->file);
     }
     return invalid(error, "the stream would start at byte %" G_GUINT64_FORMAT " of %s (%s), "
-                   "not a multiple of %u, as IOH_WRAP_DIRECT needs", plan->start, fi->name,
-                   plan->save && (fi->fl & O_APPEND) ? "its end: O_APPEND" : "its position",
+                   "not a multiple of %u, as IOH_WRAP_DIRECT needs", plan->start, fi->file,
+                   plan->save && (fi->fl & O_APPEND) ? "its end: O_APPEND" : "the fd's position",
                    align);
 }
 
@@ -296,12 +321,12 @@ check_restore_size(const FdInfo *fi, const IohwPlan *plan, GError **error)
     }
     if (plan->start > fi->size) {
         return invalid(error, "%s %" G_GUINT64_FORMAT " is past the end of %s (%"
-                       G_GUINT64_FORMAT " bytes)", plan->offset ? "offset" : "the position",
-                       plan->start, fi->name, fi->size);
+                       G_GUINT64_FORMAT " bytes)", plan->offset ? "offset" : "the fd's position",
+                       plan->start, fi->file, fi->size);
     }
     if (plan->length > fi->size - plan->start) {
         return invalid(error, "%s holds %" G_GUINT64_FORMAT " bytes, short of %s %"
-                       G_GUINT64_FORMAT " + length %" G_GUINT64_FORMAT, fi->name, fi->size,
+                       G_GUINT64_FORMAT " + length %" G_GUINT64_FORMAT, fi->file, fi->size,
                        plan->offset ? "offset" : "start", plan->start, plan->length);
     }
     return TRUE;
@@ -312,9 +337,9 @@ iohw_check_new(int fd, const char *path, IohWrapFlags flags, const IohWrapParams
                IohwPlan *ret_plan, GError **error)
 {
     static const IohWrapParams defaults = { 0 };
-    g_autofree char *name = path ? g_strdup_printf("fd %d of %s", fd, path)
-                                 : g_strdup_printf("fd %d", fd);
-    FdInfo fi = { .fd = fd, .name = name };
+    g_autofree char *bare = g_strdup_printf("fd %d", fd);
+    g_autofree char *name = path ? g_strdup_printf("fd %d of %s", fd, path) : g_strdup(bare);
+    FdInfo fi = { .fd = fd, .name = name, .file = path ? path : bare };
     IohwPlan plan = { 0 };
 
     if (!params) {

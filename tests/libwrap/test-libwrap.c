@@ -358,6 +358,398 @@ test_errors(void)
     ioht_workdir_remove(dir);
 }
 
+/* ---- ioh_wrap_new refuses what the helper would refuse -------------------------- */
+
+/* The modes a refusal must hold in: the no-helper path and each helper mode. */
+static const IohWrapFlags all_paths[] = { IOH_WRAP_NONE, IOH_WRAP_POLLABLE, IOH_WRAP_FADVISE,
+                                          IOH_WRAP_DIRECT };
+
+/* ioh_wrap_new(&fd, path, ...) fails with @code and a message holding @text, and leaves
+ * everything as it was: the fd number, its flags and position, and no child spawned. */
+static void
+refused(int fd, const char *path, IohWrapFlags flags, const IohWrapParams *params, int code,
+        const char *text)
+{
+    g_autoptr(GError) error = NULL;
+    int before = fd;
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    off_t pos = fd >= 0 ? lseek(fd, 0, SEEK_CUR) : -1;
+    IohWrap *wrap = ioh_wrap_new(&fd, path, flags, params, &error);
+
+    if (wrap) {
+        g_test_message("flags 0x%x: accepted, expected \"%s\"", (guint)flags, text);
+        ioh_wrap_free(wrap);
+    }
+    g_assert_null(wrap);
+    g_assert_error(error, IOH_WRAP_ERROR, code);
+    g_test_message("flags 0x%x refused: %s", (guint)flags, error->message);
+    g_assert_nonnull(strstr(error->message, text));
+    /* Library words, not the helper's command line. */
+    g_assert_null(strstr(error->message, "--"));
+    g_assert_null(strstr(error->message, "try"));
+    g_assert_cmpint(fd, ==, before);
+    if (fd >= 0) {
+        g_assert_cmpint(fcntl(fd, F_GETFL), ==, fl);
+        g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, pos);
+    }
+    g_assert_cmpint(waitpid(-1, NULL, WNOHANG), ==, -1);
+}
+
+static void
+refused_everywhere(int fd, const char *path, const IohWrapParams *params, int code,
+                   const char *text)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(all_paths); i++) {
+        refused(fd, path, all_paths[i], params, code, text);
+    }
+}
+
+/* ioh_wrap_new() accepts; the wrap is freed at once (a helper is killed). */
+static void
+accepted(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams *params)
+{
+    g_autoptr(GError) error = NULL;
+    IohWrap *wrap = ioh_wrap_new(fd, path, flags, params, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(wrap);
+    ioh_wrap_free(wrap);
+}
+
+/* Values no path can honour: a parameter named with its value, in library words. */
+static void
+test_new_values(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "v.save");
+    g_autofree char *img = tpath(dir, "v.img");
+    const guint64 huge[] = { (guint64)G_MAXINT64 + 1, G_MAXUINT64 };
+    const guint bad_ms[] = { 1, 9, 3600001, G_MAXUINT };
+    int fds[2];
+
+    if (!have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    ioht_write_random_file(img, 64 * 1024, 5);
+    fds[0] = open_save(path);
+    fds[1] = open_restore(img);
+    for (guint d = 0; d < G_N_ELEMENTS(fds); d++) {
+        int fd = fds[d];
+
+        refused_everywhere(fd, "", NULL, IOH_WRAP_ERROR_INVALID, "path is empty");
+        for (guint i = 0; i < G_N_ELEMENTS(huge); i++) {
+            IohWrapParams off = { .offset = huge[i] };
+            IohWrapParams len = { .length = huge[i] };
+            g_autofree char *want_off = g_strdup_printf(
+                "offset %" G_GUINT64_FORMAT " is too large (at most %" G_GINT64_FORMAT ")",
+                huge[i], G_MAXINT64);
+            g_autofree char *want_len = g_strdup_printf(
+                "length %" G_GUINT64_FORMAT " is too large (at most %" G_GINT64_FORMAT ")",
+                huge[i], G_MAXINT64);
+
+            refused_everywhere(fd, path, &off, IOH_WRAP_ERROR_INVALID, want_off);
+            refused_everywhere(fd, path, &len, IOH_WRAP_ERROR_INVALID, want_len);
+        }
+        {
+            /* Each in range, the sum not: also from the fd's own position. */
+            IohWrapParams sum = { .offset = 4096, .length = G_MAXINT64 - 4095 };
+            IohWrapParams from_pos = { .length = G_MAXINT64 - 4095 };
+
+            refused_everywhere(fd, path, &sum, IOH_WRAP_ERROR_INVALID,
+                               "offset 4096 + length 9223372036854771712 ends past the "
+                               "largest file offset 9223372036854775807");
+            g_assert_cmpint(lseek(fd, 4096, SEEK_SET), ==, 4096);
+            refused_everywhere(fd, path, &from_pos, IOH_WRAP_ERROR_INVALID,
+                               "start 4096 + length 9223372036854771712 ends past");
+            g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+        }
+        for (guint i = 0; i < G_N_ELEMENTS(bad_ms); i++) {
+            IohWrapParams p = { .progress_interval_ms = bad_ms[i] };
+            g_autofree char *want = g_strdup_printf(
+                "progress_interval_ms %u is out of range (10 to 3600000, or 0 for 1000)",
+                bad_ms[i]);
+
+            refused_everywhere(fd, path, &p, IOH_WRAP_ERROR_INVALID, want);
+        }
+    }
+    /* The bounds themselves are the helper's: accepted. */
+    for (guint i = 0; i < 2; i++) {
+        IohWrapParams p = { .progress_interval_ms = i ? 3600000 : 10 };
+        accepted(&fds[1], img, IOH_WRAP_POLLABLE, &p);
+        fds[1] = open_restore(img);
+    }
+    close(fds[0]);
+    close(fds[1]);
+    ioht_workdir_remove(dir);
+}
+
+/* An fd the helper cannot use as asked: refused with what it is. */
+static void
+test_new_fd_kinds(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "k.save");
+    IohWrapParams at4k = { .offset = 4096 };
+    int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int opath = open(dir, O_PATH | O_CLOEXEC);
+    int p[2];
+
+    g_assert_cmpint(d, >=, 0);
+    g_assert_cmpint(opath, >=, 0);
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    refused_everywhere(d, dir, NULL, IOH_WRAP_ERROR_BADFD, "is a directory");
+    refused_everywhere(opath, dir, NULL, IOH_WRAP_ERROR_BADFD, "O_PATH descriptor");
+    for (guint end = 0; end < 2; end++) {
+        /* A pipe for either direction: fine as it is, but it cannot seek nor bypass a
+         * cache (the helper would ignore or refuse the flag). */
+        refused(p[end], path, IOH_WRAP_DIRECT, NULL, IOH_WRAP_ERROR_BADFD,
+                "IOH_WRAP_DIRECT (O_DIRECT) needs a regular file or block device, and "
+                "this is a pipe");
+        refused(p[end], path, IOH_WRAP_FADVISE, NULL, IOH_WRAP_ERROR_BADFD,
+                "IOH_WRAP_FADVISE needs a regular file or block device, and this is a pipe");
+        refused(p[end], path, IOH_WRAP_NONE, &at4k, IOH_WRAP_ERROR_BADFD,
+                "offset 4096 needs a regular file or block device, and this is a pipe");
+        refused(p[end], path, IOH_WRAP_POLLABLE, &at4k, IOH_WRAP_ERROR_BADFD,
+                "offset 4096 needs a regular file or block device, and this is a pipe");
+    }
+    {
+        /* A file system that refuses O_DIRECT (procfs files): known before the helper. */
+        int proc = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(proc, >=, 0);
+        refused(proc, "/proc/self/status", IOH_WRAP_DIRECT, NULL, IOH_WRAP_ERROR_BADFD,
+                "its file system refuses O_DIRECT (IOH_WRAP_DIRECT)");
+        close(proc);
+    }
+    close(d);
+    close(opath);
+    close(p[0]);
+    close(p[1]);
+    ioht_workdir_remove(dir);
+}
+
+/* Where the stream would land or come from: the offset, the fd's position, O_APPEND,
+ * the alignment O_DIRECT needs, and a restore's file size. */
+static void
+test_new_placement(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *img = tpath(dir, "p.img");
+    g_autofree char *odd = tpath(dir, "odd.save");
+    IohWrapParams past = { .offset = 2 * MIB };
+    IohWrapParams longer = { .offset = 4096, .length = MIB };
+    IohWrapParams exact = { .offset = 4096, .length = MIB - 4096 };
+    IohWrapParams far = { .offset = (guint64)1 << 62 };
+    IohWrapParams at4k = { .offset = 4096 };
+    int fd, ap;
+
+    if (!have_direct(dir)) {
+        ioht_workdir_remove(dir);
+        return;
+    }
+    ioht_write_random_file(img, MIB, 9);
+    fd = open_restore(img);
+    refused_everywhere(fd, img, &past, IOH_WRAP_ERROR_INVALID,
+                       "offset 2097152 is past the end of");
+    refused_everywhere(fd, img, &longer, IOH_WRAP_ERROR_INVALID,
+                       "holds 1048576 bytes, short of offset 4096 + length 1048576");
+    g_assert_cmpint(lseek(fd, 2 * MIB, SEEK_SET), ==, 2 * MIB);
+    refused_everywhere(fd, img, NULL, IOH_WRAP_ERROR_INVALID,
+                       "the fd's position 2097152 is past the end of");
+    g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+    /* Up to the last byte, and an empty stream at the very end, are fine. */
+    accepted(&fd, img, IOH_WRAP_POLLABLE, &exact);
+    fd = open_restore(img);
+    past.offset = MIB;
+    accepted(&fd, img, IOH_WRAP_POLLABLE, &past);
+
+    /* Past what ext4 (or any file system) can seek to: known now, not at the finish. */
+    fd = open_save(odd);
+    refused_everywhere(fd, odd, &far, IOH_WRAP_ERROR_BADFD,
+                       "cannot seek to offset 4611686018427387904");
+
+    /* O_DIRECT needs an aligned start, wherever the start comes from. */
+    g_assert_cmpint(pwrite(fd, "x", 1, 4999), ==, 1);
+    g_assert_cmpint(lseek(fd, 5000, SEEK_SET), ==, 5000);
+    refused(fd, odd, IOH_WRAP_DIRECT, NULL, IOH_WRAP_ERROR_INVALID,
+            "would start at byte 5000 of");
+    refused(fd, odd, IOH_WRAP_DIRECT, NULL, IOH_WRAP_ERROR_INVALID, "(the fd's position)");
+    close(fd);
+
+    /* O_APPEND: a save lands at the end, whatever the offset or position says. */
+    ap = open(odd, O_WRONLY | O_APPEND | O_CLOEXEC);
+    g_assert_cmpint(ap, >=, 0);
+    for (guint i = 0; i < G_N_ELEMENTS(all_paths); i++) {
+        refused(ap, odd, all_paths[i], &at4k, IOH_WRAP_ERROR_BADFD,
+                "has O_APPEND: a save lands at the end of the file, not at offset 4096");
+    }
+    refused(ap, odd, IOH_WRAP_DIRECT, NULL, IOH_WRAP_ERROR_INVALID,
+            "would start at byte 5000 of");
+    refused(ap, odd, IOH_WRAP_DIRECT, NULL, IOH_WRAP_ERROR_INVALID, "(its end: O_APPEND)");
+    g_assert_cmpint(ftruncate(ap, 8192), ==, 0);
+    accepted(&ap, odd, IOH_WRAP_DIRECT, NULL);
+    ioht_workdir_remove(dir);
+}
+
+/* ---- the progress callback's data ------------------------------------------------ */
+
+typedef struct {
+    guint notified;
+    gboolean inside;          /* the callback is running */
+    gboolean notified_inside; /* the notify ran while it did */
+    IohWrap *wrap;
+    gpointer other;
+} Held;
+
+static void
+held_notify(gpointer data)
+{
+    Held *h = data;
+
+    h->notified++;
+    h->notified_inside |= h->inside;
+}
+
+static void
+held_progress(guint64 written, guint64 synced, gpointer data)
+{
+    Held *h = data;
+
+    (void)written;
+    (void)synced;
+    h->inside = TRUE;
+    /* Replace this very callback from inside it: the old data must outlive the call. */
+    if (h->other) {
+        ioh_wrap_set_progress_func(h->wrap, NULL, h->other, held_notify);
+        h->other = NULL;
+    }
+    h->inside = FALSE;
+}
+
+/* NULL wrap: a programmer error, reported as GLib does; the data is still given back. */
+static void
+test_progress_null_wrap(void)
+{
+    Held h = { 0 };
+
+    g_test_expect_message("iohwrap", G_LOG_LEVEL_CRITICAL, "*wrap != NULL*");
+    ioh_wrap_set_progress_func(NULL, held_progress, &h, held_notify);
+    g_test_assert_expected_messages();
+    g_assert_cmpuint(h.notified, ==, 1);
+}
+
+/* Every path that drops the data calls its notify once: replacing, clearing, freeing. */
+static void
+test_progress_notify(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *path = tpath(dir, "n.save");
+    Held a = { 0 }, b = { 0 }, c = { 0 };
+
+    for (guint spawn = 0; spawn < 2; spawn++) {
+        int fd = open_save(path);
+        g_autoptr(GError) error = NULL;
+        IohWrap *wrap = ioh_wrap_new(&fd, path, spawn ? IOH_WRAP_POLLABLE : IOH_WRAP_NONE,
+                                     NULL, &error);
+
+        g_assert_no_error(error);
+        memset(&a, 0, sizeof(a));
+        memset(&b, 0, sizeof(b));
+        memset(&c, 0, sizeof(c));
+        ioh_wrap_set_progress_func(wrap, held_progress, &a, held_notify);
+        ioh_wrap_set_progress_func(wrap, held_progress, &b, held_notify);
+        g_assert_cmpuint(a.notified, ==, 1);
+        g_assert_cmpuint(b.notified, ==, 0);
+        /* No callback, but data to give back: held until replaced or freed. */
+        ioh_wrap_set_progress_func(wrap, NULL, &c, held_notify);
+        g_assert_cmpuint(b.notified, ==, 1);
+        g_assert_cmpuint(c.notified, ==, 0);
+        if (spawn) {
+            close(fd);
+            g_assert_true(ioh_wrap_finish(wrap, &error));
+            g_assert_no_error(error);
+        } else {
+            close(fd);
+        }
+        ioh_wrap_free(wrap);
+        g_assert_cmpuint(a.notified, ==, 1);
+        g_assert_cmpuint(b.notified, ==, 1);
+        g_assert_cmpuint(c.notified, ==, 1);
+    }
+    ioht_workdir_remove(dir);
+}
+
+/* Replacing the callback from inside it: the old data is given back only once the call
+ * has returned (as GLib's sources do), never under the running callback. */
+static void
+test_progress_replace_inside(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = tpath(dir, "src");
+    g_autofree char *path = tpath(dir, "r.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    Held h = { 0 }, other = { 0 };
+    int fd = open_save(path);
+
+    ioht_write_random_file(src, MIB, 21);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
+    g_assert_no_error(error);
+    h.wrap = wrap;
+    h.other = &other;
+    ioh_wrap_set_progress_func(wrap, held_progress, &h, held_notify);
+    g_assert_true(feed_file(src, fd));
+    /* This thread owns the default context: the final figures are delivered here. */
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    g_assert_null(h.other);                 /* the callback ran and replaced itself */
+    g_assert_cmpuint(h.notified, ==, 1);
+    g_assert_false(h.notified_inside);
+    g_clear_pointer(&wrap, ioh_wrap_free);
+    g_assert_cmpuint(other.notified, ==, 1);
+    ioht_workdir_remove(dir);
+}
+
+/* ---- finish_finish checks its wrap ------------------------------------------------ */
+
+static void
+on_result(GObject *source, GAsyncResult *res, gpointer data)
+{
+    (void)source;
+    *(GAsyncResult **)data = g_object_ref(res);
+}
+
+static void
+test_finish_other_wrap(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *pa = tpath(dir, "a.save");
+    g_autofree char *pb = tpath(dir, "b.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) a = NULL;
+    g_autoptr(IohWrap) b = NULL;
+    g_autoptr(GAsyncResult) res = NULL;
+    int fa = open_save(pa), fb = open_save(pb);
+
+    a = ioh_wrap_new(&fa, pa, IOH_WRAP_NONE, NULL, &error);
+    g_assert_no_error(error);
+    b = ioh_wrap_new(&fb, pb, IOH_WRAP_NONE, NULL, &error);
+    g_assert_no_error(error);
+    ioh_wrap_finish_async(a, NULL, on_result, &res);
+    while (!res) {
+        g_main_context_iteration(NULL, TRUE);
+    }
+    g_assert_false(ioh_wrap_finish_finish(b, res, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "belongs to another wrap"));
+    g_clear_error(&error);
+    g_assert_true(ioh_wrap_finish_finish(a, res, &error));
+    g_assert_no_error(error);
+    close(fa);
+    close(fb);
+    ioht_workdir_remove(dir);
+}
+
 /* ---- round trips ---------------------------------------------------------------- */
 
 typedef struct {
@@ -1326,6 +1718,13 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/nospawn/restore-offset", test_nospawn_restore);
     g_test_add_func("/libwrap/nospawn/odirect-fd-gets-helper", test_odirect_fd);
     g_test_add_func("/libwrap/errors/misuse", test_errors);
+    g_test_add_func("/libwrap/new/refuses/values", test_new_values);
+    g_test_add_func("/libwrap/new/refuses/fd-kinds", test_new_fd_kinds);
+    g_test_add_func("/libwrap/new/refuses/placement", test_new_placement);
+    g_test_add_func("/libwrap/progress/notify/null-wrap", test_progress_null_wrap);
+    g_test_add_func("/libwrap/progress/notify/every-drop", test_progress_notify);
+    g_test_add_func("/libwrap/progress/notify/replace-inside", test_progress_replace_inside);
+    g_test_add_func("/libwrap/finish/other-wrap", test_finish_other_wrap);
     for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
         for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
             RoundTrip *rt = &rts[m * G_N_ELEMENTS(sizes) + s];

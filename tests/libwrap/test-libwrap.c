@@ -367,13 +367,15 @@ static const IohWrapFlags all_paths[] = { IOH_WRAP_NONE, IOH_WRAP_POLLABLE, IOH_
 /* ioh_wrap_new(&fd, path, ...) fails with @code and a message holding @text, and leaves
  * everything as it was: the fd number, its flags and position, and no child spawned. */
 static void
-refused(int fd, const char *path, IohWrapFlags flags, const IohWrapParams *params, int code,
+refused(int orig, const char *path, IohWrapFlags flags, const IohWrapParams *params, int code,
         const char *text)
 {
     g_autoptr(GError) error = NULL;
+    /* A copy: a wrap that accepted wrongly takes its fd over, not the caller's. */
+    int fd = fcntl(orig, F_DUPFD_CLOEXEC, 3);
     int before = fd;
-    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-    off_t pos = fd >= 0 ? lseek(fd, 0, SEEK_CUR) : -1;
+    int fl = fcntl(fd, F_GETFL);
+    off_t pos = lseek(fd, 0, SEEK_CUR);
     IohWrap *wrap = ioh_wrap_new(&fd, path, flags, params, &error);
 
     if (wrap) {
@@ -388,11 +390,10 @@ refused(int fd, const char *path, IohWrapFlags flags, const IohWrapParams *param
     g_assert_null(strstr(error->message, "--"));
     g_assert_null(strstr(error->message, "try"));
     g_assert_cmpint(fd, ==, before);
-    if (fd >= 0) {
-        g_assert_cmpint(fcntl(fd, F_GETFL), ==, fl);
-        g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, pos);
-    }
+    g_assert_cmpint(fcntl(fd, F_GETFL), ==, fl);
+    g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, pos);
     g_assert_cmpint(waitpid(-1, NULL, WNOHANG), ==, -1);
+    close(fd);
 }
 
 static void

@@ -29,11 +29,13 @@ typedef struct {
     guint64 size;
 } FdInfo;
 
-static gboolean invalid(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-static gboolean badfd(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static gboolean refuse(GError **error, IohWrapError code, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
 
+/* A refusal. INVALID names a parameter, so it says whose ("ioh_wrap_new: offset ...");
+ * BADFD starts with the fd ("fd 5 of /x.save is a directory"). */
 static gboolean
-invalid(GError **error, const char *fmt, ...)
+refuse(GError **error, IohWrapError code, const char *fmt, ...)
 {
     g_autofree char *msg = NULL;
     va_list ap;
@@ -41,22 +43,13 @@ invalid(GError **error, const char *fmt, ...)
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID, "ioh_wrap_new: %s", msg);
+    g_set_error(error, IOH_WRAP_ERROR, code, "%s%s",
+                code == IOH_WRAP_ERROR_INVALID ? "ioh_wrap_new: " : "", msg);
     return FALSE;
 }
 
-static gboolean
-badfd(GError **error, const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_set_error_literal(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD, msg);
-    return FALSE;
-}
+#define invalid(error, ...) refuse((error), IOH_WRAP_ERROR_INVALID, __VA_ARGS__)
+#define badfd(error, ...) refuse((error), IOH_WRAP_ERROR_BADFD, __VA_ARGS__)
 
 /* ---- the values alone ------------------------------------------------------------ */
 

@@ -7,8 +7,16 @@
  * is served by an `iohelper` child process. When the migration is over it calls
  * ioh_wrap_finish() (or ioh_wrap_finish_async()) and ioh_wrap_free().
  *
- * Library code here never prints and never aborts on misuse: every error is a GError
- * in the IOH_WRAP_ERROR domain (or G_IO_ERROR / G_SPAWN_ERROR passed through).
+ * Library code here never prints and never exits. Every error a function can report is a
+ * GError in the IOH_WRAP_ERROR domain (or G_IO_ERROR / G_SPAWN_ERROR passed through),
+ * misuse included: a NULL wrap given to a function with a GError is IOH_WRAP_ERROR_INVALID.
+ * ioh_wrap_set_progress_func(), which has no GError, reports a NULL wrap as GLib does:
+ * a g_return_if_fail() critical in the log domain "iohwrap" (fatal only under
+ * G_DEBUG=fatal-criticals).
+ *
+ * ioh_wrap_new() refuses, with the parameter and its value in the message, everything
+ * the helper would refuse once running: a wrap it returned never fails at its finish for
+ * a reason that was known at its creation (see ioh_wrap_new()).
  *
  * The process that uses a wrap must ignore SIGPIPE (as every daemon does): when a helper
  * dies, writes to the pipe fail with EPIPE instead of killing the writer. The library
@@ -27,6 +35,13 @@
  *    ioh_wrap_free(); the caller must not use that number after a spawn.
  *  - without a helper, finishing a save fdatasyncs the file: TRUE is durable either way.
  *  - the finish closes the caller's end only if that number still names the pipe.
+ *  - (0.1, issue 10) ioh_wrap_new() checks every argument up front, on both paths: an
+ *    empty path, an offset or length past 2^63 - 1 or whose sum is, a progress interval
+ *    out of 10..3600000 (it was clamped), a directory or O_PATH fd, DIRECT/FADVISE or an
+ *    offset on a pipe or socket, an offset with O_APPEND, a file system that refuses
+ *    O_DIRECT or an unaligned start with DIRECT, an offset the file system cannot seek
+ *    to, a restore past the end of its file. ioh_wrap_finish_finish() checks the result
+ *    is of its wrap. A progress callback's data is freed on every path that drops it.
  */
 #pragma once
 
@@ -40,8 +55,13 @@ GQuark ioh_wrap_error_quark(void);
 
 /**
  * IohWrapError:
- * @IOH_WRAP_ERROR_INVALID: bad flags or arguments, or a finish already pending.
- * @IOH_WRAP_ERROR_BADFD: the fd is not open, is opened read-write, or cannot be seeked.
+ * @IOH_WRAP_ERROR_INVALID: a bad argument, named with its value ("ioh_wrap_new: offset
+ *     9223372036854775808 is too large (at most 9223372036854775807)"), or a finish
+ *     already pending.
+ * @IOH_WRAP_ERROR_BADFD: the fd cannot be served as asked, named with what it is ("fd 5
+ *     of /x.save is a directory"): not open, open read-write or O_PATH, a directory, a
+ *     pipe or socket where DIRECT, FADVISE or an offset needs a file, O_APPEND with an
+ *     offset, a file system that refuses O_DIRECT, an offset it cannot seek to.
  * @IOH_WRAP_ERROR_NOHELPER: the helper binary is missing or not executable.
  * @IOH_WRAP_ERROR_FAILED: the helper reported a failure; the message is its own stderr
  *     line without the "iohelper: " prefix, e.g. "write /x.save: No space left on device".
@@ -79,17 +99,25 @@ typedef enum {
 
 /**
  * IohWrapParams:
- * @offset: byte offset in the file where the stream starts (a multiple of 4096 with
- *          IOH_WRAP_DIRECT). 0 means the fd's current position (a plain image opened
- *          just now starts at 0). A non-zero offset is applied on both paths: without
- *          a helper libwrap seeks the fd there. A save truncates nothing: open the
- *          file with O_TRUNC (or ftruncate it to @offset) when it may be longer.
- * @length: restore only: deliver exactly this many bytes of stream; 0 means to EOF.
- *          A file shorter than that fails the restore. Ignored on save and without a
- *          helper. Pass it when the file has bytes past the stream: else the helper
- *          fails with EPIPE when QEMU closes the pipe before the file's end.
- * @progress_interval_ms: how often the helper reports progress; 0 means 1000; values
- *          are clamped to 10..3600000.
+ * @offset: byte offset in the file where the stream starts, at most 2^63 - 1 and
+ *          where the file system can seek. 0 means the fd's current position (a plain
+ *          image opened just now starts at 0); a save through an O_APPEND fd starts at
+ *          the file's end, and a non-zero offset is refused with O_APPEND. A non-zero
+ *          offset needs a regular file or block device and is applied on both paths:
+ *          without a helper libwrap seeks the fd there. With IOH_WRAP_DIRECT the start
+ *          (offset, position or end) must be a multiple of the file's O_DIRECT
+ *          alignment: 4096, or more where the file system says so (statx). A save
+ *          truncates nothing: open the file with O_TRUNC (or ftruncate it to @offset)
+ *          when it may be longer.
+ * @length: restore: deliver exactly this many bytes of stream; 0 means to EOF. At most
+ *          2^63 - 1, and start + @length too (checked on every path). A restore from a
+ *          file (or block device) that cannot hold start + @length bytes is refused by
+ *          ioh_wrap_new(); a pipe or socket that ends early fails the finish. Not used
+ *          on save nor without a helper. Pass it when the file has bytes past the
+ *          stream: else the helper fails with EPIPE when QEMU closes the pipe before
+ *          the file's end.
+ * @progress_interval_ms: how often the helper reports progress: 0 means 1000, else
+ *          10..3600000 (the helper's --status-interval range); other values are refused.
  *
  * Zero-initialise it (`IohWrapParams p = { 0 };`): fields may be added at the end.
  */
@@ -126,10 +154,21 @@ typedef struct _IohWrap IohWrap;
  *      capped by /proc/sys/fs/pipe-max-size) and the original fd now belongs to the wrap
  *      (closed by ioh_wrap_finish()/ioh_wrap_free() at the latest); otherwise *fd is left
  *      untouched and stays the caller's.
- * @path: (nullable): the file's path, used in messages only (NULL: "fd N").
+ * @path: (nullable): the file's path, used in messages only (NULL: "fd N"); not empty.
  * @flags: what the caller needs.
  * @params: (nullable): stream placement and progress period; NULL for defaults.
  * @error: return location for a #GError.
+ *
+ * Checks every argument before anything is done, and refuses with IOH_WRAP_ERROR_INVALID
+ * (a parameter) or IOH_WRAP_ERROR_BADFD (the fd) whatever the helper would refuse once
+ * running, on both paths alike: unknown flags, DIRECT with FADVISE, FADVISE with an
+ * O_DIRECT fd, an empty @path, @params out of range (see #IohWrapParams), a directory
+ * or O_PATH or O_RDWR fd, DIRECT or FADVISE or an offset on an fd that is not a regular
+ * file or block device, an offset with O_APPEND, an offset the file system cannot seek
+ * to, DIRECT where the file system refuses O_DIRECT or the start is unaligned, and a
+ * restore whose file ends before the start or before start + length. To probe, it seeks
+ * the fd and (DIRECT) sets O_DIRECT on it, then puts both back: do not use another fd
+ * sharing its open file description meanwhile.
  *
  * Spawns `iohelper` only when @flags ask for it (or the fd has O_DIRECT set). The helper
  * is $IOHELPER_PATH when that is set and not empty, else IOHELPER_LIBEXECDIR/iohelper.
@@ -138,7 +177,7 @@ typedef struct _IohWrap IohWrap;
  * Progress sources are attached to the thread-default GMainContext.
  *
  * Returns: (transfer full): a new wrap, even when no helper was needed; NULL with
- *     @error set on failure, and then *fd is untouched.
+ *     @error set on failure, and then *fd is untouched (same number, flags and position).
  */
 IohWrap *ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags,
                       const IohWrapParams *params, GError **error);
@@ -162,14 +201,25 @@ GPid ioh_wrap_get_pid(IohWrap *wrap);
 
 /**
  * ioh_wrap_set_progress_func:
- * @wrap: a wrap.
+ * @wrap: (not nullable): a wrap.
  * @func: (nullable): the callback, NULL to stop callbacks.
- * @user_data: passed to @func.
- * @notify: (nullable): frees @user_data when the callback is replaced or the wrap freed.
+ * @user_data: passed to @func; held by the wrap until the callback is replaced (by any
+ *     call, NULL @func included) or the wrap is freed.
+ * @notify: (nullable): gives @user_data back, exactly once, on every path that drops
+ *     it: when the callback is replaced, when the wrap is freed, and at once for a NULL
+ *     @wrap. It runs once no call of @func with that data is in progress: at once, or
+ *     when that call returns (so @func may replace itself, and another thread may free
+ *     the wrap, while it runs).
  *
  * Registers a progress callback (replaces any previous one). It runs only while the
  * GMainContext captured by ioh_wrap_new() is iterated (or inside ioh_wrap_finish() when
  * the calling thread owns that context). Never called for a wrap without a helper.
+ *
+ * A NULL @wrap is a programmer error: as in GLib, a g_return_if_fail() critical is
+ * logged (domain "iohwrap") and nothing else happens, except that @notify(@user_data)
+ * runs first: the data was handed over and nothing would ever free it. (GLib's own
+ * setters, e.g. g_source_set_callback(), leak it after a failed precondition; we prefer
+ * the caller's destructor to run, which is safe because the call took ownership.)
  */
 void ioh_wrap_set_progress_func(IohWrap *wrap, IohWrapProgressFunc func,
                                 gpointer user_data, GDestroyNotify notify);
@@ -229,7 +279,8 @@ void ioh_wrap_finish_async(IohWrap *wrap, GCancellable *cancellable,
  * @result: the #GAsyncResult given to the callback.
  * @error: return location for a #GError.
  *
- * Returns: as ioh_wrap_finish().
+ * Returns: as ioh_wrap_finish(); FALSE with IOH_WRAP_ERROR_INVALID when @result is not
+ *     from ioh_wrap_finish_async() of this very @wrap.
  */
 gboolean ioh_wrap_finish_finish(IohWrap *wrap, GAsyncResult *result, GError **error);
 
@@ -239,7 +290,8 @@ gboolean ioh_wrap_finish_finish(IohWrap *wrap, GAsyncResult *result, GError **er
  *
  * Frees @wrap. A helper still running is killed (SIGKILL) and reaped; the caller's end
  * of the pipe is closed as by ioh_wrap_finish(). The progress callback is not called
- * again; its notify runs.
+ * again; its notify runs (here, or when a call of the callback in progress in another
+ * thread returns).
  */
 void ioh_wrap_free(IohWrap *wrap);
 

@@ -16,6 +16,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ioh-args.h"
+#include "ioh-clash.h"
 #include "ioh-copy.h"
 #include "ioh-error.h"
 #include "ioh-file.h"
@@ -126,23 +127,21 @@ append_record(const char *file, const IohArgs *a, const IohStats *s, gboolean ok
 }
 
 static IohEnd *
-open_operand(const char *spec, gboolean for_write, const IohArgs *a, GError **error)
+open_operand(const IohOperand *op, const char *spec, gboolean for_write, const IohArgs *a,
+             GError **error)
 {
-    guint64 n;
+    g_autofree char *name = NULL;
 
-    if (g_str_equal(spec, "-")) {
-        return ioh_end_from_fd(for_write ? 1 : 0, for_write ? "stdout" : "stdin", error);
+    switch (op->kind) {
+    case IOH_OPERAND_STDIO:
+        return ioh_end_from_fd(op->fd, op->fd == 0 ? "stdin" : "stdout", error);
+    case IOH_OPERAND_FD:
+        name = g_strdup_printf("fd %d", op->fd);
+        return ioh_end_from_fd(op->fd, name, error);
+    case IOH_OPERAND_PATH:
+    default:
+        return ioh_end_open(spec, for_write, a->copy.has_offset ? a->copy.offset : 0, error);
     }
-    if (g_str_has_prefix(spec, "fd:")) {
-        g_autofree char *name = NULL;
-        if (!g_ascii_string_to_unsigned(spec + 3, 10, 0, G_MAXINT, &n, NULL)) {
-            g_set_error(error, IOH_ERROR, EINVAL, "%s: not a file descriptor number", spec);
-            return NULL;
-        }
-        name = g_strdup_printf("fd %d", (int)n);
-        return ioh_end_from_fd((int)n, name, error);
-    }
-    return ioh_end_open(spec, for_write, a->copy.has_offset ? a->copy.offset : 0, error);
 }
 
 /* libvirt's form: FD's access mode gives the direction, its O_DIRECT flag the mode. */
@@ -181,17 +180,6 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     return TRUE;
 }
 
-/* Copying a file onto itself would truncate it first: refuse it by name. */
-static gboolean
-same_file(const IohEnd *src, const char *out)
-{
-    struct stat in_st, out_st;
-
-    return ioh_end_is_storage(src) && fstat(src->fd, &in_st) == 0 &&
-           stat(out, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
-           in_st.st_ino == out_st.st_ino;
-}
-
 static gboolean
 run(IohArgs *a, IohStats *stats, GError **error)
 {
@@ -211,18 +199,20 @@ run(IohArgs *a, IohStats *stats, GError **error)
             return FALSE;
         }
     } else {
-        src = open_operand(a->in, FALSE, a, error);
+        src = open_operand(&a->in_op, a->in, FALSE, a, error);
         if (!src) {
             return FALSE;
         }
-        if (same_file(src, a->out)) {
-            g_set_error(error, IOH_ERROR, EINVAL, "%s: IN and OUT are the same file", a->out);
-            return FALSE;
-        }
-        dst = open_operand(a->out, TRUE, a, error);
+        dst = open_operand(&a->out_op, a->out, TRUE, a, error);
         if (!dst) {
             return FALSE;
         }
+    }
+    /* ioh_clash_check() compared them before: this is what was actually opened. */
+    if (ioh_clash_same_data(src->fd, dst->fd)) {
+        g_set_error(error, IOH_ARGS_ERROR, 0, "%s and %s are the same file: a copy onto "
+                    "itself", src->name, dst->name);
+        return FALSE;
     }
     rep.tty = a->progress && isatty(STDERR_FILENO);
     if (rep.tty || a->status_fd >= 0) {
@@ -236,7 +226,12 @@ run(IohArgs *a, IohStats *stats, GError **error)
     }
     /* Close the destination first and check it: a failed close can mean lost data. */
     if (ok) {
-        ok = ioh_end_close(dst, error) && ioh_end_close(src, error);
+        int dst_fd = dst->fd;
+        ok = ioh_end_close(dst, error);
+        if (src->fd == dst_fd) {
+            src->fd = -1;    /* one fd on both sides (a socket): closed once */
+        }
+        ok = ok && ioh_end_close(src, error);
     }
     /* "done" only when nothing can fail any more: synced, closed. */
     if (ok && a->status_fd >= 0) {
@@ -253,6 +248,18 @@ make_one_line(char *s)
         if ((guchar)*s < 0x20 || *s == 0x7f) {
             *s = '?';
         }
+    }
+}
+
+static void
+report_failure(IohArgs *a, GError *error)
+{
+    make_one_line(error->message);
+    if (a->libvirt) {
+        make_one_line(a->path);
+        fprintf(stderr, "iohelper: failure with %s: %s\n", a->path, error->message);
+    } else {
+        fprintf(stderr, "iohelper: %s\n", error->message);
     }
 }
 
@@ -284,18 +291,18 @@ main(int argc, char **argv)
         return 0;
     }
 
-    ok = run(&args, &stats, &error);
+    /* Colliding parts are a usage error: nothing opened, nothing recorded. */
+    ok = ioh_clash_check(&args, &error) && run(&args, &stats, &error);
+    if (!ok && g_error_matches(error, IOH_ARGS_ERROR, 0)) {
+        report_failure(&args, error);
+        ioh_args_clear(&args);
+        return 2;
+    }
     if (args.record) {
         append_record(args.record, &args, &stats, ok, ok ? NULL : error->message);
     }
     if (!ok) {
-        make_one_line(error->message);
-        if (args.libvirt) {
-            make_one_line(args.path);
-            fprintf(stderr, "iohelper: failure with %s: %s\n", args.path, error->message);
-        } else {
-            fprintf(stderr, "iohelper: %s\n", error->message);
-        }
+        report_failure(&args, error);
         ioh_args_clear(&args);
         return 1;
     }

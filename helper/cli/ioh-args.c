@@ -30,8 +30,11 @@ static const char usage_text[] =
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
-    "SIZE takes a K, M, G or T suffix (powers of 1024). Exit status: 0 when every byte\n"
-    "was copied and made durable, 1 on failure, 2 on a usage error.\n";
+    "SIZE takes a K, M, G or T suffix, or KiB, MiB, GiB, TiB (powers of 1024 either way;\n"
+    "KB, MB... are refused as ambiguous). An optional value follows '=' (--stats=json).\n"
+    "Only a bare '-' is stdio and only 'fd:N' an fd: './-' and './fd:1' are paths.\n"
+    "Exit status: 0 when every byte was copied and made durable, 1 on failure, 2 on a\n"
+    "usage error.\n";
 
 const char *
 ioh_args_usage(void)
@@ -97,7 +100,14 @@ ioh_args_parse_size(const char *text, gboolean allow_zero, guint64 *ret_size, GE
     }
     if (*p) {
         p++;
-        if (g_str_equal(p, "iB") || g_str_equal(p, "B")) {
+        if (g_str_equal(p, "B") || g_str_equal(p, "b")) {
+            /* 1MB is 10^6 to some and 2^20 to others: make the user say which. */
+            return usage_error(error, "size '%s' is ambiguous: write %.*s%c or %.*s%ciB "
+                               "(powers of 1024), or the number of bytes", text,
+                               (int)(p - text - 1), text, g_ascii_toupper(p[-1]),
+                               (int)(p - text - 1), text, g_ascii_toupper(p[-1]));
+        }
+        if (g_str_equal(p, "iB")) {
             p += strlen(p);
         }
         if (*p) {
@@ -157,6 +167,29 @@ is_fd_number(const char *s)
         if (!g_ascii_isdigit(*s)) {
             return FALSE;
         }
+    }
+    return TRUE;
+}
+
+/* IN or OUT: only the bare "-" is stdio, only "fd:" and a decimal number an fd. */
+static gboolean
+parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
+{
+    guint64 n;
+
+    ret->kind = IOH_OPERAND_PATH;
+    ret->fd = -1;
+    if (g_str_equal(spec, "-")) {
+        ret->kind = IOH_OPERAND_STDIO;
+        ret->fd = stdio_fd;
+    } else if (g_str_has_prefix(spec, "fd:")) {
+        if (!is_fd_number(spec + 3) ||
+            !g_ascii_string_to_unsigned(spec + 3, 10, 0, G_MAXINT, &n, NULL)) {
+            return usage_error(error, "'%s': not a file descriptor number (write './%s' "
+                               "for a file of that name)", spec, spec);
+        }
+        ret->kind = IOH_OPERAND_FD;
+        ret->fd = (int)n;
     }
     return TRUE;
 }
@@ -252,6 +285,19 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
     return TRUE;
 }
 
+/* "--stats json": an optional value must follow '=', and a word that looks like one is
+ * not silently taken for an operand. */
+static gboolean
+check_optional_word(const char *name, const char *next, GError **error)
+{
+    if (next && (g_str_equal(next, "text") || g_str_equal(next, "json"))) {
+        return usage_error(error, "option '--%s' takes its value after '=': write "
+                           "'--%s=%s' (or './%s' for a file of that name)", name, name,
+                           next, next);
+    }
+    return TRUE;
+}
+
 static gboolean
 parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
 {
@@ -279,6 +325,10 @@ parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
             }
             break;
         case OPT_OPTIONAL:
+            if (!val && !check_optional_word(name, *i + 1 < argc ? argv[*i + 1] : NULL,
+                                             error)) {
+                return FALSE;
+            }
             break;
         }
         return apply_option(a, name, val, error);
@@ -346,6 +396,10 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
         a->out = g_strdup(g_ptr_array_index(operands, 1));
         if (!*a->in || !*a->out) {
             return usage_error(error, "empty file name");
+        }
+        if (!parse_operand(a->in, 0, &a->in_op, error) ||
+            !parse_operand(a->out, 1, &a->out_op, error)) {
+            return FALSE;
         }
     }
     return TRUE;

@@ -5,7 +5,9 @@
  *                                 gives the direction and its O_DIRECT flag the mode
  *
  * Two operands whose second is a bare decimal number are the libvirt form (write a file
- * named "1" as ./1). Options are accepted in both forms.
+ * named "1" as ./1). Options are accepted in both forms. Only the bare operand "-" means
+ * stdin/stdout and only "fd:" followed by a decimal number an inherited fd: "./-" and
+ * "./fd:1" are paths, and a malformed "fd:..." is a usage error.
  */
 #pragma once
 
@@ -24,12 +26,25 @@ typedef enum {
     IOH_STATS_JSON,
 } IohStatsFormat;
 
+typedef enum {
+    IOH_OPERAND_PATH,        /* a file name */
+    IOH_OPERAND_STDIO,       /* "-": stdin for IN, stdout for OUT */
+    IOH_OPERAND_FD,          /* "fd:N" */
+} IohOperandKind;
+
+typedef struct {
+    IohOperandKind kind;
+    int fd;                  /* STDIO: 0 or 1; FD: N; PATH: -1 */
+} IohOperand;
+
 typedef struct {
     gboolean help;
     gboolean version;
     gboolean libvirt;        /* PATH FD form */
     char *in;                /* standalone operands */
     char *out;
+    IohOperand in_op;        /* what IN and OUT are (standalone form) */
+    IohOperand out_op;
     char *path;              /* libvirt form */
     int fd;
     gboolean direct;
@@ -44,8 +59,10 @@ typedef struct {
 /* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */
 gboolean ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error);
 
-/* Parses a size: digits with an optional K, M, G or T suffix (powers of 1024, "KiB" and
- * "k" accepted too). Rejects signs, junk, zero when !@allow_zero, and overflow. */
+/* Parses a size: digits with an optional K, M, G or T suffix, or KiB, MiB, GiB, TiB: powers
+ * of 1024 either way (lower-case k, m, g, t too). "KB", "MB", "GB", "TB" are refused as
+ * ambiguous (decimal or binary?). Rejects signs, junk, zero when !@allow_zero, and
+ * overflow. */
 gboolean ioh_args_parse_size(const char *text, gboolean allow_zero, guint64 *ret_size,
                              GError **error);
 

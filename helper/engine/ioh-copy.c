@@ -39,7 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
 #include <unistd.h>
 
 #define IOH_COPY_MAX_READERS 4
@@ -401,14 +404,56 @@ report_progress(IohCopy *c, gboolean final)
     }
 }
 
+/* The size of a file or block device, or -1. */
+static gint64
+storage_size(const IohEnd *end)
+{
+    struct stat st;
+    guint64 size;
+
+    if (end->kind == IOH_KIND_BLOCK) {
+        return ioctl(end->fd, BLKGETSIZE64, &size) == 0 ? (gint64)size : -1;
+    }
+    return fstat(end->fd, &st) == 0 ? (gint64)st.st_size : -1;
+}
+
+/* A source read from opts->offset: past its end there is no stream, only a wrong empty
+ * success (unless the caller asked for nothing, --length=0). */
+static gboolean
+check_source_offset(IohCopy *c, IohEnd *end, GError **error)
+{
+    gint64 size = storage_size(end);
+
+    if (end != c->src || !c->opts->has_offset || size < 0 ||
+        c->opts->offset <= (guint64)size || (c->opts->has_length && c->opts->length == 0)) {
+        return TRUE;
+    }
+    g_set_error(error, IOH_ERROR, EINVAL,
+                "read %s: offset %" G_GUINT64_FORMAT " is past its end (%" G_GINT64_FORMAT
+                " bytes)", end->name, c->opts->offset, size);
+    return FALSE;
+}
+
 /* Where the stream starts in a storage end: --offset, else the fd's own position (libvirt
- * writes its header first and hands us the fd positioned after it). */
+ * writes its header first and hands us the fd positioned after it); for an O_APPEND
+ * destination its end, where every write lands. */
 static gboolean
 position_storage(IohCopy *c, IohEnd *end, guint64 *ret_start, GError **error)
 {
+    gboolean append = end == c->dst && (fcntl(end->fd, F_GETFL) & O_APPEND);
     off_t pos;
 
-    if (c->opts->has_offset) {
+    if (append && c->opts->has_offset) {
+        g_set_error(error, IOH_ERROR, EINVAL, "seek %s: open with O_APPEND, so an offset "
+                    "cannot apply: every write lands at its end", end->name);
+        return FALSE;
+    }
+    if (!check_source_offset(c, end, error)) {
+        return FALSE;
+    }
+    if (append) {
+        pos = lseek(end->fd, 0, SEEK_END);
+    } else if (c->opts->has_offset) {
         pos = lseek(end->fd, (off_t)c->opts->offset, SEEK_SET);
     } else {
         pos = lseek(end->fd, 0, SEEK_CUR);
@@ -417,6 +462,13 @@ position_storage(IohCopy *c, IohEnd *end, guint64 *ret_start, GError **error)
         return ioh_error_set_errno(error, errno, "seek", end->name);
     }
     if (end->direct && (guint64)pos % end->align != 0) {
+        if (append) {
+            g_set_error(error, IOH_ERROR, EINVAL,
+                        "write %s: open with O_APPEND, so writes land at its end, offset "
+                        "%lld, which is not a multiple of %u, as O_DIRECT needs",
+                        end->name, (long long)pos, end->align);
+            return FALSE;
+        }
         g_set_error(error, IOH_ERROR, EINVAL,
                     "seek %s: offset %lld is not a multiple of %u, as O_DIRECT needs",
                     end->name, (long long)pos, end->align);
@@ -443,6 +495,27 @@ prepare_end(IohCopy *c, IohEnd *end, guint64 *ret_start, GError **error)
     return position_storage(c, end, ret_start, error);
 }
 
+/* A regular file ends where the stream ends: old bytes past it would be read back as
+ * part of the stream. Not an O_APPEND file (the stream went to its end) and not a block
+ * device (it has a fixed size: the bytes past the stream stay). */
+static gboolean
+truncate_destination(IohCopy *c, GError **error)
+{
+    guint64 end = c->dst_start + c->stats->bytes;
+    struct stat st;
+
+    if (c->dst->kind != IOH_KIND_FILE || (fcntl(c->dst->fd, F_GETFL) & O_APPEND)) {
+        return TRUE;
+    }
+    if (fstat(c->dst->fd, &st) < 0) {
+        return ioh_error_set_errno(error, errno, "stat", c->dst->name);
+    }
+    if ((guint64)st.st_size > end && ftruncate(c->dst->fd, (off_t)end) < 0) {
+        return ioh_error_set_errno(error, errno, "truncate", c->dst->name);
+    }
+    return TRUE;
+}
+
 static gboolean
 sync_destination(IohCopy *c, GError **error)
 {
@@ -450,6 +523,9 @@ sync_destination(IohCopy *c, GError **error)
 
     if (!ioh_end_is_storage(c->dst)) {
         return TRUE;
+    }
+    if (!truncate_destination(c, error)) {
+        return FALSE;
     }
     if (c->opts->mode == IOH_MODE_FADVISE && !fadvise_after_write(c, TRUE, error)) {
         return FALSE;

@@ -29,7 +29,8 @@ check_message(const GError *error)
     }
 }
 
-/* Reference: digits, then optional K/M/G/T (any case) and optional "iB"/"B". */
+/* Reference: digits, then optional K/M/G/T (any case) and optional "iB"; "B" alone after
+ * the letter (1MB: decimal or binary?) is refused as ambiguous. */
 static gboolean
 ref_size(const char *s, guint64 *ret)
 {
@@ -53,7 +54,7 @@ ref_size(const char *s, guint64 *ret)
         }
         mult = 1ULL << (10 * (u - units + 1));
         p++;
-        if (g_str_equal(p, "iB") || g_str_equal(p, "B")) {
+        if (g_str_equal(p, "iB")) {
             p += strlen(p);
         }
         if (*p) {
@@ -90,6 +91,49 @@ fuzz_size(const char *s)
     }
 }
 
+/* Only the bare "-" is stdio, only "fd:" and digits an fd: anything else is a path. */
+static void
+check_operand(const char *spec, const IohOperand *op, int stdio_fd)
+{
+    if (g_str_equal(spec, "-")) {
+        check(op->kind == IOH_OPERAND_STDIO && op->fd == stdio_fd, "'-' is stdio");
+    } else if (g_str_has_prefix(spec, "fd:")) {
+        check(op->kind == IOH_OPERAND_FD && op->fd >= 0 && spec[3] != '\0' &&
+              strspn(spec + 3, "0123456789") == strlen(spec + 3), "fd:N is a number");
+    } else {
+        check(op->kind == IOH_OPERAND_PATH && op->fd == -1, "anything else is a path");
+    }
+}
+
+/* An option that takes the next argument as its value when it has no '='. */
+static gboolean
+takes_next(const char *arg)
+{
+    static const char *const names[] = {
+        "--pipe-size", "--buffer-size", "--ring", "--offset", "--length",
+        "--fadvise-window", "--status-fd", "--status-interval", "--record", NULL,
+    };
+
+    return g_strv_contains(names, arg);
+}
+
+/* "--stats WORD": a value that looks like --stats's is never taken for an operand. */
+static void
+check_no_stats_word(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i++) {
+        if (g_str_equal(argv[i], "--")) {
+            return;
+        }
+        if (takes_next(argv[i - 1])) {
+            continue;    /* argv[i] is that option's value */
+        }
+        check(!(g_str_equal(argv[i], "--stats") &&
+                (g_str_equal(argv[i + 1], "json") || g_str_equal(argv[i + 1], "text"))),
+              "--stats json is refused");
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -119,6 +163,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (ioh_args_parse(argc, argv, &a, &error)) {
         check(error == NULL, "no error on success");
+        check_no_stats_word(argc, argv);
         if (!a.help && !a.version) {
             check(!(a.direct && a.fadvise), "--direct and --fadvise exclusive");
             check(a.copy.buffer_size >= 4096 && a.copy.buffer_size <= (256u << 20),
@@ -135,6 +180,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check(a.path && *a.path && a.fd >= 0 && !a.in && !a.out, "libvirt form");
             } else {
                 check(a.in && *a.in && a.out && *a.out && !a.path, "standalone form");
+                check_operand(a.in, &a.in_op, 0);
+                check_operand(a.out, &a.out_op, 1);
             }
         }
         ioh_args_clear(&a);

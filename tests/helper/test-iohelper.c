@@ -1074,8 +1074,8 @@ test_refused_save_keeps_image(void)
     ioht_write_random_file(src, 8192, 19);
     g_assert_cmpint(run_fed(argv, src, -1, &err), ==, 1);
     g_assert_true(ioht_files_equal(img, copy));
-    g_assert_cmpint(ioht_exit_code(ioht_run(self, -1, -1, &err2)), ==, 1);
-    assert_one_line(err2, "IN and OUT are the same file");
+    g_assert_cmpint(ioht_exit_code(ioht_run(self, -1, -1, &err2)), ==, 2);
+    assert_one_line(err2, "are the same file");
     g_assert_true(ioht_files_equal(img, copy));
     g_unlink(src);
     g_unlink(img);
@@ -1142,6 +1142,165 @@ test_libvirt_malformed_fd(void)
     g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, -1, &err)), !=, 0);
     assert_one_line(err, "malformed fd");
     g_assert_false(g_file_test("99999999999", G_FILE_TEST_EXISTS));
+}
+
+/* ---- issue 10, case 3: a save into a regular file ends where the stream ends, in every
+ * form and mode: no old bytes after the stream (the old image was longer) ---- */
+
+typedef struct {
+    const char *mode;     /* "", "--direct", "--fadvise" */
+    const char *form;     /* "stdout", "fd", "libvirt", "libvirt-header", "fd-offset" */
+} StaleCase;
+
+static void
+test_stale_tail(gconstpointer data)
+{
+    const StaleCase *sc = data;
+    g_autofree char *src = wpath("stale-src");
+    g_autofree char *img = wpath("stale-img");
+    gboolean lv = g_str_has_prefix(sc->form, "libvirt");
+    gboolean direct = g_str_equal(sc->mode, "--direct");
+    guint64 start = g_str_has_suffix(sc->form, "header") || g_str_has_suffix(sc->form,
+                                                                            "offset")
+                        ? 4096 : 0;
+    const guint64 size = 2 * MiB + 4097;
+    const char *opts[] = { lv ? "" : sc->mode,
+                           g_str_equal(sc->form, "fd-offset") ? "--offset=4096" : "", NULL };
+    g_auto(GStrv) argv = NULL;
+    g_autofree char *got = NULL;
+    g_autofree char *want = NULL;
+    g_autofree char *err = NULL;
+    gsize got_len, want_len;
+    int fd, rc;
+
+    if (direct && skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(img, 5 * MiB + 904, 41);    /* the old, longer image */
+    ioht_write_random_file(src, size, 42);
+    fd = open(img, O_WRONLY | O_CLOEXEC | (lv && direct ? O_DIRECT : 0));
+    g_assert_cmpint(fd, >=, 0);
+    if (g_str_equal(sc->form, "libvirt-header")) {
+        g_assert_cmpint(lseek(fd, 4096, SEEK_SET), ==, 4096);
+    }
+    if (lv) {
+        /* libvirt hands the image on a numbered fd: here fd 1, as libvirt_save() does */
+        argv = helper_argv(ioht_helper_path(), opts, img, "1");
+        rc = run_fed(argv, src, fd, &err);
+    } else if (g_str_equal(sc->form, "stdout")) {
+        argv = helper_argv(ioht_helper_path(), opts, "-", "-");
+        rc = run_fed(argv, src, fd, &err);
+    } else {
+        argv = helper_argv(ioht_helper_path(), opts, "-", "fd:1");
+        rc = run_fed(argv, src, fd, &err);
+    }
+    close(fd);
+    g_assert_cmpint(rc, ==, 0);
+    g_assert_cmpuint(file_size(img), ==, start + size);
+    g_assert_true(g_file_get_contents(img, &got, &got_len, NULL));
+    g_assert_true(g_file_get_contents(src, &want, &want_len, NULL));
+    g_assert_cmpmem(got + start, got_len - start, want, want_len);
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* ---- case 4: O_APPEND with O_DIRECT: the write lands at the file's end; say so when
+ * that end is unaligned, and append exactly when it is aligned ---- */
+static void
+test_append_direct(void)
+{
+    g_autofree char *src = wpath("ad-src");
+    g_autofree char *img = wpath("ad-img");
+    const char *opts[] = { "--direct", NULL };
+    g_auto(GStrv) standalone = helper_argv(ioht_helper_path(), opts, "-", "fd:1");
+    g_autofree char *err = NULL;
+    g_autofree char *err2 = NULL;
+    g_autofree char *err3 = NULL;
+    int fd;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, MiB + 3, 43);
+    ioht_write_random_file(img, 100, 44);
+    fd = open(img, O_WRONLY | O_APPEND | O_CLOEXEC);
+    g_assert_cmpint(run_fed(standalone, src, fd, &err), ==, 1);
+    close(fd);
+    assert_one_line(err, "O_APPEND, so writes land at its end, offset 100");
+    g_assert_null(strstr(err, "refused by its file system"));
+    {   /* libvirt's form */
+        g_auto(GStrv) lv = helper_argv(ioht_helper_path(), NULL, img, "1");
+        fd = open(img, O_WRONLY | O_APPEND | O_DIRECT | O_CLOEXEC);
+        g_assert_cmpint(run_fed(lv, src, fd, &err2), ==, 1);
+        close(fd);
+        assert_one_line(err2, "O_APPEND, so writes land at its end, offset 100");
+    }
+    g_assert_cmpuint(file_size(img), ==, 100);
+    ioht_write_random_file(img, 8192, 44);
+    fd = open(img, O_WRONLY | O_APPEND | O_CLOEXEC);
+    g_assert_cmpint(run_fed(standalone, src, fd, &err3), ==, 0);
+    close(fd);
+    g_assert_cmpuint(file_size(img), ==, 8192 + MiB + 3);
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* ---- case 6: one fd on both sides (a socket, fd:3 fd:3) is closed once ---- */
+static gpointer
+echo_peer(gpointer data)
+{
+    int fd = GPOINTER_TO_INT(data);
+    char buf[4096];
+    gssize n, total = 0;
+
+    g_assert_cmpint(write(fd, "hello socket", 12), ==, 12);
+    shutdown(fd, SHUT_WR);
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        total += n;
+    }
+    return GINT_TO_POINTER((int)total);
+}
+
+static void
+test_one_fd_both_sides(void)
+{
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, "fd:0", "fd:0");
+    g_autofree char *err = NULL;
+    GThread *t;
+    int sv[2];
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+    t = g_thread_new("peer", echo_peer, GINT_TO_POINTER(sv[1]));
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, sv[0], -1, &err)), ==, 0);
+    close(sv[0]);
+    g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(t)), ==, 12);
+    close(sv[1]);
+    g_assert_true(err == NULL || *err == '\0');
+}
+
+static void
+add_stale_cases(void)
+{
+    static const char *const modes[] = { "", "--direct", "--fadvise" };
+    static const char *const forms[] = { "stdout", "fd", "fd-offset", "libvirt",
+                                         "libvirt-header" };
+
+    for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+        for (gsize f = 0; f < G_N_ELEMENTS(forms); f++) {
+            StaleCase *sc;
+            g_autofree char *path = NULL;
+            if (g_str_has_prefix(forms[f], "libvirt") && g_str_equal(modes[m], "--fadvise")) {
+                continue;    /* libvirt's form has no --fadvise: the fd's O_DIRECT decides */
+            }
+            sc = g_new0(StaleCase, 1);
+            sc->mode = modes[m];
+            sc->form = forms[f];
+            path = g_strdup_printf("/helper/stale-tail/%s/%s", *modes[m] ? modes[m] + 2
+                                                                          : "buffered",
+                                   forms[f]);
+            g_test_add_data_func_full(path, sc, test_stale_tail, g_free);
+        }
+    }
 }
 
 static void
@@ -1211,6 +1370,9 @@ main(int argc, char **argv)
     g_test_add_func("/helper/libvirt/malformed-fd", test_libvirt_malformed_fd);
     g_test_add_func("/helper/error/refused-save-keeps-image", test_refused_save_keeps_image);
     g_test_add_func("/helper/error/silent-socket-source", test_silent_socket_source);
+    add_stale_cases();
+    g_test_add_func("/helper/direct/append-lands-at-end", test_append_direct);
+    g_test_add_func("/helper/cli/one-fd-both-sides", test_one_fd_both_sides);
 
     rc = g_test_run();
     ioht_workdir_remove(workdir);

@@ -1,0 +1,234 @@
+/* ioh-clash.c - refuse command lines whose parts collide, before anything is opened */
+#include "ioh-clash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* One part of the command line, as the file system sees it. */
+typedef struct {
+    char *label;         /* for messages: "OUT (fd 5)", "--record /x" */
+    gboolean known;      /* stat'ed: st is valid */
+    gboolean absent;     /* a path that does not exist yet: dir_st and base are valid */
+    struct stat st;
+    struct stat dir_st;
+    char *base;
+    int flags;           /* F_GETFL of an fd, 0 for a path */
+} Part;
+
+static void
+part_clear(Part *p)
+{
+    g_clear_pointer(&p->label, g_free);
+    g_clear_pointer(&p->base, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Part, part_clear)
+
+static void
+part_from_fd(Part *p, int fd, char *label)
+{
+    memset(p, 0, sizeof(*p));
+    p->label = label;
+    p->flags = fcntl(fd, F_GETFL);
+    p->known = p->flags >= 0 && fstat(fd, &p->st) == 0;
+    if (!p->known) {
+        p->flags = 0;
+    }
+}
+
+static void
+part_from_path(Part *p, const char *path, char *label)
+{
+    memset(p, 0, sizeof(*p));
+    p->label = label;
+    if (stat(path, &p->st) == 0) {
+        p->known = TRUE;
+    } else if (errno == ENOENT) {
+        g_autofree char *dir = g_path_get_dirname(path);
+        if (stat(dir, &p->dir_st) == 0) {
+            p->absent = TRUE;
+            p->base = g_path_get_basename(path);
+        }
+    }
+}
+
+static void
+part_from_operand(Part *p, const IohOperand *op, const char *spec, const char *role)
+{
+    if (op->kind == IOH_OPERAND_PATH) {
+        part_from_path(p, spec, g_strdup_printf("%s '%s'", role, spec));
+    } else {
+        part_from_fd(p, op->fd, g_strdup_printf("%s (%s)", role,
+                                               op->kind == IOH_OPERAND_STDIO
+                                                   ? (op->fd == 0 ? "stdin" : "stdout")
+                                                   : spec));
+    }
+}
+
+static gboolean
+part_same(const Part *a, const Part *b)
+{
+    if (a->known && b->known) {
+        return a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
+    }
+    return a->absent && b->absent && a->dir_st.st_dev == b->dir_st.st_dev &&
+           a->dir_st.st_ino == b->dir_st.st_ino && g_str_equal(a->base, b->base);
+}
+
+/* Where bytes stay: a regular file, a block device, or a path about to become a file. */
+static gboolean
+part_is_storage(const Part *p)
+{
+    return p->absent || (p->known && (S_ISREG(p->st.st_mode) || S_ISBLK(p->st.st_mode)));
+}
+
+/* Copying onto itself: storage or a pipe (a terminal or a socket has two streams). */
+static gboolean
+part_is_data_clash(const Part *in, const Part *out)
+{
+    return part_same(in, out) &&
+           (part_is_storage(in) || (in->known && S_ISFIFO(in->st.st_mode)));
+}
+
+static gboolean
+part_is_null(const Part *p)
+{
+    return p->known && S_ISCHR(p->st.st_mode) && p->st.st_rdev == makedev(1, 3);
+}
+
+static gboolean
+clash(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+clash(GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *msg = NULL;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error_literal(error, IOH_ARGS_ERROR, 0, msg);
+    return FALSE;
+}
+
+/* The two data sides: IN and OUT, or in the libvirt form FD and the stream's stdio.
+ * FALSE (no error) when the libvirt FD is unusable: opening it says why, as stock does. */
+static gboolean
+data_parts(const IohArgs *a, Part *in, Part *out)
+{
+    int mode;
+
+    if (!a->libvirt) {
+        part_from_operand(in, &a->in_op, a->in, "IN");
+        part_from_operand(out, &a->out_op, a->out, "OUT");
+        return TRUE;
+    }
+    mode = fcntl(a->fd, F_GETFL);
+    if (mode < 0 || (mode & O_ACCMODE) == O_RDWR) {
+        return FALSE;
+    }
+    if ((mode & O_ACCMODE) == O_WRONLY) {
+        part_from_fd(in, 0, g_strdup("the stream (stdin)"));
+        part_from_fd(out, a->fd, g_strdup_printf("the image (fd %d)", a->fd));
+    } else {
+        part_from_fd(in, a->fd, g_strdup_printf("the image (fd %d)", a->fd));
+        part_from_fd(out, 1, g_strdup("the stream (stdout)"));
+    }
+    return TRUE;
+}
+
+static gboolean
+check_channel(const Part *ch, const Part *in, const Part *out, const char *why,
+              GError **error)
+{
+    const Part *hit = part_same(ch, out) ? out : part_same(ch, in) ? in : NULL;
+
+    if (hit && !part_is_null(ch)) {
+        return clash(error, "%s is the same file as %s: %s", ch->label, hit->label, why);
+    }
+    return TRUE;
+}
+
+static gboolean
+check_channels(const IohArgs *a, const Part *in, const Part *out, GError **error)
+{
+    if (a->status_fd >= 0) {
+        g_auto(Part) ch = { 0 };
+        part_from_fd(&ch, a->status_fd, g_strdup_printf("--status-fd %d", a->status_fd));
+        if (!check_channel(&ch, in, out, "its lines would land in the data", error)) {
+            return FALSE;
+        }
+    }
+    if (a->record) {
+        g_auto(Part) ch = { 0 };
+        part_from_path(&ch, a->record, g_strdup_printf("--record '%s'", a->record));
+        if (!check_channel(&ch, in, out, "its line would land in the data", error)) {
+            return FALSE;
+        }
+    }
+    if (a->stats != IOH_STATS_NONE || (a->progress && isatty(STDERR_FILENO))) {
+        g_auto(Part) ch = { 0 };
+        part_from_fd(&ch, STDERR_FILENO,
+                     g_strdup(a->stats != IOH_STATS_NONE ? "--stats: standard error"
+                                                         : "--progress: standard error"));
+        if (!check_channel(&ch, in, out, "what it prints would land in the data", error)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+check_options(const IohArgs *a, const Part *in, const Part *out, GError **error)
+{
+    gboolean in_st = part_is_storage(in), out_st = part_is_storage(out);
+    const char *opt = a->copy.has_offset ? "--offset" : a->direct ? "--direct"
+                      : a->fadvise ? "--fadvise" : NULL;
+
+    if (opt && !in_st && !out_st && in->known && out->known) {
+        return clash(error, "%s applies to a file or block device, and neither %s nor %s "
+                     "is one", opt, in->label, out->label);
+    }
+    if (a->copy.has_offset && in_st && out_st) {
+        return clash(error, "--offset: %s and %s are both files or devices: say which "
+                     "side it means by passing the other as '-' or 'fd:N'", in->label,
+                     out->label);
+    }
+    if (a->copy.has_offset && out_st && (out->flags & O_APPEND)) {
+        return clash(error, "--offset: %s is open with O_APPEND: every write lands at its "
+                     "end, whatever the offset", out->label);
+    }
+    return TRUE;
+}
+
+gboolean
+ioh_clash_check(const IohArgs *a, GError **error)
+{
+    g_auto(Part) in = { 0 };
+    g_auto(Part) out = { 0 };
+
+    if (!data_parts(a, &in, &out)) {
+        return TRUE;
+    }
+    if (part_is_data_clash(&in, &out)) {
+        return clash(error, "%s and %s are the same file: a copy onto itself", in.label,
+                     out.label);
+    }
+    return check_channels(a, &in, &out, error) && check_options(a, &in, &out, error);
+}
+
+gboolean
+ioh_clash_same_data(int in_fd, int out_fd)
+{
+    g_auto(Part) in = { 0 };
+    g_auto(Part) out = { 0 };
+
+    part_from_fd(&in, in_fd, NULL);
+    part_from_fd(&out, out_fd, NULL);
+    return part_is_data_clash(&in, &out);
+}

@@ -32,13 +32,13 @@ typedef struct {
     char *stats;           /* NULL, "text" or "json" */
     gint64 max_bandwidth_mib;
     gint timeout_s;
-    gint stall_timeout_s;  /* -1: not given */
+    gint stall_timeout_s;  /* G_MININT: not given */
     gboolean wait_migration;
     gboolean tty;
     gboolean drew;
 } Opts;
 
-static Opts opts = { .stall_timeout_s = -1 };
+static Opts opts = { .stall_timeout_s = G_MININT };
 static volatile sig_atomic_t interrupted;
 
 static void
@@ -304,7 +304,7 @@ main(int argc, char **argv)
         print_error("%s: FILE is empty (see --help)", argv[1]);
         return 2;
     }
-    if (opts.max_bandwidth_mib < 0 || opts.timeout_s < 0 || opts.stall_timeout_s < -1) {
+    if (opts.max_bandwidth_mib < 0 || opts.timeout_s < 0 || (opts.stall_timeout_s < 0 && opts.stall_timeout_s != G_MININT)) {
         print_error("--max-bandwidth, --timeout and --stall-timeout take positive numbers");
         return 2;
     }
@@ -325,7 +325,7 @@ main(int argc, char **argv)
     mopts.max_bandwidth = (guint64)opts.max_bandwidth_mib << 20;
     mopts.progress_interval_ms = 500;
     mopts.interrupted = &interrupted;
-    mopts.stall_timeout_s = opts.stall_timeout_s < 0 ? QG_MIGRATE_STALL_TIMEOUT_S
+    mopts.stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
                                                      : (guint)opts.stall_timeout_s;
     if (opts.progress) {
         mopts.progress = show_progress;

@@ -81,6 +81,11 @@ qg_json_check_shape(JsonNode *node, const QgJsonMember *shape, GError **error)
         if (!m && !shape->required) {
             continue;
         }
+        if (!m) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                        "'%s' is missing (%s expected)", shape->name, type_names[shape->type]);
+            return FALSE;
+        }
         if (!qg_json_node_is(m, shape->type)) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "'%s' is %s, not %s",
                         shape->name, qg_json_describe(m), type_names[shape->type]);

@@ -98,8 +98,8 @@ static const QgJsonMember qg_parameters_shape[] = {
     { NULL, 0, FALSE },
 };
 
-/* QEMU's max-bandwidth, 0 when it has none to tell (or refuses to); FALSE only when the
- * reply has a shape it should not have. */
+/* QEMU's max-bandwidth, 0 when it has none to tell (or refuses to); FALSE when the
+ * reply has a shape it should not have, or none came. */
 static gboolean
 qg_get_bandwidth(QgQmp *qmp, guint64 *ret_bw, GError **error)
 {
@@ -108,7 +108,7 @@ qg_get_bandwidth(QgQmp *qmp, guint64 *ret_bw, GError **error)
                                           qg_parameters_shape, 0, &local);
 
     *ret_bw = o ? (guint64)MAX(qg_json_get_int(o, "max-bandwidth", 0), 0) : 0;
-    if (!o && g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL)) {
+    if (!o && !g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND)) {
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
     }
@@ -158,7 +158,7 @@ static const QgJsonMember qg_memory_shape[] = {
 };
 
 /* The machine type and RAM size for the header. A QEMU that refuses to tell leaves them
- * unknown; a reply of the wrong shape fails. */
+ * unknown; a reply of the wrong shape, or none, fails. */
 static gboolean
 qg_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error)
 {
@@ -169,7 +169,12 @@ qg_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error)
 
     json_object_set_string_member(args, "path", "/machine");
     json_object_set_string_member(args, "property", "type");
-    t = qg_qmp_execute(qmp, "qom-get", args, NULL);
+    t = qg_qmp_execute(qmp, "qom-get", args, &local);
+    if (!t && !g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    g_clear_error(&local);
     if (t && !qg_json_node_is(t, QG_JSON_STRING)) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
                     "unexpected reply from QEMU to 'qom-get' of the machine type: it is %s, "
@@ -182,7 +187,7 @@ qg_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error)
             ? g_strndup(s, strlen(s) - strlen("-machine")) : g_strdup(s);
     }
     m = qg_qmp_call(qmp, "query-memory-size-summary", NULL, -1, qg_memory_shape, 0, &local);
-    if (!m && g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL)) {
+    if (!m && !g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND)) {
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
     }
@@ -582,7 +587,10 @@ qg_watch_stalled(QgWatch *w, gint64 now, GError **error)
     guint64 written = 0, synced = 0;
 
     ioh_wrap_get_progress(w->wrap, &written, &synced);
-    if (!w->last_progress || bytes != w->last_bytes || written != w->last_written) {
+    if (!w->last_progress) {
+        w->last_progress = w->start;   /* the job's start: nothing moved yet */
+    }
+    if (bytes != w->last_bytes || written != w->last_written) {
         w->last_progress = now;
         w->last_bytes = bytes;
         w->last_written = written;

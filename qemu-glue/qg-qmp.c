@@ -393,17 +393,45 @@ qg_qmp_next_event(QgQmp *qmp, guint timeout_ms, GError **error)
     }
 }
 
+static const QgJsonMember qg_qmp_greeting_shape[] = {
+    { "version", QG_JSON_OBJECT, FALSE },
+    { "capabilities", QG_JSON_ARRAY, FALSE },
+    { NULL, 0, FALSE },
+};
+static const QgJsonMember qg_qmp_version_shape[] = {
+    { "qemu", QG_JSON_OBJECT, FALSE },
+    { "package", QG_JSON_STRING, FALSE },
+    { NULL, 0, FALSE },
+};
+static const QgJsonMember qg_qmp_qemu_version_shape[] = {
+    { "major", QG_JSON_INT, FALSE },
+    { "minor", QG_JSON_INT, FALSE },
+    { "micro", QG_JSON_INT, FALSE },
+    { NULL, 0, FALSE },
+};
+
 static gboolean
 qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
 {
     JsonObject *qmpobj = qg_json_get_object(msg, "QMP");
-    JsonObject *ver = qmpobj ? qg_json_get_object(qmpobj, "version") : NULL;
-    JsonObject *q = ver ? qg_json_get_object(ver, "qemu") : NULL;
+    JsonObject *ver = qg_json_get_object(qmpobj, "version");
+    JsonObject *q = qg_json_get_object(ver, "qemu");
+    g_autoptr(GError) local = NULL;
 
     if (!qmpobj) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_NOT_QMP,
                     "%s is not a QMP socket: its first message is no QMP greeting",
                     qmp->path);
+        return FALSE;
+    }
+    if (!qg_json_check_shape(json_object_get_member(msg, "QMP"), qg_qmp_greeting_shape,
+                             &local) ||
+        (ver && !qg_json_check_shape(json_object_get_member(qmpobj, "version"),
+                                     qg_qmp_version_shape, &local)) ||
+        (q && !qg_json_check_shape(json_object_get_member(ver, "qemu"),
+                                   qg_qmp_qemu_version_shape, &local))) {
+        g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_NOT_QMP,
+                    "malformed QMP greeting on %s: %s", qmp->path, local->message);
         return FALSE;
     }
     if (q) {

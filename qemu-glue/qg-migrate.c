@@ -803,8 +803,10 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         GError *qerr = NULL;
         if (!qg_wait_migration(&w, TRUE, &qerr)) {
             g_autoptr(GError) herr = NULL;
-            if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
-                g_propagate_error(error, qerr);   /* out: kills the helper, cancels */
+            if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+                g_error_matches(qerr, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED)) {
+                /* out: kills the helper (a stuck one too: never waited for), cancels */
+                g_propagate_error(error, qerr);
                 goto out;
             }
             /* A dead helper makes QEMU fail with EPIPE: say what really happened. */

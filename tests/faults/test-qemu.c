@@ -530,7 +530,8 @@ saw_event(QgtQemu *q, const char *name)
         if (!ev) {
             return seen;
         }
-        seen |= g_strcmp0(qg_json_get_string(ev, "event"), name) == 0;
+        seen |= g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
+                          name) == 0;
     }
 }
 

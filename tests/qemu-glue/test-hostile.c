@@ -82,7 +82,7 @@ test_one_line_qmp_error(void)
     qgt_fake_reply(f, "no\nsuch\x1b[31mcmd",
                    "!{\"error\": {\"class\": \"CommandNotFound\", \"desc\": \"The command "
                    NASTY " has not been found\"}, \"id\": @ID@}", NULL);
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
     assert_contains(err, "has not been found");
 }
@@ -102,7 +102,7 @@ test_one_line_save_errors(void)
 
         qgt_fake_reply(f, cmds[i], "!{\"error\": {\"class\": \"GenericError\", \"desc\": \""
                        NASTY "\"}, \"id\": @ID@}", NULL);
-        g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+        g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
         qgt_assert_one_line(err);
         assert_contains(err, cmds[i]);
     }
@@ -115,7 +115,7 @@ test_one_line_save_errors(void)
                        "{\"event\": \"MIGRATION\", \"data\": {\"status\": \"failed\"}}\r\n");
         qgt_fake_reply(f, "query-migrate", "{\"status\": \"failed\", \"error-desc\": \""
                        NASTY "\"}", NULL);
-        g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+        g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
         qgt_assert_one_line(err);
         assert_contains(err, "QEMU says: no?such?[31mcmd");
         g_assert_true(qgt_fake_got(f, "cont"));   /* the guest it paused runs again */
@@ -132,7 +132,7 @@ test_one_line_garbage(void)
     const char *args[] = { "qmp", "--qmp", qgt_fake_socket(f), "query-status", NULL };
 
     qgt_fake_set_greeting(f, "\x1b[31m{not json\x1b]0;title\x07");
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
     assert_contains(err, "not a QMP socket");
 }
@@ -160,7 +160,7 @@ test_one_line_arguments(void)
             qgt_fake_reply(f, "query-status",
                            "{\"status\": \"inmigrate\", \"running\": false}", NULL);
         }
-        g_assert_cmpint(qgt_tool_run(runs[i].args, NULL, &err), ==, runs[i].code);
+        g_assert_cmpint(qgt_tool_run_timeout(runs[i].args, 20, NULL, &err), ==, runs[i].code);
         qgt_assert_one_line(err);
         if (runs[i].args == save || runs[i].args == restore) {
             assert_contains(err, "no?such?[31mdir");   /* FILE named, made one line */
@@ -224,7 +224,7 @@ test_bad_reply_save(gconstpointer data)
     } else {
         qgt_fake_set_greeting(f, b->reply);
     }
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
     assert_contains(err, b->needle);
     got = qgt_fake_commands(f);
@@ -255,7 +255,7 @@ test_bad_reply_restore(gconstpointer data)
 
     qgt_fake_reply(f, "query-status", "{\"status\": \"inmigrate\", \"running\": false}", NULL);
     qgt_fake_reply(f, b->command, b->reply, b->then);
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
     assert_contains(err, b->needle);
     g_assert_false(qgt_fake_got(f, "migrate-incoming"));
@@ -274,7 +274,7 @@ test_bad_event_mid_save(void)
 
     qgt_fake_reply(f, "migrate", "{}",
                    "{\"event\": \"MIGRATION\", \"data\": {\"status\": [\"completed\"]}}\r\n");
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
     assert_contains(err, "malformed MIGRATION event");
     g_assert_true(qgt_fake_got(f, "migrate_cancel"));
@@ -350,7 +350,7 @@ test_stall_zero(void)
     g_assert_cmpint(qgt_tool_run_timeout(args, 3, NULL, NULL), ==, 128 + 9);
     g_assert_true(qgt_fake_got(f, "migrate"));
     g_assert_false(qgt_fake_got(f, "migrate_cancel"));
-    g_assert_cmpint(qgt_tool_run(neg, NULL, &err), ==, 2);
+    g_assert_cmpint(qgt_tool_run_timeout(neg, 20, NULL, &err), ==, 2);
     qgt_assert_one_line(err);
     g_clear_pointer(&f, qgt_fake_free);   /* the orphaned helper sees EOF and goes */
     {

@@ -340,7 +340,7 @@ disturbed_save(Disturb how, const char *needle)
     gint64 deadline;
     struct stat st;
     const char *argv[] = { qgt_tool(), "save", "--qmp", NULL, NULL, "--max-bandwidth=8",
-                           "--progress", "--bypass-cache=direct", "--stall-timeout=2", NULL };
+                           "--progress", "--bypass-cache=direct", NULL, NULL };
 
     if (!need_qemu()) {
         return;
@@ -351,6 +351,9 @@ disturbed_save(Disturb how, const char *needle)
     g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
     argv[3] = src->sock;
     argv[4] = img;
+    if (how == DISTURB_FREEZE_QEMU) {
+        argv[8] = "--stall-timeout=2";
+    }
     g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
                                            G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &tool,
                                            NULL, NULL, &err_fd, &error));

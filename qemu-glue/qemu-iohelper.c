@@ -1,17 +1,20 @@
 /* qemu-iohelper.c - save a running QEMU to a file through iohelper, and restore it
  *
  *   qemu-iohelper save    --qmp SOCK FILE [--bypass-cache[=direct|fadvise]] [--live]
- *                         [--max-bandwidth=MIB] [--progress] [--stats[=text|json]]
+ *                         [--max-bandwidth=MIB] [--stall-timeout=S] [--progress]
+ *                         [--stats[=text|json]]
  *   qemu-iohelper restore --qmp SOCK FILE [--bypass-cache[=direct|fadvise]]
- *                         [--progress] [--stats[=text|json]]
+ *                         [--stall-timeout=S] [--progress] [--stats[=text|json]]
  *   qemu-iohelper qmp     --qmp SOCK COMMAND [ARGS-JSON] [--wait-migration]
  *                         (runs one QMP command, prints its return value as JSON)
  *
- * Only this file prints and exits. Exit status: 0 success, 1 failure, 2 usage.
+ * Only this file prints and exits, every message one line (print_error()). Exit status:
+ * 0 success, 1 failure, 2 usage.
  */
 #include "config.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include "qg-image.h"
 #include "qg-migrate.h"
 #include "qg-qmp.h"
+#include "qg-text.h"
 
 typedef struct {
     char *qmp_path;
@@ -28,12 +32,13 @@ typedef struct {
     char *stats;           /* NULL, "text" or "json" */
     gint64 max_bandwidth_mib;
     gint timeout_s;
+    gint stall_timeout_s;  /* G_MININT: not given */
     gboolean wait_migration;
     gboolean tty;
     gboolean drew;
 } Opts;
 
-static Opts opts;
+static Opts opts = { .stall_timeout_s = G_MININT };
 static volatile sig_atomic_t interrupted;
 
 static void
@@ -96,8 +101,39 @@ static const GOptionEntry entries[] = {
       "qmp: then wait for the migration to end; print its status and seconds", NULL },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &opts.timeout_s,
       "seconds to wait for any one QMP reply (default 120)", "S" },
+    { "stall-timeout", 0, 0, G_OPTION_ARG_INT, &opts.stall_timeout_s,
+      "fail when no byte of the stream moved for S seconds (default 120; 0: never)", "S" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
 };
+
+/* The only way a message reaches stderr: "qemu-iohelper: " and one line, control
+ * characters (from paths, commands, QEMU's own words) shown as '?'. */
+static void G_GNUC_PRINTF(1, 2)
+print_error(const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    g_autofree char *line = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    line = qg_text_one_line(msg);
+    fprintf(stderr, "qemu-iohelper: %s\n", line);
+}
+
+/* @text as a JSON string, quotes included (invalid UTF-8 replaced). */
+static char *
+json_quote(const char *text)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) node = json_node_new(JSON_NODE_VALUE);
+    g_autofree char *valid = g_utf8_make_valid(text, -1);
+
+    json_node_set_string(node, valid);
+    json_generator_set_root(gen, node);
+    return json_generator_to_data(gen, NULL);
+}
 
 static void
 format_eta(double s, char *buf, gsize len)
@@ -144,16 +180,18 @@ print_stats(const char *what, const char *file, const QgMigrateStats *s)
     double rate = s->seconds > 0 ? mib / s->seconds : 0;
 
     if (g_str_equal(opts.stats, "json")) {
-        printf("{\"operation\":\"%s\",\"file\":\"%s\",\"mode\":\"%s\",\"live\":%s,"
+        g_autofree char *qfile = json_quote(file);
+        printf("{\"operation\":\"%s\",\"file\":%s,\"mode\":\"%s\",\"live\":%s,"
                "\"helper\":%s,\"stream_bytes\":%" G_GUINT64_FORMAT ",\"seconds\":%.3f,"
                "\"qemu_seconds\":%.3f,\"mib_per_second\":%.1f,\"downtime_ms\":%" G_GINT64_FORMAT
                ",\"running\":%s,\"checksum\":\"%s\"}\n",
-               what, file, qg_cache_mode_to_string(opts.cache), opts.live ? "true" : "false",
+               what, qfile, qg_cache_mode_to_string(opts.cache), opts.live ? "true" : "false",
                s->helper ? "true" : "false", s->stream_length, s->seconds, s->qemu_seconds,
                rate, s->downtime_ms, s->running ? "true" : "false", sum);
     } else {
+        g_autofree char *lfile = qg_text_one_line(file);
         printf("%s: %s, %.1f MiB in %.2f s (QEMU done at %.2f s), %.0f MiB/s, %s%s, %s\n",
-               what, file, mib, s->seconds, s->qemu_seconds, rate,
+               what, lfile, mib, s->seconds, s->qemu_seconds, rate,
                qg_cache_mode_to_string(opts.cache),
                g_str_equal(what, "save") ? (s->running ? ", guest was running"
                                                        : ", guest was paused")
@@ -187,8 +225,7 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
         JsonNode *root;
         if (!json_parser_load_from_data(parser, args_json, -1, &err) ||
             !(root = json_parser_get_root(parser)) || !JSON_NODE_HOLDS_OBJECT(root)) {
-            fprintf(stderr, "qemu-iohelper: arguments must be a JSON object: %s\n",
-                    err ? err->message : args_json);
+            print_error("arguments must be a JSON object: %s", err ? err->message : args_json);
             return 2;
         }
         args = json_node_get_object(root);
@@ -196,7 +233,7 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
     start = g_get_monotonic_time();
     ret = qg_qmp_execute(qmp, command, args, &err);
     if (!ret) {
-        fprintf(stderr, "qemu-iohelper: %s\n", err->message);
+        print_error("%s", err->message);
         return 1;
     }
     text = node_to_json(ret);
@@ -206,24 +243,20 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
     }
     for (;;) {
         g_autoptr(JsonObject) ev = qg_qmp_next_event(qmp, 1000, &err);
-        JsonNode *data;
         const char *st;
 
         if (err) {
-            fprintf(stderr, "qemu-iohelper: %s\n", err->message);
+            print_error("%s", err->message);
             return 1;
         }
-        if (!ev || !g_str_equal(json_object_get_string_member_with_default(ev, "event", ""),
-                                "MIGRATION")) {
+        if (!ev || g_strcmp0(qg_json_get_string(ev, "event"), "MIGRATION") != 0) {
             continue;
         }
-        data = json_object_get_member(ev, "data");
-        st = data && JSON_NODE_HOLDS_OBJECT(data)
-            ? json_object_get_string_member_with_default(json_node_get_object(data),
-                                                         "status", "") : "";
+        st = qg_json_get_string(qg_json_get_object(ev, "data"), "status") ?: "";
         if (g_str_equal(st, "completed") || g_str_equal(st, "failed") ||
             g_str_equal(st, "cancelled")) {
-            printf("{\"status\":\"%s\",\"seconds\":%.3f}\n", st,
+            g_autofree char *qst = json_quote(st);
+            printf("{\"status\":%s,\"seconds\":%.3f}\n", qst,
                    (g_get_monotonic_time() - start) / 1e6);
             return g_str_equal(st, "completed") ? 0 : 1;
         }
@@ -253,23 +286,26 @@ main(int argc, char **argv)
         "with -incoming defer. The image is a 4 KiB header of ours (checked on restore)\n"
         "followed by QEMU's migration stream.");
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        fprintf(stderr, "qemu-iohelper: %s\n", err->message);
+        print_error("%s", err->message);
         return 2;
     }
     if (argc >= 3 && argc <= 4 && g_str_equal(argv[1], "qmp")) {
         /* checked below */
     } else if (argc != 3 ||
                (!g_str_equal(argv[1], "save") && !g_str_equal(argv[1], "restore"))) {
-        fprintf(stderr, "qemu-iohelper: usage: qemu-iohelper save|restore --qmp SOCK FILE "
-                "(see --help)\n");
+        print_error("usage: qemu-iohelper save|restore --qmp SOCK FILE (see --help)");
         return 2;
     }
-    if (!opts.qmp_path) {
-        fprintf(stderr, "qemu-iohelper: --qmp SOCK is required\n");
+    if (!opts.qmp_path || !*opts.qmp_path) {
+        print_error("--qmp SOCK is required");
         return 2;
     }
-    if (opts.max_bandwidth_mib < 0 || opts.timeout_s < 0) {
-        fprintf(stderr, "qemu-iohelper: --max-bandwidth and --timeout take positive numbers\n");
+    if (!*argv[2]) {
+        print_error("%s: FILE is empty (see --help)", argv[1]);
+        return 2;
+    }
+    if (opts.max_bandwidth_mib < 0 || opts.timeout_s < 0 || (opts.stall_timeout_s < 0 && opts.stall_timeout_s != G_MININT)) {
+        print_error("--max-bandwidth, --timeout and --stall-timeout take positive numbers");
         return 2;
     }
     cmd = argv[1];
@@ -278,7 +314,7 @@ main(int argc, char **argv)
 
     qmp = qg_qmp_connect(opts.qmp_path, (guint)opts.timeout_s * 1000, &err);
     if (!qmp) {
-        fprintf(stderr, "qemu-iohelper: %s\n", err->message);
+        print_error("%s", err->message);
         return 1;
     }
     if (g_str_equal(cmd, "qmp")) {
@@ -289,6 +325,8 @@ main(int argc, char **argv)
     mopts.max_bandwidth = (guint64)opts.max_bandwidth_mib << 20;
     mopts.progress_interval_ms = 500;
     mopts.interrupted = &interrupted;
+    mopts.stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
+                                                     : (guint)opts.stall_timeout_s;
     if (opts.progress) {
         mopts.progress = show_progress;
     }
@@ -301,7 +339,7 @@ main(int argc, char **argv)
         fputc('\n', stderr);
     }
     if (!ok) {
-        fprintf(stderr, "qemu-iohelper: %s\n", err->message);
+        print_error("%s", err->message);
         return 1;
     }
     if (opts.stats) {

@@ -143,35 +143,6 @@ qg_image_parse_checksum(const char *s, guint64 *ret)
     return end && *end == '\0';
 }
 
-/* Members of an untrusted header: the wrong type reads as missing (json-glib's
- * *_with_default() accessors emit a critical for an object or array instead). */
-static const char *
-member_string(JsonObject *o, const char *key, const char *def)
-{
-    JsonNode *n = json_object_get_member(o, key);
-
-    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING
-               ? json_node_get_string(n) : def;
-}
-
-static gint64
-member_int(JsonObject *o, const char *key, gint64 def)
-{
-    JsonNode *n = json_object_get_member(o, key);
-
-    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64
-               ? json_node_get_int(n) : def;
-}
-
-static gboolean
-member_bool(JsonObject *o, const char *key, gboolean def)
-{
-    JsonNode *n = json_object_get_member(o, key);
-
-    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_BOOLEAN
-               ? json_node_get_boolean(n) : def;
-}
-
 QgImageInfo *
 qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **error)
 {
@@ -233,20 +204,20 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
     stream = qg_json_get_object(root, "stream");
     if (!stream ||
         !qg_image_parse_checksum(
-            member_string(stream, "checksum", NULL),
+            qg_json_get_string(stream, "checksum"),
             &info->checksum) ||
-        member_int(stream, "length", -1) < 0 || member_int(stream, "offset", -1) != hsize) {
+        qg_json_get_int(stream, "length", -1) < 0 || qg_json_get_int(stream, "offset", -1) != hsize) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                     "corrupt image header %s: stream description missing or invalid", path);
         return NULL;
     }
     info->stream_offset = hsize;
-    info->stream_length = (guint64)member_int(stream, "length", 0);
-    info->qemu_version = g_strdup(member_string(root, "qemu-version", ""));
-    info->machine = g_strdup(member_string(root, "machine", ""));
-    info->ram_size = (guint64)member_int(root, "ram-size", 0);
-    info->running = member_bool(root, "running", FALSE);
-    dt = g_date_time_new_from_iso8601(member_string(root, "time", ""), NULL);
+    info->stream_length = (guint64)qg_json_get_int(stream, "length", 0);
+    info->qemu_version = g_strdup(qg_json_get_string(root, "qemu-version") ?: "");
+    info->machine = g_strdup(qg_json_get_string(root, "machine") ?: "");
+    info->ram_size = (guint64)qg_json_get_int(root, "ram-size", 0);
+    info->running = qg_json_get_boolean(root, "running", FALSE);
+    dt = g_date_time_new_from_iso8601(qg_json_get_string(root, "time") ?: "", NULL);
     info->time = dt ? g_date_time_to_unix(dt) : 0;
     return g_steal_pointer(&info);
 }

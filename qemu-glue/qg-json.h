@@ -1,13 +1,55 @@
-/* qg-json.h - json-glib helpers shared by the qemu-glue modules (prefix qg_json_) */
+/* qg-json.h - reading JSON from a peer we do not trust (prefix qg_json_)
+ *
+ * json-glib's getters log a GLib CRITICAL and return junk when a member has another type
+ * than the one asked for. Everything QEMU sends goes through these instead: they never
+ * log, and a member of the wrong type reads as absent, or fails a shape check with one
+ * clear message.
+ */
 #pragma once
 
+#include <glib.h>
 #include <json-glib/json-glib.h>
 
-/* The object member @key of @o, or NULL when @o is NULL, it is missing or no object. */
-static inline JsonObject *
-qg_json_get_object(JsonObject *o, const char *key)
-{
-    JsonNode *n = o ? json_object_get_member(o, key) : NULL;
+G_BEGIN_DECLS
 
-    return n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
-}
+typedef enum {
+    QG_JSON_STRING,
+    QG_JSON_INT,       /* a JSON integer (not a fraction) */
+    QG_JSON_BOOLEAN,
+    QG_JSON_OBJECT,
+    QG_JSON_ARRAY,
+} QgJsonType;
+
+/* One expected member of an object; a table of them ends with a NULL name. */
+typedef struct {
+    const char *name;
+    QgJsonType type;
+    gboolean required;
+} QgJsonMember;
+
+/* "a string", "an array", "null", ... : what @node is, for messages. */
+const char *qg_json_describe(JsonNode *node);
+
+/* TRUE when @node (nullable) is of @type. */
+gboolean qg_json_node_is(JsonNode *node, QgJsonType type);
+
+/**
+ * qg_json_check_shape:
+ * @node: (nullable): the value to check.
+ * @shape: the members it must (required) or may have, with their types; members not in
+ *     the table are allowed (QEMU adds members over its versions).
+ * @error: a G_IO_ERROR_INVALID_DATA saying what is wrong ("'running' is a string, not
+ *     a boolean", "it is an array, not an object"), for the caller to prefix.
+ *
+ * TRUE when @node is an object that fits @shape. After that the json-glib getters are
+ * safe on the members the table names.
+ */
+gboolean qg_json_check_shape(JsonNode *node, const QgJsonMember *shape, GError **error);
+
+/* Member @key of @o (nullable) if it is of that type, else NULL / @def. Never logs. */
+JsonObject *qg_json_get_object(JsonObject *o, const char *key);
+const char *qg_json_get_string(JsonObject *o, const char *key);
+gint64 qg_json_get_int(JsonObject *o, const char *key, gint64 def);
+gboolean qg_json_get_boolean(JsonObject *o, const char *key, gboolean def);
+
+G_END_DECLS

@@ -4,13 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include "qg-json.h"
 #include <unistd.h>
 #include <glib/gstdio.h>
 #include <glib-unix.h>
 
 #include "iohwrap.h"
+#include "qg-file.h"
 #include "qg-image.h"
+#include "qg-json.h"
 #include "qg-relay.h"
 
 #define QG_PIPE_SIZE (1024 * 1024)
@@ -48,20 +49,25 @@ qg_wrap_flags(QgCacheMode mode)
     return f;
 }
 
-/* ---- small QMP helpers ---- */
+/* ---- small QMP helpers: every reply is checked against its shape ---- */
+
+static const QgJsonMember qg_status_shape[] = {
+    { "status", QG_JSON_STRING, TRUE },
+    { "running", QG_JSON_BOOLEAN, TRUE },
+    { NULL, 0, FALSE },
+};
 
 static char *
 qg_query_status(QgQmp *qmp, gboolean *ret_running, GError **error)
 {
-    g_autoptr(JsonNode) r = qg_qmp_execute(qmp, "query-status", NULL, error);
-    JsonObject *o;
+    g_autoptr(JsonObject) o = qg_qmp_call(qmp, "query-status", NULL, -1, qg_status_shape,
+                                          0, error);
 
-    if (!r) {
+    if (!o) {
         return NULL;
     }
-    o = json_node_get_object(r);
-    *ret_running = json_object_get_boolean_member_with_default(o, "running", FALSE);
-    return g_strdup(json_object_get_string_member_with_default(o, "status", "unknown"));
+    *ret_running = json_object_get_boolean_member(o, "running");
+    return g_strdup(json_object_get_string_member(o, "status"));
 }
 
 static gboolean
@@ -87,26 +93,36 @@ qg_set_bandwidth(QgQmp *qmp, guint64 bw, GError **error)
     return qg_qmp_run(qmp, "migrate-set-parameters", args, error);
 }
 
-static guint64
-qg_get_bandwidth(QgQmp *qmp)
-{
-    g_autoptr(JsonNode) r = qg_qmp_execute(qmp, "query-migrate-parameters", NULL, NULL);
+static const QgJsonMember qg_parameters_shape[] = {
+    { "max-bandwidth", QG_JSON_INT, FALSE },
+    { NULL, 0, FALSE },
+};
 
-    if (!r) {
-        return 0;
+/* QEMU's max-bandwidth, 0 when it has none to tell (or refuses to); FALSE when the
+ * reply has a shape it should not have, or none came. */
+static gboolean
+qg_get_bandwidth(QgQmp *qmp, guint64 *ret_bw, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonObject) o = qg_qmp_call(qmp, "query-migrate-parameters", NULL, -1,
+                                          qg_parameters_shape, 0, &local);
+
+    *ret_bw = o ? (guint64)MAX(qg_json_get_int(o, "max-bandwidth", 0), 0) : 0;
+    if (!o && !g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
     }
-    return json_object_get_int_member_with_default(json_node_get_object(r),
-                                                   "max-bandwidth", 0);
+    return TRUE;
 }
 
 static gboolean
 qg_pass_fd(QgQmp *qmp, const char *name, int fd, GError **error)
 {
     g_autoptr(JsonObject) args = json_object_new();
-    g_autoptr(JsonNode) r = NULL;
+    g_autoptr(JsonObject) r = NULL;
 
     json_object_set_string_member(args, "fdname", name);
-    r = qg_qmp_execute_with_fd(qmp, "getfd", args, fd, error);
+    r = qg_qmp_call(qmp, "getfd", args, fd, NULL, 0, error);
     return r != NULL;
 }
 
@@ -119,40 +135,68 @@ qg_close_fd_name(QgQmp *qmp, const char *name)
     qg_qmp_run(qmp, "closefd", args, NULL);
 }
 
-/* query-migrate's return, or NULL. */
-static JsonObject *
-qg_query_migrate(QgQmp *qmp, GError **error)
-{
-    g_autoptr(JsonNode) r = qg_qmp_execute(qmp, "query-migrate", NULL, error);
+static const QgJsonMember qg_migrate_info_shape[] = {
+    { "status", QG_JSON_STRING, FALSE },
+    { "error-desc", QG_JSON_STRING, FALSE },
+    { "downtime", QG_JSON_INT, FALSE },
+    { "ram", QG_JSON_OBJECT, FALSE },
+    { NULL, 0, FALSE },
+};
 
-    if (!r || !JSON_NODE_HOLDS_OBJECT(r)) {
-        return NULL;
-    }
-    return json_object_ref(json_node_get_object(r));
+/* query-migrate's return, or NULL; waits @timeout_ms (0: the usual reply timeout). */
+static JsonObject *
+qg_query_migrate(QgQmp *qmp, guint timeout_ms, GError **error)
+{
+    return qg_qmp_call(qmp, "query-migrate", NULL, -1, qg_migrate_info_shape, timeout_ms,
+                       error);
 }
 
-static void
-qg_machine_info(QgQmp *qmp, QgImageInfo *info)
+static const QgJsonMember qg_memory_shape[] = {
+    { "base-memory", QG_JSON_INT, TRUE },
+    { "plugged-memory", QG_JSON_INT, FALSE },
+    { NULL, 0, FALSE },
+};
+
+/* The machine type and RAM size for the header. A QEMU that refuses to tell leaves them
+ * unknown; a reply of the wrong shape, or none, fails. */
+static gboolean
+qg_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error)
 {
     g_autoptr(JsonObject) args = json_object_new();
     g_autoptr(JsonNode) t = NULL;
-    g_autoptr(JsonNode) m = NULL;
+    g_autoptr(JsonObject) m = NULL;
+    g_autoptr(GError) local = NULL;
 
     json_object_set_string_member(args, "path", "/machine");
     json_object_set_string_member(args, "property", "type");
-    t = qg_qmp_execute(qmp, "qom-get", args, NULL);
-    if (t && JSON_NODE_HOLDS_VALUE(t) && json_node_get_string(t)) {
+    t = qg_qmp_execute(qmp, "qom-get", args, &local);
+    if (!t && !g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    g_clear_error(&local);
+    if (t && !qg_json_node_is(t, QG_JSON_STRING)) {
+        g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
+                    "unexpected reply from QEMU to 'qom-get' of the machine type: it is %s, "
+                    "not a string", qg_json_describe(t));
+        return FALSE;
+    }
+    if (t) {
         const char *s = json_node_get_string(t);
         info->machine = g_str_has_suffix(s, "-machine")
             ? g_strndup(s, strlen(s) - strlen("-machine")) : g_strdup(s);
     }
-    m = qg_qmp_execute(qmp, "query-memory-size-summary", NULL, NULL);
-    if (m && JSON_NODE_HOLDS_OBJECT(m)) {
-        JsonObject *o = json_node_get_object(m);
-        info->ram_size = json_object_get_int_member_with_default(o, "base-memory", 0) +
-                         json_object_get_int_member_with_default(o, "plugged-memory", 0);
+    m = qg_qmp_call(qmp, "query-memory-size-summary", NULL, -1, qg_memory_shape, 0, &local);
+    if (!m && !g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    if (m) {
+        info->ram_size = json_object_get_int_member(m, "base-memory") +
+                         qg_json_get_int(m, "plugged-memory", 0);
     }
     info->qemu_version = g_strdup(qg_qmp_get_version(qmp));
+    return TRUE;
 }
 
 static gboolean
@@ -207,6 +251,8 @@ qg_rename_durably(const char *from, const char *to, GError **error)
 #define QG_QEMU_VERDICT_WAIT_MS 10000
 /* How long a QEMU told to quit may take to close its QMP connection. */
 #define QG_QUIT_WAIT_MS 5000
+/* How long a progress line waits for QEMU's figures. */
+#define QG_PROGRESS_QUERY_MS 2000
 
 typedef struct {
     const char *what;
@@ -224,6 +270,10 @@ typedef struct {
     GError *helper_error;       /* its result once !helper_pending: NULL is success */
     gint64 qemu_stopped_at;     /* when the relay could no longer write to QEMU; 0: not */
     gboolean qemu_gone;         /* QEMU closed the QMP connection */
+    /* the stall watch: the figures last seen to change, and when */
+    guint64 last_bytes;
+    guint64 last_written;
+    gint64 last_progress;
 } QgWatch;
 
 static void
@@ -410,14 +460,14 @@ qg_report_progress(QgWatch *w, gboolean save)
     if (w->total) {
         p.fraction = MIN((double)p.bytes / w->total, 1.0);
     } else if (save) {
-        g_autoptr(JsonObject) m = qg_query_migrate(w->qmp, NULL);
-        JsonObject *ram = m ? qg_json_get_object(m, "ram")
-                            : NULL;
-        if (ram) {
-            double tot = json_object_get_int_member_with_default(ram, "total", 0);
-            double rem = json_object_get_int_member_with_default(ram, "remaining", 0);
-            p.fraction = tot > 0 ? CLAMP(1.0 - rem / tot, 0.0, 1.0) : 0;
-        }
+        /* Not longer than a progress period: a QEMU that went silent is the stall
+         * timeout's to judge, not this figure's. */
+        g_autoptr(JsonObject) m = qg_query_migrate(w->qmp, QG_PROGRESS_QUERY_MS, NULL);
+        JsonObject *ram = qg_json_get_object(m, "ram");
+        double tot = (double)qg_json_get_int(ram, "total", 0);
+        double rem = (double)qg_json_get_int(ram, "remaining", 0);
+
+        p.fraction = tot > 0 ? CLAMP(1.0 - rem / tot, 0.0, 1.0) : 0;
     }
     w->opts->progress(w->what, &p, w->opts->progress_data);
 }
@@ -425,16 +475,142 @@ qg_report_progress(QgWatch *w, gboolean save)
 static char *
 qg_migration_error_desc(QgQmp *qmp)
 {
-    g_autoptr(JsonObject) m = qg_query_migrate(qmp, NULL);
-    const char *d = m ? json_object_get_string_member_with_default(m, "error-desc", NULL)
-                      : NULL;
+    g_autoptr(JsonObject) m = qg_query_migrate(qmp, 0, NULL);
 
-    return g_strdup(d);
+    return g_strdup(qg_json_get_string(m, "error-desc"));
 }
 
-/* Waits for the MIGRATION event that ends the job. A restore also watches the helper
- * and the relay (qg_watch_stream_failed()): QEMU 7.2 gives no verdict on a stream cut
- * short, and when both failed the helper's message is the one that says why. */
+/* The QMP connection failed while QEMU migrated: sets @error from @err (consumed). */
+static void
+qg_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
+{
+    if (!save && err->domain == QG_QMP_ERROR && err->code == QG_QMP_ERROR_CLOSED) {
+        w->qemu_gone = TRUE;
+        if (qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+            g_error_free(err);
+            return;
+        }
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "restore failed: QEMU exited while loading the stream "
+                    "(%" G_GUINT64_FORMAT " bytes fed): %s",
+                    qg_relay_get_bytes(w->relay), err->message);
+        g_error_free(err);
+    } else {
+        g_propagate_prefixed_error(error, err, "%s: ", w->what);
+    }
+}
+
+/* QEMU said the migration failed: why, as well as can be told. */
+static void
+qg_watch_migration_failed(QgWatch *w, gboolean save, GError **error)
+{
+    g_autofree char *desc = NULL;
+
+    if (!save && qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+        return;
+    }
+    desc = qg_migration_error_desc(w->qmp);
+    if (desc) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "%s failed: QEMU says: %s", w->what, desc);
+    } else if (save) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "save failed: QEMU gave no reason (see its log)");
+    } else {
+        /* QEMU 7.2 keeps the reason of a failed load to its stderr, and exits */
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "restore failed: QEMU could not load the stream after "
+                    "%" G_GUINT64_FORMAT " bytes (its log says why; it exits now)",
+                    qg_relay_get_bytes(w->relay));
+    }
+}
+
+/* What the event @ev says of the job: 1 it is complete, -1 it failed (@error set), 0
+ * it goes on (or @ev is about something else). */
+static int
+qg_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
+{
+    const char *st;
+
+    if (g_strcmp0(qg_json_get_string(ev, "event"), "MIGRATION") != 0) {
+        return 0;
+    }
+    st = qg_json_get_string(qg_json_get_object(ev, "data"), "status");
+    if (!st) {
+        g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
+                    "%s failed: malformed MIGRATION event from QEMU: no status string",
+                    w->what);
+        return -1;
+    }
+    if (g_str_equal(st, "completed")) {
+        return 1;
+    }
+    if (g_str_equal(st, "failed")) {
+        qg_watch_migration_failed(w, save, error);
+        return -1;
+    }
+    if (g_str_equal(st, "cancelled")) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_CANCELLED,
+                    "%s cancelled in QEMU", w->what);
+        return -1;
+    }
+    return 0;
+}
+
+/* Restore: the helper or the relay failed, or QEMU stopped reading without a word. */
+static gboolean
+qg_watch_restore_failed(QgWatch *w, gint64 now, GError **error)
+{
+    g_autoptr(GError) rerr = NULL;
+
+    if (qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+        return TRUE;
+    }
+    if (!w->qemu_stopped_at || now - w->qemu_stopped_at <= QG_QEMU_VERDICT_WAIT_MS * 1000LL) {
+        return FALSE;
+    }
+    qg_relay_wait(w->relay, NULL, NULL, &rerr);
+    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                "restore failed: QEMU stopped reading the stream and gave no verdict within "
+                "%d s (%s)", QG_QEMU_VERDICT_WAIT_MS / 1000,
+                rerr ? rerr->message : "relay ended");
+    return TRUE;
+}
+
+/* TRUE (and @error) when no byte of the stream moved for opts->stall_timeout_s: QEMU
+ * sends or takes nothing, or the helper is stuck. Progress is any byte through the
+ * relay, or written by the helper. */
+static gboolean
+qg_watch_stalled(QgWatch *w, gint64 now, GError **error)
+{
+    guint64 bytes = qg_relay_get_bytes(w->relay);
+    guint64 written = 0, synced = 0;
+
+    ioh_wrap_get_progress(w->wrap, &written, &synced);
+    if (!w->last_progress) {
+        w->last_progress = w->start;   /* the job's start: nothing moved yet */
+    }
+    if (bytes != w->last_bytes || written != w->last_written) {
+        w->last_progress = now;
+        w->last_bytes = bytes;
+        w->last_written = written;
+        return FALSE;
+    }
+    if (!w->opts->stall_timeout_s ||
+        now - w->last_progress < (gint64)w->opts->stall_timeout_s * G_USEC_PER_SEC) {
+        return FALSE;
+    }
+    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED,
+                "%s failed: the migration stalled: no byte of the stream moved for %u s "
+                "(%" G_GUINT64_FORMAT " bytes so far)", w->what, w->opts->stall_timeout_s,
+                bytes);
+    return TRUE;
+}
+
+/* Waits for the MIGRATION event that ends the job, for no longer than the stream keeps
+ * moving (qg_watch_stalled()). A restore also watches the helper and the relay
+ * (qg_watch_stream_failed()): QEMU 7.2 gives no verdict on a stream cut short, and when
+ * both failed the helper's message is the one that says why. */
 static gboolean
 qg_wait_migration(QgWatch *w, gboolean save, GError **error)
 {
@@ -446,78 +622,24 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
         GError *err = NULL;
         g_autoptr(JsonObject) ev = qg_qmp_next_event(w->qmp, slice, &err);
         gint64 now;
+        int verdict;
 
         if (err) {
-            if (!save && err->domain == QG_QMP_ERROR && err->code == QG_QMP_ERROR_CLOSED) {
-                w->qemu_gone = TRUE;
-                if (qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
-                    g_error_free(err);
-                    return FALSE;
-                }
-                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                            "restore failed: QEMU exited while loading the stream "
-                            "(%" G_GUINT64_FORMAT " bytes fed): %s",
-                            qg_relay_get_bytes(w->relay), err->message);
-                g_error_free(err);
-            } else {
-                g_propagate_prefixed_error(error, err, "%s: ", w->what);
-            }
+            qg_watch_qmp_failed(w, save, err, error);
             return FALSE;
         }
         if (w->opts->interrupted && *w->opts->interrupted) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s interrupted", w->what);
             return FALSE;
         }
-        if (ev && g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
-                            "MIGRATION") == 0) {
-            JsonObject *d = qg_json_get_object(ev, "data");
-            const char *st = d ? json_object_get_string_member_with_default(d, "status", "")
-                               : "";
-            if (g_str_equal(st, "completed")) {
-                return TRUE;
-            }
-            if (g_str_equal(st, "failed")) {
-                g_autofree char *desc = NULL;
-                if (!save && qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
-                    return FALSE;
-                }
-                desc = qg_migration_error_desc(w->qmp);
-                if (desc) {
-                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                                "%s failed: QEMU says: %s", w->what, desc);
-                } else if (save) {
-                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                                "save failed: QEMU gave no reason (see its log)");
-                } else {
-                    /* QEMU 7.2 keeps the reason of a failed load to its stderr, and exits */
-                    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                                "restore failed: QEMU could not load the stream after "
-                                "%" G_GUINT64_FORMAT " bytes (its log says why; it exits "
-                                "now)", qg_relay_get_bytes(w->relay));
-                }
-                return FALSE;
-            }
-            if (g_str_equal(st, "cancelled")) {
-                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_CANCELLED,
-                            "%s cancelled in QEMU", w->what);
-                return FALSE;
-            }
+        verdict = ev ? qg_watch_event(w, save, ev, error) : 0;
+        if (verdict) {
+            return verdict > 0;
         }
         now = g_get_monotonic_time();
-        if (!save) {
-            if (qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
-                return FALSE;
-            }
-            if (w->qemu_stopped_at &&
-                now - w->qemu_stopped_at > QG_QEMU_VERDICT_WAIT_MS * 1000LL) {
-                g_autoptr(GError) rerr = NULL;
-                qg_relay_wait(w->relay, NULL, NULL, &rerr);
-                g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                            "restore failed: QEMU stopped reading the stream and gave no "
-                            "verdict within %d s (%s)", QG_QEMU_VERDICT_WAIT_MS / 1000,
-                            rerr ? rerr->message : "relay ended");
-                return FALSE;
-            }
+        if ((!save && qg_watch_restore_failed(w, now, error)) ||
+            qg_watch_stalled(w, now, error)) {
+            return FALSE;
         }
         if (w->opts->progress && now >= next) {
             qg_report_progress(w, save);
@@ -527,6 +649,47 @@ qg_wait_migration(QgWatch *w, gboolean save, GError **error)
 }
 
 /* ---- save ---- */
+
+/* Creates "@target.part-XXXXXX" beside @target (0600, the placeholder header in it) and
+ * checks that it takes what the save will do to it (O_DIRECT): all before QEMU is
+ * touched. Returns its path, with *ret_fd (for the helper) and *ret_hdr_fd (our own open
+ * file description for the header: the helper may switch its one to O_DIRECT); NULL with
+ * @error, and nothing left behind, on failure. */
+static char *
+qg_save_create(const char *target, const char *path, QgCacheMode cache, int *ret_fd,
+               int *ret_hdr_fd, GError **error)
+{
+    g_autofree char *tmp_path = g_strdup_printf("%s.part-XXXXXX", target);
+    g_autoptr(GError) local = NULL;
+    int fd, hdr_fd = -1;
+
+    fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot create the image %s: %s", tmp_path, g_strerror(errno));
+        return NULL;
+    }
+    hdr_fd = open(tmp_path, O_WRONLY | O_CLOEXEC);
+    if (hdr_fd < 0) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot open the image %s: %s", tmp_path, g_strerror(errno));
+    } else if (cache == QG_CACHE_DIRECT &&
+               !qg_file_probe_direct(tmp_path, O_WRONLY, &local)) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot save to %s bypassing the cache with O_DIRECT: %s", path,
+                    local->message);
+    } else if (qg_image_write_placeholder(hdr_fd, path, error)) {
+        *ret_fd = fd;
+        *ret_hdr_fd = hdr_fd;
+        return g_steal_pointer(&tmp_path);
+    }
+    if (hdr_fd >= 0) {
+        close(hdr_fd);
+    }
+    close(fd);
+    g_unlink(tmp_path);
+    return NULL;
+}
 
 gboolean
 qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
@@ -539,6 +702,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     g_autoptr(JsonObject) mig = NULL;
     g_autofree char *status = NULL;
     g_autofree char *tmp_path = NULL;
+    g_autofree char *target = NULL;
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .length = 0,
                              .progress_interval_ms = 250 };
     QgMigrateStats stats = { .downtime_ms = -1 };
@@ -549,6 +713,12 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     int fd = -1, hdr_fd = -1, p[2] = { -1, -1 };
     gint64 t_qemu;
 
+    /* What FILE is, before QEMU is asked anything: a save never pauses a guest for a
+     * file it cannot write. */
+    target = qg_file_save_target(path, error);
+    if (!target) {
+        return FALSE;
+    }
     status = qg_query_status(qmp, &running, error);
     if (!status) {
         return FALSE;
@@ -561,41 +731,24 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
                     : " (QEMU 7.2 saves a guest only once: restart it)");
         return FALSE;
     }
-    qg_machine_info(qmp, info);
+    if (!qg_machine_info(qmp, info, error)) {
+        return FALSE;
+    }
     info->running = running;
     info->time = g_get_real_time() / G_USEC_PER_SEC;
 
-    if (!qg_enable_events(qmp, error)) {
+    /* The file first: a file that cannot be made leaves QEMU as it was. */
+    tmp_path = qg_save_create(target, path, opts->cache, &fd, &hdr_fd, error);
+    if (!tmp_path) {
         return FALSE;
-    }
-    old_bw = qg_get_bandwidth(qmp);
-    if (!qg_set_bandwidth(qmp, opts->max_bandwidth ? opts->max_bandwidth
-                                                   : QG_BANDWIDTH_UNLIMITED, error)) {
-        return FALSE;
-    }
-    bw_changed = old_bw != 0;
-
-    /* A new file beside @path, renamed over it only once complete: an old image at
-     * @path survives a failed save. */
-    tmp_path = g_strdup_printf("%s.part-XXXXXX", path);
-    fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot create the image %s: %s", tmp_path, g_strerror(errno));
-        goto out;
     }
     created = TRUE;
-    /* Our own open file description for the header: the helper may switch its one to
-     * O_DIRECT. */
-    hdr_fd = open(tmp_path, O_WRONLY | O_CLOEXEC);
-    if (hdr_fd < 0) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot open the image %s: %s", tmp_path, g_strerror(errno));
+    if (!qg_enable_events(qmp, error) || !qg_get_bandwidth(qmp, &old_bw, error) ||
+        !qg_set_bandwidth(qmp, opts->max_bandwidth ? opts->max_bandwidth
+                                                   : QG_BANDWIDTH_UNLIMITED, error)) {
         goto out;
     }
-    if (!qg_image_write_placeholder(hdr_fd, path, error)) {
-        goto out;
-    }
+    bw_changed = old_bw != 0;
     wrap = ioh_wrap_new(&fd, tmp_path, qg_wrap_flags(opts->cache), &params, error);
     if (!wrap) {
         goto out;
@@ -650,8 +803,10 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         GError *qerr = NULL;
         if (!qg_wait_migration(&w, TRUE, &qerr)) {
             g_autoptr(GError) herr = NULL;
-            if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
-                g_propagate_error(error, qerr);   /* out: kills the helper, cancels */
+            if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+                g_error_matches(qerr, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED)) {
+                /* out: kills the helper (a stuck one too: never waited for), cancels */
+                g_propagate_error(error, qerr);
                 goto out;
             }
             /* A dead helper makes QEMU fail with EPIPE: say what really happened. */
@@ -671,7 +826,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     }
     migrating = FALSE;
     t_qemu = g_get_monotonic_time();
-    mig = qg_query_migrate(qmp, NULL);
+    mig = qg_query_migrate(qmp, 0, NULL);
 
     /* QEMU is done; the helper is not: success is its exit, after fdatasync. */
     if (!qg_relay_wait(relay, &info->stream_length, &info->checksum, error)) {
@@ -686,7 +841,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     }
     fd = -1;
     if (!qg_image_write_header(hdr_fd, path, info, error) ||
-        !qg_rename_durably(tmp_path, path, error)) {
+        !qg_rename_durably(tmp_path, target, error)) {
         goto out;
     }
     created = FALSE;
@@ -697,7 +852,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     stats.qemu_seconds = (t_qemu - w.start) / 1e6;
     stats.running = running;
     if (mig) {
-        stats.downtime_ms = json_object_get_int_member_with_default(mig, "downtime", -1);
+        stats.downtime_ms = qg_json_get_int(mig, "downtime", -1);
     }
     ok = TRUE;
 
@@ -739,6 +894,69 @@ out:
 
 /* ---- restore ---- */
 
+/* Opens the image at @path and checks it: a regular file, a sound header, the whole
+ * stream there, O_DIRECT taken when @cache asks for it. Returns the fd and *ret_info,
+ * or -1 with @error. */
+static int
+qg_restore_open(const char *path, QgCacheMode cache, QgImageInfo **ret_info,
+                GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    int fd = qg_file_open_image(path, error);
+
+    if (fd < 0) {
+        return -1;
+    }
+    *ret_info = qg_image_read_header(fd, path, error);
+    if (!*ret_info) {
+        close(fd);
+        return -1;
+    }
+    if (cache == QG_CACHE_DIRECT && !qg_file_probe_direct(path, O_RDONLY, &local)) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
+                    "cannot restore from %s bypassing the cache with O_DIRECT: %s", path,
+                    local->message);
+        g_clear_pointer(ret_info, qg_image_info_free);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Before QEMU gets the pipe: waits until the helper has delivered the stream's first
+ * bytes (it opened the image, set its cache mode and read), the whole stream, or
+ * failed. A failure says that QEMU was not touched: it still waits for a stream. */
+static gboolean
+qg_restore_wait_start(QgWatch *w, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    gint64 start = g_get_monotonic_time();
+
+    while (qg_relay_get_bytes(w->relay) == 0 && w->total > 0) {
+        if (qg_watch_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, &local)) {
+            break;
+        }
+        if (w->opts->interrupted && *w->opts->interrupted) {
+            g_set_error(&local, G_IO_ERROR, G_IO_ERROR_CANCELLED, "restore interrupted");
+            break;
+        }
+        if (w->opts->stall_timeout_s &&
+            g_get_monotonic_time() - start > (gint64)w->opts->stall_timeout_s * G_USEC_PER_SEC) {
+            g_set_error(&local, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED,
+                        "restore failed: the helper delivered no byte of %s in %u s",
+                        w->path, w->opts->stall_timeout_s);
+            break;
+        }
+        qg_watch_iterate(w, QG_RESTORE_POLL_MS);
+    }
+    if (!local) {
+        return TRUE;
+    }
+    g_set_error(error, local->domain, local->code,
+                "%s (QEMU untouched: it still waits for an incoming stream)", local->message);
+    return FALSE;
+}
+
 gboolean
 qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
                    QgMigrateStats *ret_stats, GError **error)
@@ -766,15 +984,9 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
                     "an incoming migration (start it with -incoming defer)", status);
         return FALSE;
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = qg_restore_open(path, opts->cache, &info, error);
     if (fd < 0) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot open the image %s: %s", path, g_strerror(errno));
         return FALSE;
-    }
-    info = qg_image_read_header(fd, path, error);
-    if (!info) {
-        goto out;
     }
     if (!qg_enable_events(qmp, error)) {
         goto out;
@@ -807,12 +1019,6 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
             goto out;
         }
     }
-    if (!qg_pass_fd(qmp, QG_FDNAME_RESTORE, p[0], error)) {
-        goto out;
-    }
-    close(p[0]);
-    p[0] = -1;
-
     w.relay = relay;
     w.wrap = wrap;
     w.total = info->stream_length;
@@ -823,6 +1029,14 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     if (stats.helper) {
         fd = -1;
     }
+    /* The first bytes through the helper before QEMU gets the pipe: whatever fails at
+     * the start (O_DIRECT refused, the first read) leaves QEMU waiting, for another try. */
+    if (!qg_restore_wait_start(&w, error) ||
+        !qg_pass_fd(qmp, QG_FDNAME_RESTORE, p[0], error)) {
+        goto out;
+    }
+    close(p[0]);
+    p[0] = -1;
     margs = json_object_new();
     json_object_set_string_member(margs, "uri", "fd:" QG_FDNAME_RESTORE);
     if (!qg_qmp_run(qmp, "migrate-incoming", margs, error)) {

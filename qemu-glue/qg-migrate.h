@@ -28,7 +28,11 @@ typedef enum {
     QG_MIGRATE_ERROR_FAILED,    /* QEMU reported the migration failed */
     QG_MIGRATE_ERROR_CANCELLED, /* the migration was cancelled */
     QG_MIGRATE_ERROR_IO,        /* the image file could not be opened or created */
+    QG_MIGRATE_ERROR_STALLED,   /* no byte of the stream moved for stall_timeout_s */
 } QgMigrateError;
+
+/* The stall timeout qemu-iohelper uses unless told otherwise. */
+#define QG_MIGRATE_STALL_TIMEOUT_S 120
 
 typedef struct {
     guint64 bytes;      /* stream bytes that went through so far */
@@ -52,6 +56,11 @@ typedef struct {
     /* nullable: a flag a signal handler sets; the job is then cancelled cleanly
      * (G_IO_ERROR_CANCELLED), within progress_interval_ms. */
     const volatile sig_atomic_t *interrupted;
+    /* Fail the job when no byte of the stream moved for this long while QEMU migrates
+     * (QEMU sends or takes nothing, or the helper is stuck); 0: wait for ever. A save
+     * is then cancelled in QEMU, a restore's QEMU quit, as on any other failure. The
+     * helper's final fdatasync after QEMU completed is not bounded by it. */
+    guint stall_timeout_s;
 } QgMigrateOptions;
 
 typedef struct {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <glib/gstdio.h>
 #include "qg-json.h"
+#include "qg-text.h"
 #include <gio/gio.h>
 #include <gio/gunixfdmessage.h>
 #include <gio/gunixsocketaddress.h>
@@ -126,6 +127,35 @@ qg_qmp_read_line(QgQmp *qmp, gint64 deadline, GError **error)
     }
 }
 
+/* The members every QMP message may carry, with the types QEMU gives them: an event
+ * names itself with a string and carries an object; an error is an object of strings. */
+static const QgJsonMember qg_qmp_message_shape[] = {
+    { "event", QG_JSON_STRING, FALSE },
+    { "data", QG_JSON_OBJECT, FALSE },
+    { "error", QG_JSON_OBJECT, FALSE },
+    { NULL, 0, FALSE },
+};
+static const QgJsonMember qg_qmp_error_shape[] = {
+    { "class", QG_JSON_STRING, FALSE },
+    { "desc", QG_JSON_STRING, FALSE },
+    { NULL, 0, FALSE },
+};
+
+static gboolean
+qg_qmp_check_message(QgQmp *qmp, JsonNode *root, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    JsonNode *err = json_object_get_member(json_node_get_object(root), "error");
+
+    if (!qg_json_check_shape(root, qg_qmp_message_shape, &local) ||
+        (err && !qg_json_check_shape(err, qg_qmp_error_shape, &local))) {
+        g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
+                    "malformed QMP message on %s: %s", qmp->path, local->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Reads and parses one message. NULL + no error: timeout. */
 static JsonObject *
 qg_qmp_read_message(QgQmp *qmp, gint64 deadline, GError **error)
@@ -149,15 +179,20 @@ qg_qmp_read_message(QgQmp *qmp, gint64 deadline, GError **error)
 
     parser = json_parser_new_immutable();
     if (!json_parser_load_from_data(parser, line, -1, &local)) {
+        g_autofree char *quote = qg_text_one_line(line);
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
                     "invalid JSON from QMP socket %s: %s (\"%.60s\")", qmp->path,
-                    local->message, line);
+                    local->message, quote);
         return NULL;
     }
     root = json_parser_get_root(parser);
     if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+        g_autofree char *quote = qg_text_one_line(line);
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
-                    "QMP message on %s is not a JSON object (\"%.60s\")", qmp->path, line);
+                    "QMP message on %s is not a JSON object (\"%.60s\")", qmp->path, quote);
+        return NULL;
+    }
+    if (!qg_qmp_check_message(qmp, root, error)) {
         return NULL;
     }
     return json_object_ref(json_node_get_object(root));
@@ -196,18 +231,22 @@ qg_qmp_send(QgQmp *qmp, const char *data, gsize len, int fd, GError **error)
     return TRUE;
 }
 
+/* QEMU's words, made one line: its desc may quote what we sent (a command name). */
 static char *
 qg_qmp_error_desc(JsonObject *err)
 {
-    const char *desc = json_object_get_string_member_with_default(err, "desc", NULL);
-    const char *cls = json_object_get_string_member_with_default(err, "class", "?");
+    const char *desc = qg_json_get_string(err, "desc");
+    const char *cls = qg_json_get_string(err, "class");
+    g_autofree char *text = g_strdup_printf("%s (%s)", desc ? desc : "no description",
+                                            cls ? cls : "?");
 
-    return g_strdup_printf("%s (%s)", desc ? desc : "no description", cls);
+    return qg_text_one_line(text);
 }
 
-JsonNode *
-qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *args, int fd,
-                       GError **error)
+/* Sends @command (with @fd, when >= 0) and waits up to @timeout_ms for its reply. */
+static JsonNode *
+qg_qmp_execute_within(QgQmp *qmp, const char *command, JsonObject *args, int fd,
+                      guint timeout_ms, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new_immutable();
     g_autoptr(JsonGenerator) gen = json_generator_new();
@@ -237,7 +276,7 @@ qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *args, int fd
         }
     }
 
-    deadline = g_get_monotonic_time() + (gint64)qmp->reply_timeout_ms * 1000;
+    deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
     for (;;) {
         GError *err = NULL;
         g_autoptr(JsonObject) msg = qg_qmp_read_message(qmp, deadline, &err);
@@ -246,8 +285,8 @@ qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *args, int fd
         if (!msg) {
             if (!err) {
                 g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_TIMEOUT,
-                            "QEMU did not answer '%s' within %u s on %s", command,
-                            qmp->reply_timeout_ms / 1000, qmp->path);
+                            "QEMU did not answer '%s' within %.1f s on %s", command,
+                            timeout_ms / 1000.0, qmp->path);
             } else {
                 g_propagate_prefixed_error(error, err, "%s: ", command);
             }
@@ -257,16 +296,15 @@ qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *args, int fd
             g_queue_push_tail(&qmp->events, g_steal_pointer(&msg));
             continue;
         }
-        rid = json_object_get_string_member_with_default(msg, "id", NULL);
+        rid = qg_json_get_string(msg, "id");
         if (g_strcmp0(rid, id) != 0) {
             continue;   /* a reply to an earlier, abandoned command */
         }
         if (json_object_has_member(msg, "error")) {
-            JsonNode *en = json_object_get_member(msg, "error");
-            g_autofree char *desc = JSON_NODE_HOLDS_OBJECT(en)
-                ? qg_qmp_error_desc(json_node_get_object(en)) : g_strdup("?");
+            g_autofree char *desc = qg_qmp_error_desc(qg_json_get_object(msg, "error"));
+            g_autofree char *cmd = qg_text_one_line(command);
             g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND,
-                        "QEMU refused '%s': %s", command, desc);
+                        "QEMU refused '%s': %s", cmd, desc);
             return NULL;
         }
         if (json_object_has_member(msg, "return")) {
@@ -280,15 +318,51 @@ qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *args, int fd
 }
 
 JsonNode *
+qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *args, int fd,
+                       GError **error)
+{
+    return qg_qmp_execute_within(qmp, command, args, fd, qmp->reply_timeout_ms, error);
+}
+
+JsonNode *
 qg_qmp_execute(QgQmp *qmp, const char *command, JsonObject *args, GError **error)
 {
     return qg_qmp_execute_with_fd(qmp, command, args, -1, error);
 }
 
+/* @ret is the reply to @command: TRUE if it fits @shape, else a PROTOCOL error. */
+static gboolean
+qg_qmp_check_reply(QgQmp *qmp, const char *command, JsonNode *ret,
+                   const QgJsonMember *shape, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (qg_json_check_shape(ret, shape, &local)) {
+        return TRUE;
+    }
+    g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
+                "unexpected reply from QEMU to '%s' on %s: %s", command, qmp->path,
+                local->message);
+    return FALSE;
+}
+
+JsonObject *
+qg_qmp_call(QgQmp *qmp, const char *command, JsonObject *args, int fd,
+            const QgJsonMember *shape, guint timeout_ms, GError **error)
+{
+    g_autoptr(JsonNode) ret = qg_qmp_execute_within(
+        qmp, command, args, fd, timeout_ms ? timeout_ms : qmp->reply_timeout_ms, error);
+
+    if (!ret || !qg_qmp_check_reply(qmp, command, ret, shape, error)) {
+        return NULL;
+    }
+    return json_object_ref(json_node_get_object(ret));
+}
+
 gboolean
 qg_qmp_run(QgQmp *qmp, const char *command, JsonObject *args, GError **error)
 {
-    g_autoptr(JsonNode) ret = qg_qmp_execute(qmp, command, args, error);
+    g_autoptr(JsonObject) ret = qg_qmp_call(qmp, command, args, -1, NULL, 0, error);
 
     return ret != NULL;
 }
@@ -319,12 +393,30 @@ qg_qmp_next_event(QgQmp *qmp, guint timeout_ms, GError **error)
     }
 }
 
+static const QgJsonMember qg_qmp_greeting_shape[] = {
+    { "version", QG_JSON_OBJECT, FALSE },
+    { "capabilities", QG_JSON_ARRAY, FALSE },
+    { NULL, 0, FALSE },
+};
+static const QgJsonMember qg_qmp_version_shape[] = {
+    { "qemu", QG_JSON_OBJECT, FALSE },
+    { "package", QG_JSON_STRING, FALSE },
+    { NULL, 0, FALSE },
+};
+static const QgJsonMember qg_qmp_qemu_version_shape[] = {
+    { "major", QG_JSON_INT, FALSE },
+    { "minor", QG_JSON_INT, FALSE },
+    { "micro", QG_JSON_INT, FALSE },
+    { NULL, 0, FALSE },
+};
+
 static gboolean
 qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
 {
     JsonObject *qmpobj = qg_json_get_object(msg, "QMP");
-    JsonObject *ver = qmpobj ? qg_json_get_object(qmpobj, "version") : NULL;
-    JsonObject *q = ver ? qg_json_get_object(ver, "qemu") : NULL;
+    JsonObject *ver = qg_json_get_object(qmpobj, "version");
+    JsonObject *q = qg_json_get_object(ver, "qemu");
+    g_autoptr(GError) local = NULL;
 
     if (!qmpobj) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_NOT_QMP,
@@ -332,12 +424,21 @@ qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
                     qmp->path);
         return FALSE;
     }
+    if (!qg_json_check_shape(json_object_get_member(msg, "QMP"), qg_qmp_greeting_shape,
+                             &local) ||
+        (ver && !qg_json_check_shape(json_object_get_member(qmpobj, "version"),
+                                     qg_qmp_version_shape, &local)) ||
+        (q && !qg_json_check_shape(json_object_get_member(ver, "qemu"),
+                                   qg_qmp_qemu_version_shape, &local))) {
+        g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_NOT_QMP,
+                    "malformed QMP greeting on %s: %s", qmp->path, local->message);
+        return FALSE;
+    }
     if (q) {
         qmp->version = g_strdup_printf(
             "%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
-            json_object_get_int_member_with_default(q, "major", 0),
-            json_object_get_int_member_with_default(q, "minor", 0),
-            json_object_get_int_member_with_default(q, "micro", 0));
+            qg_json_get_int(q, "major", 0), qg_json_get_int(q, "minor", 0),
+            qg_json_get_int(q, "micro", 0));
     } else {
         qmp->version = g_strdup("unknown");
     }

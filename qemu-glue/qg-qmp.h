@@ -13,6 +13,7 @@
 
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include "qg-json.h"
 
 G_BEGIN_DECLS
 
@@ -24,7 +25,8 @@ typedef enum {
     QG_QMP_ERROR_NOT_QMP,   /* the peer did not greet like QMP */
     QG_QMP_ERROR_TIMEOUT,   /* no answer in time */
     QG_QMP_ERROR_CLOSED,    /* QEMU closed the connection (or exited) */
-    QG_QMP_ERROR_PROTOCOL,  /* a message that is not valid QMP */
+    QG_QMP_ERROR_PROTOCOL,  /* a message that is not valid QMP, or a reply of a shape
+                             * the command does not have */
     QG_QMP_ERROR_COMMAND,   /* QEMU answered with an error: the message quotes its desc */
 } QgQmpError;
 
@@ -67,7 +69,23 @@ JsonNode *qg_qmp_execute(QgQmp *qmp, const char *command, JsonObject *args,
 JsonNode *qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *args,
                                  int fd, GError **error) G_GNUC_WARN_UNUSED_RESULT;
 
-/* Runs a command whose reply does not matter: TRUE on success. */
+/**
+ * qg_qmp_call:
+ * @fd: passed along (SCM_RIGHTS) when >= 0; stays open here.
+ * @shape: (nullable): the members the reply must (or may) have, with their types.
+ * @timeout_ms: wait for the reply; 0: the connection's reply timeout.
+ *
+ * Runs @command and checks its reply: an object that fits @shape (any object when
+ * NULL). A reply of another shape is QG_QMP_ERROR_PROTOCOL, one line naming the member
+ * ("unexpected reply from QEMU to 'query-status' on SOCK: 'running' is a string, not a
+ * boolean"). Returns a new reference to the reply object, or NULL with @error.
+ */
+JsonObject *qg_qmp_call(QgQmp *qmp, const char *command, JsonObject *args, int fd,
+                        const QgJsonMember *shape, guint timeout_ms,
+                        GError **error) G_GNUC_WARN_UNUSED_RESULT;
+
+/* Runs a command that returns nothing (QEMU's `{}`): TRUE on success; a reply that is
+ * not an object is a PROTOCOL error. */
 gboolean qg_qmp_run(QgQmp *qmp, const char *command, JsonObject *args, GError **error);
 
 /**

@@ -16,6 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <glib/gstdio.h>
 
@@ -141,6 +147,7 @@ typedef struct {
     gboolean kill;      /* kill the helper mid-save */
     const char *cache;  /* --bypass-cache= */
     const char *needle;
+    const char *extra;  /* one more option, or NULL */
 } SaveFault;
 
 static void
@@ -155,7 +162,7 @@ test_save_fault(gconstpointer data)
     g_autoptr(QgImageInfo) info = NULL;
     Killer k = { .img = img };
     GThread *killer = NULL;
-    const char *args[] = { "save", "--qmp", NULL, img, cache, NULL };
+    const char *args[] = { "save", "--qmp", NULL, img, cache, t->extra, NULL };
     int code, fd;
     guint n;
 
@@ -273,6 +280,9 @@ typedef struct {
     gboolean term_tool;   /* instead, SIGTERM the tool mid-restore */
     const char *needle;   /* the message after "qemu-iohelper: "; NULL: the helper's
                            * "restore failed: read IMAGE: Input/output error" */
+    const char *extra;    /* one more option, or NULL */
+    gboolean untouched;   /* the failure comes before QEMU got the pipe: QEMU still
+                           * waits, and takes the image at a second try */
 } RestoreFault;
 
 /* Waits up to @secs for QEMU (our child) to exit; TRUE with its wait status if it did. */
@@ -302,7 +312,7 @@ test_restore_fault(gconstpointer data)
     g_autofree char *err = NULL;
     g_autofree char *want = NULL;
     const char *restore[] = { "restore", "--qmp", NULL, NULL, "--bypass-cache=direct",
-                              NULL };
+                              t->extra, NULL };
     Watchdog wd = { .secs = 12 };
     Killer k = { 0 };
     GThread *killer = NULL;
@@ -362,6 +372,16 @@ test_restore_fault(gconstpointer data)
     }
     if (!g_str_has_prefix(err, want)) {
         g_test_fail_printf("'%s' does not start with '%s'", err, want);
+    }
+    if (t->untouched) {
+        /* Refused before QEMU got a byte: it still waits, and a second try succeeds. */
+        g_autofree char *st = qgt_qemu_status(dst);
+        const char *again[] = { "restore", "--qmp", dst->sock, saved_img, NULL };
+        g_assert_cmpstr(st, ==, "inmigrate");
+        g_assert_nonnull(strstr(err, "QEMU untouched"));
+        g_assert_cmpint(qgt_tool_run(again, NULL, NULL), ==, 0);
+        qgt_qemu_stop(dst);
+        return;
     }
     /* The destination was quit through QMP (exit 0), not left spinning or running. */
     if (!qemu_exited_within(dst, 3, &status)) {
@@ -470,26 +490,381 @@ test_restore_damaged(void)
     g_unlink(img);
 }
 
+/* ---- FILE checked before the guest is touched (case 9), O_DIRECT probed (case 10) ---- */
+
+/* Files in @dir whose name starts with @prefix. */
+static guint
+count_prefix(const char *dir, const char *prefix)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    guint n = 0;
+
+    while (d && (name = g_dir_read_name(d))) {
+        if (g_str_has_prefix(name, prefix)) {
+            g_test_message("found: %s/%s", dir, name);
+            n++;
+        }
+    }
+    return n;
+}
+
+static void
+remove_tree(const char *dir)
+{
+    g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+
+    g_assert_cmpint(system(cmd), ==, 0);
+}
+
+/* Events QEMU sent to the test's monitor so far: TRUE if one was @name. */
+static gboolean
+saw_event(QgtQemu *q, const char *name)
+{
+    gboolean seen = FALSE;
+
+    for (;;) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(JsonObject) ev = qg_qmp_next_event(q->qmp, 0, &error);
+        g_assert_no_error(error);
+        if (!ev) {
+            return seen;
+        }
+        seen |= g_strcmp0(json_object_get_string_member_with_default(ev, "event", ""),
+                          name) == 0;
+    }
+}
+
+/* The shared source, running, its old events drained. */
+static gboolean
+running_source(void)
+{
+    if (!need_qemu()) {
+        return FALSE;
+    }
+    g_assert_true(qg_qmp_run(source->qmp, "cont", NULL, NULL));
+    g_usleep(100000);
+    saw_event(source, "STOP");
+    return TRUE;
+}
+
+/* The source back to paused, as need_qemu() expects it. */
+static void
+pause_source(void)
+{
+    g_autofree char *st = qgt_qemu_status(source);
+
+    g_assert_cmpstr(st, ==, "running");
+    g_assert_true(qg_qmp_run(source->qmp, "stop", NULL, NULL));
+}
+
+/* A save to @file must be refused up front: exit @code, one line naming @file and
+ * saying @needle, the guest never paused, @file as it was, no temporary file. */
+static void
+save_refused(const char *file, int code, const char *needle, const char *opt)
+{
+    g_autofree char *err = NULL;
+    g_autofree char *dir = g_path_get_dirname(file);
+    g_autofree char *part = g_strdup_printf("%s.part-", file[0] ? strrchr(file, '/') + 1 : "");
+    g_autofree char *st = NULL;
+    const char *args[] = { "save", "--qmp", source->sock, file, opt, NULL };
+    struct stat before = { 0 }, after = { 0 };
+    gboolean existed = lstat(file, &before) == 0;
+
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, code);
+    qgt_assert_one_line(err);
+    if (!strstr(err, needle) || (code == 1 && !strstr(err, file))) {
+        g_test_fail_printf("'%s' does not name '%s' and say '%s'", err, file, needle);
+    }
+    st = qgt_qemu_status(source);
+    g_assert_cmpstr(st, ==, "running");
+    g_assert_false(saw_event(source, "STOP"));
+    if (existed) {
+        g_assert_cmpint(lstat(file, &after), ==, 0);
+        g_assert_cmpuint(after.st_mode, ==, before.st_mode);
+        g_assert_cmpuint(after.st_ino, ==, before.st_ino);
+        g_assert_cmpuint(after.st_rdev, ==, before.st_rdev);
+    }
+    g_assert_cmpuint(count_prefix(dir, part), ==, 0);
+    n_bad_inputs++;
+}
+
+/* A directory, a FIFO, a socket, device nodes, a link to a directory, a link loop, an
+ * empty name: each refused before the guest is paused, and left as it was. */
+static void
+test_save_file_kinds(void)
+{
+    g_autofree char *dir = g_build_filename(ft_workdir(), "kinds", NULL);
+    g_autofree char *d = g_build_filename(dir, "dir", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    g_autofree char *sock = g_build_filename(dir, "sock", NULL);
+    g_autofree char *chr = g_build_filename(dir, "chr", NULL);
+    g_autofree char *blk = g_build_filename(dir, "blk", NULL);
+    g_autofree char *link = g_build_filename(dir, "link-dir", NULL);
+    g_autofree char *loop_a = g_build_filename(dir, "loop-a", NULL);
+    g_autofree char *loop_b = g_build_filename(dir, "loop-b", NULL);
+    g_autofree char *want_link = g_strdup_printf("it links to %s, which is a directory", d);
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int sfd;
+
+    if (!running_source()) {
+        return;
+    }
+    g_assert_cmpint(g_mkdir_with_parents(d, 0700), ==, 0);
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_strlcpy(addr.sun_path, sock, sizeof(addr.sun_path));
+    g_assert_cmpint(bind(sfd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
+    close(sfd);
+    g_assert_cmpint(symlink("dir", link), ==, 0);
+    g_assert_cmpint(symlink("loop-b", loop_a), ==, 0);
+    g_assert_cmpint(symlink("loop-a", loop_b), ==, 0);
+
+    save_refused(d, 1, "it is a directory, not a regular file", NULL);
+    save_refused(fifo, 1, "it is a FIFO", NULL);
+    save_refused(sock, 1, "it is a socket", NULL);
+    save_refused(link, 1, want_link, NULL);
+    save_refused(loop_a, 1, "Too many levels of symbolic links", NULL);
+    save_refused("", 2, "FILE is empty", NULL);
+    /* Device nodes: the class the issue found (a block node replaced by a file). */
+    if (mknod(chr, S_IFCHR | 0600, makedev(1, 3)) == 0 &&
+        mknod(blk, S_IFBLK | 0600, makedev(7, 0)) == 0) {
+        save_refused(chr, 1, "it is a character device", NULL);
+        save_refused(blk, 1, "it is a block device", NULL);
+    } else {
+        g_test_message("no device nodes here (%s): those two cases not run", g_strerror(errno));
+    }
+    pause_source();
+    remove_tree(dir);
+}
+
+/* A symlink at FILE is followed: the file it leads to (through a chain of relative
+ * links) is replaced by the new image, made in that file's folder; the links stay. A
+ * dangling link gets its file created. */
+static void
+test_save_symlink(void)
+{
+    g_autofree char *links = g_build_filename(ft_workdir(), "links", NULL);
+    g_autofree char *store = g_build_filename(ft_workdir(), "store", NULL);
+    g_autofree char *target = g_build_filename(store, "vm.img", NULL);
+    g_autofree char *link = g_build_filename(links, "vm.img", NULL);
+    g_autofree char *chain = g_build_filename(links, "chain", NULL);
+    g_autofree char *dangling = g_build_filename(links, "new", NULL);
+    g_autofree char *created = g_build_filename(store, "new.img", NULL);
+    const char *const via[] = { chain, dangling };
+    const char *const lands[] = { target, created };
+
+    g_assert_cmpint(g_mkdir_with_parents(links, 0700), ==, 0);
+    g_assert_cmpint(g_mkdir_with_parents(store, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(target, "old image", -1, NULL));
+    g_assert_cmpint(symlink("../store/vm.img", link), ==, 0);
+    g_assert_cmpint(symlink("vm.img", chain), ==, 0);
+    g_assert_cmpint(symlink("../store/new.img", dangling), ==, 0);
+    for (gsize i = 0; i < G_N_ELEMENTS(via); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(QgImageInfo) info = NULL;
+        g_autofree char *err = NULL;
+        const char *args[] = { "save", "--qmp", NULL, via[i], NULL };
+        struct stat st;
+        int fd;
+
+        if (!need_qemu()) {
+            return;
+        }
+        args[2] = source->sock;
+        g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 0);
+        g_assert_cmpint(lstat(via[i], &st), ==, 0);
+        g_assert_true(S_ISLNK(st.st_mode));
+        g_assert_cmpint(lstat(lands[i], &st), ==, 0);
+        g_assert_true(S_ISREG(st.st_mode));
+        fd = open(lands[i], O_RDONLY | O_CLOEXEC);
+        info = qg_image_read_header(fd, lands[i], &error);
+        close(fd);
+        g_assert_no_error(error);
+        g_assert_cmpuint(count_prefix(links, "vm.img.part-") + count_prefix(links, "new.part-") +
+                         count_prefix(store, "vm.img.part-") + count_prefix(store, "new.img.part-"),
+                         ==, 0);
+    }
+    remove_tree(links);
+    remove_tree(store);
+}
+
+/* A ramfs (no O_DIRECT) in a mount namespace of this thread's own, or NULL (skipped). */
+static char *
+mount_ramfs(const char *name)
+{
+    g_autofree char *dir = g_build_filename(ft_workdir(), name, NULL);
+
+    if (geteuid() != 0) {
+        g_test_skip("mounting a ramfs needs root");
+        return NULL;
+    }
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        g_test_message("no private mount namespace (%s): the mount is global",
+                       g_strerror(errno));
+    }
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+    if (mount("ioh-ramfs", dir, "ramfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0) {
+        g_test_skip_printf("mount ramfs: %s", g_strerror(errno));
+        g_rmdir(dir);
+        return NULL;
+    }
+    return g_steal_pointer(&dir);
+}
+
+static void
+umount_ramfs(const char *dir)
+{
+    umount2(dir, MNT_DETACH);
+    g_rmdir(dir);
+}
+
+/* --bypass-cache=direct onto a file system that refuses O_DIRECT: refused before the
+ * guest is paused, nothing left behind. */
+static void
+test_save_direct_refused(void)
+{
+    g_autofree char *mnt = NULL;
+    g_autofree char *img = NULL;
+
+    if (!running_source()) {
+        return;
+    }
+    mnt = mount_ramfs("ramfs-save");
+    if (!mnt) {
+        pause_source();
+        return;
+    }
+    img = g_build_filename(mnt, "vm.img", NULL);
+    save_refused(img, 1, "refuses O_DIRECT", "--bypass-cache=direct");
+    g_assert_cmpuint(count_prefix(mnt, ""), ==, 0);
+    pause_source();
+    umount_ramfs(mnt);
+}
+
+/* A restore from what is not a regular file: refused at once (a FIFO never blocks the
+ * tool), with QEMU still waiting for its stream. */
+static void
+test_restore_file_kinds(void)
+{
+    g_autofree char *dir = g_build_filename(ft_workdir(), "rkinds", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    g_autofree char *sock = g_build_filename(dir, "sock", NULL);
+    g_autofree char *chr = g_build_filename(dir, "chr", NULL);
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    const char *const files[] = { dir, fifo, sock, chr };
+    QgtQemu *dst;
+    int sfd;
+
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return;
+    }
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_strlcpy(addr.sun_path, sock, sizeof(addr.sun_path));
+    g_assert_cmpint(bind(sfd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
+    close(sfd);
+    if (mknod(chr, S_IFCHR | 0600, makedev(1, 3)) < 0) {
+        g_test_message("no device node here (%s)", g_strerror(errno));
+        g_assert_true(g_file_set_contents(chr, "", 0, NULL));   /* stands for it */
+    }
+    dst = qgt_qemu_start(data_file, TRUE);
+    for (gsize i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree char *err = NULL;
+        g_autofree char *st = NULL;
+        const char *args[] = { "restore", "--qmp", dst->sock, files[i], NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
+        qgt_assert_one_line(err);
+        g_assert_nonnull(strstr(err, files[i]));
+        st = qgt_qemu_status(dst);
+        g_assert_cmpstr(st, ==, "inmigrate");
+        n_bad_inputs++;
+    }
+    qgt_qemu_stop(dst);
+    remove_tree(dir);
+}
+
+/* An image on a file system without O_DIRECT, restored with --bypass-cache=direct: the
+ * restore fails before QEMU is touched, so the same waiting QEMU takes the image at the
+ * next try without it, and its RAM comes back byte for byte. */
+static void
+test_restore_direct_refused(void)
+{
+    g_autofree char *mnt = NULL;
+    g_autofree char *img = NULL;
+    g_autofree char *dump = g_build_filename(ft_workdir(), "direct.dump", NULL);
+    g_autofree char *err = NULL;
+    g_autofree char *st = NULL;
+    g_autofree char *cmd = NULL;
+    QgtQemu *dst;
+
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return;
+    }
+    if (!saved_img) {
+        g_test_skip("no image: the control save did not run");
+        return;
+    }
+    mnt = mount_ramfs("ramfs-restore");
+    if (!mnt) {
+        return;
+    }
+    img = g_build_filename(mnt, "vm.img", NULL);
+    cmd = g_strdup_printf("cp '%s' '%s'", saved_img, img);
+    g_assert_cmpint(system(cmd), ==, 0);
+    dst = qgt_qemu_start(data_file, TRUE);
+    {
+        const char *direct[] = { "restore", "--qmp", dst->sock, img, "--bypass-cache=direct",
+                                 NULL };
+        const char *again[] = { "restore", "--qmp", dst->sock, img, NULL };
+
+        g_assert_cmpint(qgt_tool_run(direct, NULL, &err), ==, 1);
+        qgt_assert_one_line(err);
+        g_assert_nonnull(strstr(err, "O_DIRECT"));
+        g_assert_nonnull(strstr(err, img));
+        st = qgt_qemu_status(dst);
+        g_assert_cmpstr(st, ==, "inmigrate");
+        g_assert_cmpint(qgt_tool_run(again, NULL, NULL), ==, 0);
+    }
+    qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, data_file));
+    qgt_qemu_stop(dst);
+    g_unlink(dump);
+    g_unlink(img);
+    umount_ramfs(mnt);
+}
+
 int
 main(int argc, char **argv)
 {
     static const SaveFault faults[] = {
-        { "write:@5M:EIO", FALSE, FALSE, "direct", "Input/output error" },
-        { "write:@3M:ENOSPC", FALSE, FALSE, "fadvise", "No space left on device" },
-        { "fdatasync:1:EIO", FALSE, FALSE, "direct", "fdatasync" },
-        { "close:1:EIO", FALSE, FALSE, "direct", "close" },
-        { "write:@2M:stall2000", FALSE, TRUE, "direct", "killed by signal 9" },
-        { "pwrite:2:EIO", TRUE, FALSE, "direct", "Input/output error" },
+        { "write:@5M:EIO", FALSE, FALSE, "direct", "Input/output error", NULL },
+        { "write:@3M:ENOSPC", FALSE, FALSE, "fadvise", "No space left on device", NULL },
+        { "fdatasync:1:EIO", FALSE, FALSE, "direct", "fdatasync", NULL },
+        { "close:1:EIO", FALSE, FALSE, "direct", "close", NULL },
+        { "write:@2M:stall2000", FALSE, TRUE, "direct", "killed by signal 9", NULL },
+        { "pwrite:2:EIO", TRUE, FALSE, "direct", "Input/output error", NULL },
+        { "write:@2M:stall5000", FALSE, FALSE, "direct",
+          "save failed: the migration stalled: no byte of the stream moved for 1 s",
+          "--stall-timeout=1" },
     };
     static const char *const names[] = {
         "helper-write-EIO", "helper-write-ENOSPC", "helper-fdatasync-EIO", "helper-close-EIO",
-        "helper-killed", "tool-header-write-EIO",
+        "helper-killed", "tool-header-write-EIO", "helper-stalled",
     };
     static const RestoreFault restore_faults[] = {
-        { "read:1:EIO", FALSE, FALSE, NULL },
-        { "read:@3M:EIO", FALSE, FALSE, NULL },
-        { "read:@3M:stall3000", TRUE, FALSE, "restore failed: helper killed by signal 9" },
-        { "read:@3M:stall3000", FALSE, TRUE, "restore interrupted" },
+        { "read:1:EIO", FALSE, FALSE, NULL, NULL, TRUE },
+        { "read:@40M:EIO", FALSE, FALSE, NULL, NULL, FALSE },
+        { "read:@3M:stall3000", TRUE, FALSE, "restore failed: helper killed by signal 9", NULL,
+          FALSE },
+        { "read:@3M:stall3000", FALSE, TRUE, "restore interrupted", NULL, FALSE },
+        { "read:@3M:stall5000", FALSE, FALSE,
+          "restore failed: the migration stalled: no byte of the stream moved for 1 s",
+          "--stall-timeout=1", FALSE },
     };
     int ret;
 
@@ -512,12 +887,20 @@ main(int argc, char **argv)
     g_test_add_func("/faults/qemu/save/control-no-fault", test_save_control);
     g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-first", &restore_faults[0],
                          test_restore_fault);
-    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-at-3M", &restore_faults[1],
+    g_test_add_data_func("/faults/qemu/restore/helper-read-EIO-at-40M", &restore_faults[1],
                          test_restore_fault);
     g_test_add_data_func("/faults/qemu/restore/helper-killed", &restore_faults[2],
                          test_restore_fault);
     g_test_add_data_func("/faults/qemu/restore/tool-interrupted", &restore_faults[3],
                          test_restore_fault);
+    g_test_add_data_func("/faults/qemu/restore/helper-stalled", &restore_faults[4],
+                         test_restore_fault);
+    g_test_add_func("/faults/qemu/save/file-kinds-refused", test_save_file_kinds);
+    g_test_add_func("/faults/qemu/save/symlink-followed", test_save_symlink);
+    g_test_add_func("/faults/qemu/save/direct-refused", test_save_direct_refused);
+    g_test_add_func("/faults/qemu/restore/file-kinds-refused", test_restore_file_kinds);
+    g_test_add_func("/faults/qemu/restore/direct-refused-then-retried",
+                    test_restore_direct_refused);
     ret = g_test_run();
     qgt_qemu_stop(source);
     if (saved_img) {

@@ -141,26 +141,64 @@ qgt_qemu_pmemsave(QgtQemu *q, const char *path, guint64 size)
     g_assert_no_error(error);
 }
 
+void
+qgt_assert_one_line(const char *err)
+{
+    g_assert_nonnull(err);
+    if (!g_str_has_prefix(err, "qemu-iohelper: ") || !g_str_has_suffix(err, "\n")) {
+        g_test_fail_printf("not one line of ours: '%s'", err);
+        return;
+    }
+    for (const guchar *p = (const guchar *)err; *p; p++) {
+        gboolean last = p[0] == '\n' && p[1] == '\0';
+        if ((*p < 0x20 && !last) || *p == 0x7f || (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+            g_test_fail_printf("control character 0x%02x at %d in '%s'", *p,
+                               (int)((const char *)p - err), err);
+            return;
+        }
+    }
+}
+
 int
 qgt_tool_run(const char *const *args, char **ret_stdout, char **ret_stderr)
 {
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    return qgt_tool_run_timeout(args, 0, ret_stdout, ret_stderr);
+}
+
+int
+qgt_tool_run_timeout(const char *const *args, guint secs, char **ret_stdout,
+                     char **ret_stderr)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GError) error = NULL;
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
     g_autofree char *line = NULL;
     int status = -1;
 
-    g_ptr_array_add(argv, (gpointer)qgt_tool());
+    if (secs) {
+        g_ptr_array_add(argv, g_strdup("timeout"));
+        g_ptr_array_add(argv, g_strdup("-s"));
+        g_ptr_array_add(argv, g_strdup("KILL"));
+        g_ptr_array_add(argv, g_strdup_printf("%u", secs));
+    }
+    g_ptr_array_add(argv, g_strdup(qgt_tool()));
     for (; *args; args++) {
-        g_ptr_array_add(argv, (gpointer)*args);
+        g_ptr_array_add(argv, g_strdup(*args));
     }
     g_ptr_array_add(argv, NULL);
     line = g_strjoinv(" ", (char **)argv->pdata);
     g_test_message("run: %s", line);
-    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               &out, &err, &status, &error));
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL,
+                               NULL, &out, &err, &status, &error));
     g_assert_no_error(error);
+    /* Whatever the case, GLib's own complaints never reach the user. */
+    if (err && (strstr(err, "CRITICAL **") || strstr(err, "WARNING **"))) {
+        g_test_fail_printf("GLib warned: %s", err);
+    }
+    if (secs && WIFEXITED(status) && WEXITSTATUS(status) == 128 + 9) {
+        return 128 + 9;   /* timeout(1) killed it */
+    }
     if (out && *out) {
         g_test_message("stdout: %s", out);
     }

@@ -44,6 +44,14 @@ void qgt_qemu_pmemsave(QgtQemu *q, const char *path, guint64 size);
  * *ret_stderr gets what it printed (also logged). */
 int qgt_tool_run(const char *const *args, char **ret_stdout, char **ret_stderr);
 
+/* The same, killed (SIGKILL) if it runs longer than @secs: returns 128 + 9 then. */
+int qgt_tool_run_timeout(const char *const *args, guint secs, char **ret_stdout,
+                         char **ret_stderr);
+
+/* What the tool printed on stderr is one line "qemu-iohelper: ...\n" without any control
+ * character, nor a GLib CRITICAL or WARNING. */
+void qgt_assert_one_line(const char *err);
+
 /* The tool's path (the test's first argument, set by meson). */
 void qgt_set_tool(const char *path);
 const char *qgt_tool(void);

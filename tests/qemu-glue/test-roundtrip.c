@@ -319,11 +319,17 @@ find_child(GPid parent, const char *comm)
     return 0;
 }
 
+typedef enum {
+    DISTURB_KILL_HELPER,
+    DISTURB_TERM_TOOL,
+    DISTURB_FREEZE_QEMU,   /* SIGSTOP QEMU for 4 s: it sends nothing, answers nothing */
+} Disturb;
+
 /* Starts a slow save (8 MiB/s) of a running guest, waits until it is well under way,
- * then does @disturb to it: kill its helper, or signal the tool. The tool must fail and
- * say @needle, leave no image file, and the guest it paused must run again. */
+ * then does @how to it. The tool must fail and say @needle, leave no image file, and
+ * the guest it paused must run again. */
 static void
-disturbed_save(gboolean kill_helper, const char *needle)
+disturbed_save(Disturb how, const char *needle)
 {
     g_autofree char *img = g_build_filename(workdir, "disturbed.img", NULL);
     g_autofree char *err = NULL;
@@ -334,7 +340,7 @@ disturbed_save(gboolean kill_helper, const char *needle)
     gint64 deadline;
     struct stat st;
     const char *argv[] = { qgt_tool(), "save", "--qmp", NULL, NULL, "--max-bandwidth=8",
-                           "--progress", "--bypass-cache=direct", NULL };
+                           "--progress", "--bypass-cache=direct", NULL, NULL };
 
     if (!need_qemu()) {
         return;
@@ -345,6 +351,9 @@ disturbed_save(gboolean kill_helper, const char *needle)
     g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
     argv[3] = src->sock;
     argv[4] = img;
+    if (how == DISTURB_FREEZE_QEMU) {
+        argv[8] = "--stall-timeout=2";
+    }
     g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
                                            G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &tool,
                                            NULL, NULL, &err_fd, &error));
@@ -363,7 +372,16 @@ disturbed_save(gboolean kill_helper, const char *needle)
         g_autofree char *st_text = qgt_qemu_status(src);
         g_assert_cmpstr(st_text, ==, "paused");   /* not a live save: paused by the tool */
     }
-    g_assert_cmpint(kill(kill_helper ? helper : tool, kill_helper ? SIGKILL : SIGTERM), ==, 0);
+    if (how == DISTURB_FREEZE_QEMU) {
+        /* The tool finds the stream stalled after 2 s; its migrate_cancel then waits
+         * for QEMU, which answers once it runs again. */
+        g_assert_cmpint(kill(src->pid, SIGSTOP), ==, 0);
+        g_usleep(4 * G_USEC_PER_SEC);
+        g_assert_cmpint(kill(src->pid, SIGCONT), ==, 0);
+    } else {
+        g_assert_cmpint(kill(how == DISTURB_KILL_HELPER ? helper : tool,
+                             how == DISTURB_KILL_HELPER ? SIGKILL : SIGTERM), ==, 0);
+    }
     g_assert_cmpint(waitpid(tool, &status, 0), ==, tool);
     {
         g_autoptr(GIOChannel) ch = g_io_channel_unix_new(err_fd);
@@ -387,8 +405,50 @@ disturbed_save(gboolean kill_helper, const char *needle)
     g_unlink(img);
 }
 
-static void test_helper_killed(void) { disturbed_save(TRUE, "helper killed by signal 9"); }
-static void test_interrupted(void) { disturbed_save(FALSE, "save interrupted"); }
+static void
+test_helper_killed(void)
+{
+    disturbed_save(DISTURB_KILL_HELPER, "helper killed by signal 9");
+}
+
+static void
+test_interrupted(void)
+{
+    disturbed_save(DISTURB_TERM_TOOL, "save interrupted");
+}
+
+static void
+test_qemu_frozen(void)
+{
+    disturbed_save(DISTURB_FREEZE_QEMU,
+                   "save failed: the migration stalled: no byte of the stream moved for 2 s");
+}
+
+/* A FILE name with a quote, a backslash and a newline: --stats=json still prints valid
+ * JSON naming it, and --stats (text) one line. */
+static void
+test_stats_odd_name(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "a\"b\\c\nd.img", NULL);
+    g_autofree char *out = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    QgtQemu *src;
+    const char *args[] = { "save", "--qmp", NULL, img, "--stats=json", NULL };
+
+    if (!need_qemu()) {
+        return;
+    }
+    src = qgt_qemu_start(data_file, FALSE);
+    args[2] = src->sock;
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    g_assert_true(json_parser_load_from_data(parser, out, -1, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_node_get_object(json_parser_get_root(parser)), "file"), ==, img);
+    qgt_qemu_stop(src);
+    g_unlink(img);
+}
 
 static void
 test_bad_qmp(void)
@@ -427,7 +487,7 @@ test_wrong_state(void)
         const char *restore[] = { "restore", "--qmp", src->sock, img, NULL };
         const char *again[] = { "save", "--qmp", src->sock, img2, NULL };
         const char *qmp_ok[] = { "qmp", "--qmp", src->sock, "query-status", NULL };
-        const char *qmp_bad[] = { "qmp", "--qmp", src->sock, "no-such-command", NULL };
+        const char *qmp_bad[] = { "qmp", "--qmp", src->sock, "no\nsuch\x1b[31mcmd", NULL };
         const char *qmp_args[] = { "qmp", "--qmp", src->sock, "stop", "[1]", NULL };
         g_autofree char *out = NULL;
 
@@ -435,8 +495,10 @@ test_wrong_state(void)
         g_assert_cmpint(qgt_tool_run(qmp_ok, &out, NULL), ==, 0);
         assert_contains(out, "\"status\":\"prelaunch\"");
         g_clear_pointer(&out, g_free);
+        /* QEMU quotes the name back, newline and escape included: one line all the same */
         g_assert_cmpint(qgt_tool_run(qmp_bad, NULL, &err), ==, 1);
         assert_contains(err, "CommandNotFound");
+        qgt_assert_one_line(err);
         g_clear_pointer(&err, g_free);
         g_assert_cmpint(qgt_tool_run(qmp_args, NULL, &err), ==, 2);
         g_clear_pointer(&err, g_free);
@@ -491,6 +553,8 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/error/damaged-images", test_damaged_images);
     g_test_add_func("/qemu/error/helper-killed", test_helper_killed);
     g_test_add_func("/qemu/error/interrupted", test_interrupted);
+    g_test_add_func("/qemu/error/qemu-frozen-stall", test_qemu_frozen);
+    g_test_add_func("/qemu/stats/odd-file-name", test_stats_odd_name);
     g_test_add_func("/qemu/error/bad-qmp-socket", test_bad_qmp);
     g_test_add_func("/qemu/error/wrong-state", test_wrong_state);
     ret = g_test_run();

@@ -33,14 +33,44 @@ bad(GError **error, const char *fmt, ...)
     return ioh_error_set(error, EPROTO, NULL, NULL, "status line: %s", why);
 }
 
+/* Scans the line as JSON's lexer would, for what json-glib lets through or must not see. */
+static gboolean
+check_structure(const char *s, gsize len, GError **error)
+{
+    gboolean in_string = FALSE, ended = FALSE;
+    int depth = 0;
+
+    for (gsize i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\' && i + 5 < len && memcmp(s + i + 1, "u0000", 5) == 0) {
+                return bad(error, "a string holds \\u0000");
+            }
+            if ((guchar)c < 0x20) {
+                return bad(error, "a string holds a raw control character");    /* RFC 8259 */
+            }
+            i += c == '\\';
+            in_string = c != '"';
+        } else if (ended && !g_ascii_isspace(c)) {
+            return bad(error, "text after the object");    /* json-glib ignores a second */
+        } else if (c == '"') {
+            in_string = TRUE;
+        } else if ((c == '{' || c == '[') && ++depth > IOH_PROTOCOL_MAX_DEPTH) {
+            return bad(error, "nested deeper than %d", IOH_PROTOCOL_MAX_DEPTH);
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            ended = TRUE;
+        }
+    }
+    return TRUE;
+}
+
 /* What json-glib must never see: NUL bytes, invalid UTF-8, "\u0000" (it would cut a
- * string short in C), deep nesting (its parser recurses), oversized lines. */
+ * string short in C), raw control characters in strings (it accepts them), deep nesting
+ * (its parser recurses), a second value after the object (it accepts it), oversized
+ * lines, and more than one line. */
 static gboolean
 check_shape(const char *s, gsize len, GError **error)
 {
-    gboolean in_string = FALSE;
-    int depth = 0;
-
     if (len == 0) {
         return bad(error, "empty line");
     }
@@ -50,26 +80,13 @@ check_shape(const char *s, gsize len, GError **error)
     if (memchr(s, '\0', len)) {
         return bad(error, "contains a NUL byte");
     }
+    if (memchr(s, '\n', len)) {
+        return bad(error, "more than one line");
+    }
     if (!g_utf8_validate_len(s, len, NULL)) {
         return bad(error, "not UTF-8");
     }
-    for (gsize i = 0; i < len; i++) {
-        char c = s[i];
-        if (in_string) {
-            if (c == '\\' && i + 5 < len && memcmp(s + i + 1, "u0000", 5) == 0) {
-                return bad(error, "a string holds \\u0000");
-            }
-            i += c == '\\';
-            in_string = c != '"';
-        } else if (c == '"') {
-            in_string = TRUE;
-        } else if ((c == '{' || c == '[') && ++depth > IOH_PROTOCOL_MAX_DEPTH) {
-            return bad(error, "nested deeper than %d", IOH_PROTOCOL_MAX_DEPTH);
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
-    }
-    return TRUE;
+    return check_structure(s, len, error);
 }
 
 /* ---- members -------------------------------------------------------------------- */

@@ -259,7 +259,7 @@ ioh_protocol_write(int fd, const IohProtocolMsg *msg, int timeout_ms, GError **e
         }
         left = timeout_ms < 0 ? -1
              : timeout_ms == 0 ? 0
-             : (int)MAX((deadline - g_get_monotonic_time()) / 1000, 0);
+             : (int)MAX((deadline - g_get_monotonic_time() + 999) / 1000, 0);
         ready = left == 0 ? 0 : ioh_fd_wait(fd, POLLOUT, NULL, left, error);
         if (ready < 0) {
             return FALSE;

@@ -294,10 +294,11 @@ test_encode_non_finite_seconds(void)
 {
     g_auto(IohProtocolMsg) m = { 0 };
     g_auto(IohProtocolMsg) back = { 0 };
+    g_autofree char *line = NULL;
 
     fill_progress(&m);
     m.seconds = NAN;
-    g_autofree char *line = ioh_protocol_encode(&m, NULL);
+    line = ioh_protocol_encode(&m, NULL);
     g_assert_true(ioh_protocol_decode(line, strlen(line), &back, NULL));
     g_assert_cmpfloat(back.seconds, ==, 0.0);
     m.seconds = -INFINITY;
@@ -477,9 +478,10 @@ test_decode_malformed(void)
         g_autoptr(GError) e = NULL;
         IohProtocolMsg m = { 0 };
         gsize len = bad_lines[i].len ? bad_lines[i].len : strlen(bad_lines[i].line);
+        g_autofree char *shown = g_strescape(bad_lines[i].line, NULL);
 
         fill_result(&m);    /* holds strings: decoding must clear them, not leak them */
-        g_test_message("line %u: %s", i, bad_lines[i].line);
+        g_test_message("line %u: %s", i, shown);
         g_assert_false(ioh_protocol_decode(bad_lines[i].line, len, &m, &e));
         g_assert_error(e, IOH_ERROR, bad_lines[i].code);
         g_assert_true(g_str_has_prefix(e->message, "status line: "));
@@ -509,8 +511,9 @@ static void
 decode_ok(const char *line, IohProtocolMsg *m)
 {
     g_autoptr(GError) e = NULL;
+    g_autofree char *shown = g_strescape(line, NULL);
 
-    g_test_message("%s", line);
+    g_test_message("%s", shown);
     g_assert_true(ioh_protocol_decode(line, strlen(line), m, &e));
     g_assert_no_error(e);
 }

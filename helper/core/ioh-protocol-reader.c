@@ -18,20 +18,8 @@
 #define MAX_ERRNO 4095
 #define MAX_CHECKSUM_HEX 128
 
-static gboolean bad(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
 /* A malformed line: IOH_ERROR/EPROTO "status line: <why>". */
-static gboolean
-bad(GError **error, const char *fmt, ...)
-{
-    g_autofree char *why = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    why = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    return ioh_error_set(error, EPROTO, NULL, NULL, "status line: %s", why);
-}
+#define bad(error, ...) ioh_error_set((error), EPROTO, "status line", NULL, __VA_ARGS__)
 
 /* Scans the line as JSON's lexer would, for what json-glib lets through or must not see. */
 static gboolean

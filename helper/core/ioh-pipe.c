@@ -44,7 +44,6 @@ ioh_pipe_raise(int fd, guint want)
     while (want > (guint)cur) {
         int got = fcntl(fd, F_SETPIPE_SZ, (int)want);
         if (got >= 0) {
-            g_debug("pipe fd %d: %d bytes (was %d)", fd, got, cur);
             return got;
         }
         if (errno != EPERM && errno != EBUSY) {
@@ -52,7 +51,6 @@ ioh_pipe_raise(int fd, guint want)
         }
         want /= 2;
     }
-    g_debug("pipe fd %d: kept at %d bytes", fd, cur);
     return cur;
 }
 

@@ -1,10 +1,13 @@
 /* ioh-pipe.c - sizing pipes */
 #include "ioh-pipe.h"
 
+#include "ioh-error.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 guint
 ioh_pipe_max_size(void)
@@ -44,9 +47,25 @@ ioh_pipe_raise(int fd, guint want)
             return got;
         }
         if (errno != EPERM && errno != EBUSY) {
-            return cur;
+            break;
         }
         want /= 2;
     }
     return cur;
+}
+
+gboolean
+ioh_pipe_open(int ret_fds[2], int flags, guint size, GError **error)
+{
+    if (flags & ~O_NONBLOCK) {
+        return ioh_error_set(error, EINVAL, "create pipe", NULL, "flags 0x%x not supported",
+                             (guint)flags);
+    }
+    if (pipe2(ret_fds, O_CLOEXEC | flags) < 0) {
+        return ioh_error_set_errno(error, errno, "create pipe", NULL);
+    }
+    if (size > 0) {
+        ioh_pipe_raise(ret_fds[1], size);
+    }
+    return TRUE;
 }

@@ -20,4 +20,9 @@ guint ioh_pipe_max_size(void);
  * -errno when @fd is not a pipe or F_GETPIPE_SZ fails. Never fails for EPERM. */
 int ioh_pipe_raise(int fd, guint want);
 
+/* Creates a pipe with O_CLOEXEC (plus @flags: 0 or O_NONBLOCK) on both ends and raises
+ * it towards @size bytes (0: the kernel's default size). On failure sets
+ * "create pipe: <cause>" (IOH_ERROR, errno). */
+gboolean ioh_pipe_open(int ret_fds[2], int flags, guint size, GError **error);
+
 G_END_DECLS

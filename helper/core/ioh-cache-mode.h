@@ -1,0 +1,28 @@
+/* ioh-cache-mode.h - how the storage side of a copy uses the page cache
+ *
+ * One enum for the helper (--direct, --fadvise), libwrap and qemu-glue (--bypass-cache),
+ * and one spelling of each mode, the one the helper's stats, record and protocol use.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+    IOH_CACHE_BUFFERED,  /* page cache, fdatasync at the end */
+    IOH_CACHE_DIRECT,    /* O_DIRECT with aligned buffers; the unaligned tail goes buffered */
+    IOH_CACHE_FADVISE,   /* page cache, written back and dropped behind the head */
+} IohCacheMode;
+
+#define IOH_CACHE_MODE_COUNT 3
+
+/* "buffered", "direct" or "fadvise"; NULL for a value outside the enum. */
+const char *ioh_cache_mode_to_string(IohCacheMode mode);
+
+/* The mode spelled @text (exactly one of the three names). Otherwise FALSE with
+ * IOH_ERROR/EINVAL "cache mode 'TEXT': not buffered, direct or fadvise". */
+gboolean ioh_cache_mode_from_string(const char *text, IohCacheMode *ret_mode,
+                                    GError **error);
+
+G_END_DECLS

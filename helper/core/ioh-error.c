@@ -1,0 +1,195 @@
+/* ioh-error.c - the one GError domain, with the operation and path as fields */
+#include "ioh-error.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define IOH_ERROR_NAME "ioh-error-quark"
+
+typedef struct {
+    char *operation;
+    char *path;
+} IohErrorPrivate;
+
+static IohErrorPrivate *
+ioh_error_private(const GError *error)
+{
+    /* Where GLib puts the private part: just before the GError, aligned as in gtype.c
+     * (the same arithmetic as G_DEFINE_EXTENDED_ERROR). */
+    const gsize sa = 2 * sizeof(gsize);
+    const gsize as = (sizeof(IohErrorPrivate) + (sa - 1)) & -sa;
+
+    return (IohErrorPrivate *)(((guint8 *)error) - as);
+}
+
+static void
+ioh_error_private_init(GError *error)
+{
+    IohErrorPrivate *p = ioh_error_private(error);
+
+    p->operation = NULL;
+    p->path = NULL;
+}
+
+static void
+ioh_error_private_copy(const GError *src, GError *dest)
+{
+    const IohErrorPrivate *s = ioh_error_private(src);
+    IohErrorPrivate *d = ioh_error_private(dest);
+
+    d->operation = g_strdup(s->operation);
+    d->path = g_strdup(s->path);
+}
+
+static void
+ioh_error_private_clear(GError *error)
+{
+    IohErrorPrivate *p = ioh_error_private(error);
+
+    g_clear_pointer(&p->operation, g_free);
+    g_clear_pointer(&p->path, g_free);
+}
+
+/* Registered once per process. A second copy of this code in the same process (a program
+ * linking the core that also loads libiohwrap.so, which carries its own) finds the
+ * domain registered and shares it: the private layout is the same in every copy. */
+GQuark
+ioh_error_quark(void)
+{
+    static GQuark q;
+    static gsize once;
+
+    if (g_once_init_enter(&once)) {
+        q = g_quark_try_string(IOH_ERROR_NAME);
+        if (q == 0) {
+            q = g_error_domain_register_static(IOH_ERROR_NAME, sizeof(IohErrorPrivate),
+                                               ioh_error_private_init,
+                                               ioh_error_private_copy,
+                                               ioh_error_private_clear);
+        }
+        g_once_init_leave(&once, 1);
+    }
+    return q;
+}
+
+static void
+set_fields(GError *error, const char *what, const char *path)
+{
+    IohErrorPrivate *p = ioh_error_private(error);
+
+    g_free(p->operation);
+    g_free(p->path);
+    p->operation = g_strdup(what);
+    p->path = g_strdup(path);
+}
+
+GError *
+ioh_error_new_literal(int errsv, const char *what, const char *path, const char *message)
+{
+    GError *e = g_error_new_literal(IOH_ERROR, errsv, message ? message : "");
+
+    set_fields(e, what, path);
+    return e;
+}
+
+/* "<what> <path>: <cause>", with the parts that are NULL left out. */
+static char *
+compose(const char *what, const char *path, const char *cause)
+{
+    if (what && path) {
+        return g_strdup_printf("%s %s: %s", what, path, cause);
+    }
+    if (what || path) {
+        return g_strdup_printf("%s: %s", what ? what : path, cause);
+    }
+    return g_strdup(cause);
+}
+
+static gboolean
+set_composed(GError **error, int errsv, const char *what, const char *path,
+             const char *cause)
+{
+    g_autofree char *msg = NULL;
+
+    if (!error) {
+        return FALSE;
+    }
+    msg = compose(what, path, cause);
+    g_propagate_error(error, ioh_error_new_literal(errsv, what, path, msg));
+    return FALSE;
+}
+
+gboolean
+ioh_error_set_errno(GError **error, int errsv, const char *what, const char *path)
+{
+    return set_composed(error, errsv, what, path, g_strerror(errsv));
+}
+
+gboolean
+ioh_error_set(GError **error, int errsv, const char *what, const char *path,
+              const char *fmt, ...)
+{
+    g_autofree char *cause = NULL;
+    va_list ap;
+
+    if (!error) {
+        return FALSE;
+    }
+    va_start(ap, fmt);
+    cause = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    return set_composed(error, errsv, what, path, cause);
+}
+
+gboolean
+ioh_error_set_cancelled(GError **error, const char *what, const char *path)
+{
+    return ioh_error_set_errno(error, ECANCELED, what, path);
+}
+
+gboolean
+ioh_error_check_cancellable(GCancellable *cancellable, const char *what, const char *path,
+                            GError **error)
+{
+    if (g_cancellable_is_cancelled(cancellable)) {
+        return ioh_error_set_cancelled(error, what, path);
+    }
+    return TRUE;
+}
+
+gboolean
+ioh_error_is_cancelled(const GError *error)
+{
+    return g_error_matches(error, IOH_ERROR, ECANCELED) ||
+           g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+}
+
+int
+ioh_error_get_errno(const GError *error)
+{
+    if (!error) {
+        return 0;
+    }
+    if (error->domain == IOH_ERROR) {
+        return error->code;
+    }
+    return ioh_error_is_cancelled(error) ? ECANCELED : 0;
+}
+
+const char *
+ioh_error_get_operation(const GError *error)
+{
+    return error && error->domain == IOH_ERROR ? ioh_error_private(error)->operation : NULL;
+}
+
+const char *
+ioh_error_get_path(const GError *error)
+{
+    return error && error->domain == IOH_ERROR ? ioh_error_private(error)->path : NULL;
+}
+
+const char *
+ioh_errno_name(int errsv)
+{
+    return errsv > 0 ? strerrorname_np(errsv) : NULL;
+}

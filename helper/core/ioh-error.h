@@ -1,0 +1,63 @@
+/* ioh-error.h - the one GError domain of iohelper, libwrap and qemu-glue
+ *
+ * Every error is in IOH_ERROR with the errno value as its code, so a caller tests for
+ * ENOSPC with g_error_matches(error, IOH_ERROR, ENOSPC). The one "cancelled" is
+ * ECANCELED (ioh_error_is_cancelled() also accepts GIO's G_IO_ERROR_CANCELLED, which
+ * g_cancellable_set_error_if_cancelled() sets).
+ *
+ * The message has the form "<what> <path>: <cause>", ready to print after "iohelper: ".
+ * Besides the message, an error set here carries its parts as structured fields (an
+ * extended GError domain): the operation (@what, e.g. "write") and the path or URI. The
+ * helper sends them on its status fd (see ioh-protocol.h) so that nobody parses
+ * messages. g_prefix_error() and g_propagate_prefixed_error() keep them.
+ *
+ * Messages are not escaped here: a path keeps its bytes. Whoever prints a message escapes
+ * it (ioh_escape_line()).
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+#define IOH_ERROR (ioh_error_quark())
+GQuark ioh_error_quark(void);
+
+/* Sets "<what> <path>: strerror(errsv)" with code @errsv (path NULL: "<what>: ..."),
+ * operation @what and path @path. Returns FALSE for tail calls. */
+gboolean ioh_error_set_errno(GError **error, int errsv, const char *what, const char *path);
+
+/* Sets "<what> <path>: <cause>" where the cause is formatted from @fmt (instead of
+ * strerror), with code @errsv, operation @what and path @path. @what may be NULL for a
+ * message that is the cause alone. Returns FALSE. */
+gboolean ioh_error_set(GError **error, int errsv, const char *what, const char *path,
+                       const char *fmt, ...) G_GNUC_PRINTF(5, 6);
+
+/* A new error with the literal @message and the given code and fields (NULL allowed):
+ * what a reader of the helper's protocol rebuilds from an error line. */
+GError *ioh_error_new_literal(int errsv, const char *what, const char *path,
+                              const char *message);
+
+/* Sets the one "cancelled": ECANCELED, "<what> <path>: Operation canceled". */
+gboolean ioh_error_set_cancelled(GError **error, const char *what, const char *path);
+
+/* FALSE with the cancelled error set when @cancellable (may be NULL) is cancelled. */
+gboolean ioh_error_check_cancellable(GCancellable *cancellable, const char *what,
+                                     const char *path, GError **error);
+
+/* TRUE for IOH_ERROR/ECANCELED and for G_IO_ERROR/G_IO_ERROR_CANCELLED. */
+gboolean ioh_error_is_cancelled(const GError *error);
+
+/* The errno of @error: the code of an IOH_ERROR, ECANCELED for G_IO_ERROR_CANCELLED,
+ * 0 for other domains and for NULL. */
+int ioh_error_get_errno(const GError *error);
+
+/* The operation ("write", "open", ...) and the path or URI of an IOH_ERROR, or NULL when
+ * the error carries none (or is of another domain, or NULL). Owned by the error. */
+const char *ioh_error_get_operation(const GError *error);
+const char *ioh_error_get_path(const GError *error);
+
+/* The symbolic name of @errsv ("ENOSPC"), or NULL when it has none. */
+const char *ioh_errno_name(int errsv);
+
+G_END_DECLS

@@ -35,14 +35,14 @@ installed_packages() {
 
 purge_ours() {
     local left
-    left=$(installed_packages)
+    left=$(installed_packages | tr "\n" " ")
     [ -z "$left" ] && return 0
     say "purging $left"
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -q -o DPkg::Lock::Timeout=300 $left \
         >"$STATE/purge.log" 2>&1 ||
         dpkg --purge $left >>"$STATE/purge.log" 2>&1
-    left=$(installed_packages)
+    left=$(installed_packages | tr "\n" " ")
     [ -z "$left" ] && return 0
     sed 's/^/#   /' "$STATE/purge.log" >&2
     say "FAILED: still installed: $left"

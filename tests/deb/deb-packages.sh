@@ -79,7 +79,7 @@ deb_missing() {
     [ -z "$c" ] || { echo "$c"; return; }
     for p in $PACKAGES; do
         case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) in
-        "" | un* | pn*) ;;
+        "" | ?n*) ;;   # not installed (whatever was wanted)
         *) echo "package $p is installed here already: this suite would replace it"; return ;;
         esac
     done
@@ -269,6 +269,34 @@ diverted_to_ours() {
         cmp $TARGET.distrib "$STATE/stock-helper"
 }
 
+# The hand-made route (scripts/libvirt-use-iohelper: a local diversion) and the package
+# leave each other alone: the package refuses to install over it.
+check_local_route() {
+    local use=$SRC/scripts/libvirt-use-iohelper
+    touch "$STATE/local-diversion"
+    check "libvirt-use-iohelper install (a local diversion)" \
+        "$use" install --helper $LIBEXEC_HELPER
+    apt_get install "${DEB[iohelper-libvirt]}" >"$STATE/apt.out" 2>&1
+    check "iohelper-libvirt refuses to install over it, and says why" \
+        eval 'case $(dpkg-query -W -f="\${db:Status-Status}" iohelper-libvirt 2>/dev/null) in
+              "" | not-installed) ;; *) false ;; esac &&
+              grep "diverted locally" "$STATE/apt.out" &&
+              [ "$(dpkg-divert --listpackage $TARGET)" = LOCAL ]'
+    check "libvirt-use-iohelper uninstall: the stock helper is back" \
+        eval '"$use" uninstall && cmp $TARGET "$STATE/stock-helper" && [ -z "$(dpkg-divert --list $TARGET)" ]'
+    rm -f "$STATE/local-diversion"
+    # The failed install leaves it wanted but not installed ("in"): forget it.
+    dpkg --purge iohelper-libvirt >/dev/null 2>&1
+}
+
+# ...and the script leaves the package's diversion alone.
+check_script_refuses() {
+    local use=$SRC/scripts/libvirt-use-iohelper
+    check "libvirt-use-iohelper install/uninstall refuse the package's diversion; status names it" \
+        eval '! "$use" install && ! "$use" uninstall && "$use" status | grep "package iohelper-libvirt" &&
+              diverted_to_ours'
+}
+
 install_libvirt_package() {
     t_divert=$SECONDS
     if apt_get install "${DEB[iohelper-libvirt]}" >"$STATE/out" 2>&1; then
@@ -333,7 +361,9 @@ purge_libvirt_package() {
               [ -z "$(dpkg-divert --listpackage $TARGET)" ]'
 }
 
+check_local_route
 install_libvirt_package
+check_script_refuses
 reinstall_libvirt
 run_libvirt_cases
 purge_libvirt_package

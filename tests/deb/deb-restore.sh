@@ -9,9 +9,10 @@
 # STATE is the suite's folder: it holds `dirty` while packages of ours may be installed,
 # `stock-helper` (a copy of libvirt's stock libvirt_iohelper taken before anything was
 # installed) and `lock`. Restoring purges every package of ours, removes a diversion of
-# libvirt_iohelper left by iohelper-libvirt, and checks the stock helper byte for byte
-# (putting the copy back only if something went wrong). Idempotent; the two callers
-# serialise on STATE/lock. Exits 0 when the machine is as it was.
+# libvirt_iohelper left by iohelper-libvirt (or by the suite's libvirt-use-iohelper run),
+# and checks the stock helper byte for byte (putting the copy back only if something went
+# wrong). Idempotent; the two callers serialise on STATE/lock. Exits 0 when the machine
+# is as it was.
 set -u
 case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH=$PATH:/usr/sbin:/sbin ;; esac
 export PATH
@@ -27,7 +28,7 @@ installed_packages() {
     local p
     for p in $PACKAGES; do
         case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) in
-        "" | un* | pn*) ;;
+        "" | ?n*) ;;   # not installed (whatever was wanted)
         *) echo "$p" ;;
         esac
     done
@@ -56,6 +57,17 @@ undivert() {
     dpkg-divert --package iohelper-libvirt --rename --remove "$TARGET" >&2
 }
 
+# The suite's own scripts/libvirt-use-iohelper install (STATE/local-diversion says so).
+undivert_local() {
+    [ -e "$STATE/local-diversion" ] || return 0
+    if [ "$(dpkg-divert --listpackage "$TARGET")" = LOCAL ] && [ -L "$TARGET" ]; then
+        say "removing the local diversion of $TARGET the suite made"
+        rm -f "$TARGET"
+        dpkg-divert --local --rename --remove "$TARGET" >&2 || return 1
+    fi
+    rm -f "$STATE/local-diversion"
+}
+
 check_stock() {
     if [ -n "$(dpkg-divert --listpackage "$TARGET")" ]; then
         say "FAILED: $TARGET is still diverted: $(dpkg-divert --list "$TARGET")"
@@ -73,6 +85,7 @@ restore() {
     [ -e "$STATE/dirty" ] || return 0
     purge_ours || rc=1
     undivert || rc=1
+    undivert_local || rc=1
     check_stock || rc=1
     [ "$rc" = 0 ] && rm -f "$STATE/dirty"
     return "$rc"

@@ -20,16 +20,28 @@ mib_per_s(const IohStats *stats)
 }
 
 char *
+ioh_stats_checksum_hex(const IohStats *stats)
+{
+    if (!stats->checksum_algorithm)
+        return NULL;
+    return g_strdup_printf("%016" G_GINT64_MODIFIER "x", stats->checksum);
+}
+
+char *
 ioh_stats_format_text(const IohStats *stats)
 {
+    g_autofree char *hex = ioh_stats_checksum_hex(stats);
+    g_autofree char *sum = hex ? g_strdup_printf(", %s %s", stats->checksum_algorithm, hex)
+                               : g_strdup("");
+
     return g_strdup_printf("total: %" G_GUINT64_FORMAT " bytes (%.2f GiB), %.3f s, %.1f MiB/s, "
                            "%" G_GUINT64_FORMAT " reads, %" G_GUINT64_FORMAT " writes, "
-                           "sync %.3f s, %s %s",
+                           "sync %.3f s, %s %s%s",
                            stats->bytes, (double)stats->bytes / (1024.0 * 1024.0 * 1024.0),
                            ioh_stats_seconds(stats), mib_per_s(stats), stats->reads,
                            stats->writes, (double)stats->sync_us / G_USEC_PER_SEC,
                            stats->mode ? stats->mode : "buffered",
-                           stats->direction ? stats->direction : "copy");
+                           stats->direction ? stats->direction : "copy", sum);
 }
 
 char *
@@ -58,6 +70,14 @@ ioh_stats_format_json(const IohStats *stats)
     json_builder_add_string_value(b, stats->mode ? stats->mode : "buffered");
     json_builder_set_member_name(b, "direction");
     json_builder_add_string_value(b, stats->direction ? stats->direction : "copy");
+    if (stats->checksum_algorithm) {
+        g_autofree char *hex = ioh_stats_checksum_hex(stats);
+
+        json_builder_set_member_name(b, "checksum_algorithm");
+        json_builder_add_string_value(b, stats->checksum_algorithm);
+        json_builder_set_member_name(b, "checksum");
+        json_builder_add_string_value(b, hex);
+    }
     json_builder_end_object(b);
 
     root = json_builder_get_root(b);

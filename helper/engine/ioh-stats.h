@@ -17,7 +17,13 @@ typedef struct {
     gint64 sync_us;         /* time spent in fdatasync and sync_file_range waits */
     const char *mode;       /* "buffered", "direct" or "fadvise" */
     const char *direction;  /* "save", "restore" or "copy" */
+    const char *checksum_algorithm;  /* "xxh3" when a checksum of the stream was computed,
+                                      * else NULL (a static string) */
+    guint64 checksum;       /* the stream's checksum, meaningful when the algorithm is set */
 } IohStats;
+
+/* The checksum as 16 lower-case hex digits (newly allocated); NULL when none was computed. */
+char *ioh_stats_checksum_hex(const IohStats *stats);
 
 /* Seconds since the start (until end_us once set). */
 double ioh_stats_seconds(const IohStats *stats);

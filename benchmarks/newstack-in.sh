@@ -77,6 +77,7 @@ cpu_ns() {
     cat "$CG/cpuacct.usage"
 }
 # timed VAR_S VAR_CPU CMD...: wall seconds and CPU seconds of the cgroup while CMD runs
+# shellcheck disable=SC2034   # s and c are namerefs to the caller's variables
 timed() {
     local -n s=$1 c=$2
     local c0 t0 t1 c1
@@ -119,7 +120,7 @@ lv_save() {
     timed SAVE_S SAVE_CPU lv_virsh save $flags "$DOM" "$IMG"
 }
 lv_restore() {
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2046   # the flags are words
     timed RESTORE_S RESTORE_CPU lv_virsh restore $(restore_flags "$1") "$IMG" &&
         lv_virsh destroy "$DOM" >/dev/null
 }

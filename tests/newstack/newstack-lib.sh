@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # newstack-lib.sh - sourced (bash) by what runs things in scripts/newstack's root:
 # tests/newstack/in-newstack.sh, benchmarks/newstack and its smoke test.
 #

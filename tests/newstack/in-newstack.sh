@@ -16,19 +16,9 @@ skip_all() {
     exit 0
 }
 
-[ "$(id -u)" = 0 ] || skip_all "needs root (debootstrap, chroot, mount namespaces)"
-command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] ||
-    skip_all "debootstrap not installed (scripts/deps/newstack.txt)"
-unshare -m --propagation private true 2>/dev/null ||
-    skip_all "cannot create a mount namespace here (unshare -m failed)"
-[ -n "${IOHELPER_PATH:-}" ] && [ -x "$IOHELPER_PATH" ] ||
-    skip_all "IOHELPER_PATH is not set to the built iohelper"
-
-# A sanitized build needs the host's ASan runtime, which the root lacks; the suite runs in
-# the main build (as the qemu and libvirt suites, .ci/run leaves it out of the ASan pass).
-if ldd "$IOHELPER_PATH" 2>/dev/null | grep -q 'libasan\|libubsan'; then
-    skip_all "sanitized build: the newstack root has no ASan/UBSan runtime (run it in the main build)"
-fi
+. "$HERE/newstack-lib.sh"
+why=$(ns_missing "${IOHELPER_PATH:-}")
+[ -z "$why" ] || skip_all "$why"
 BUILD=$(cd "$(dirname "$IOHELPER_PATH")/.." && pwd)
 t0=$SECONDS
 if ! out=$("$TOP/scripts/newstack" setup 2>&1); then

@@ -3,8 +3,10 @@
  * One IohWrap per stream. When a helper is needed it is spawned with exactly four fds:
  *   save:    0 = read end of the data pipe, 1 = the file, 2 = stderr pipe, 3 = status pipe
  *   restore: 0 = the file, 1 = write end of the data pipe, 2 = stderr pipe, 3 = status pipe
- * and the helper's libvirt form `iohelper [OPTIONS] -- PATH FD`, so that its messages
- * name the file by its path ("failure with PATH: REASON"; we keep REASON).
+ * and the helper's libvirt form `iohelper [OPTIONS] -- PATH FD`. What happened is read
+ * from the status pipe, the helper protocol (docs/protocol.md): progress lines, then a
+ * final result or error line whose fields become the GError. The helper's stderr is kept
+ * for a debug message only; nothing parses it.
  *
  * Threads: the wrap is reference counted inside (sources, pending GTask and idle
  * deliveries each hold a reference); one mutex guards the pipes' parsing state and the
@@ -26,12 +28,30 @@
 
 #include <glib-unix.h>
 
-#define DATA_PIPE_SIZE (1024 * 1024)
-#define STDERR_KEEP (64 * 1024)       /* bytes of helper stderr kept for the message */
+#include "ioh-error.h"
+#include "ioh-escape.h"
+#include "ioh-fd.h"
+#include "ioh-pipe.h"
+#include "ioh-protocol.h"
+
+#define STDERR_KEEP 4096              /* bytes of helper stderr kept for the debug log */
 #define HELPER_STATUS_FD 3
 #define FD_FLOOR 10                   /* fds handed to the spawn are moved above this */
 
-G_DEFINE_QUARK(ioh-wrap-error-quark, ioh_wrap_error)
+/* Its errors carry the helper's errno, operation and path as fields (helper/core's
+ * ioh_error_get_errno() and friends read them). */
+GQuark
+ioh_wrap_error_quark(void)
+{
+    static GQuark q;
+    static gsize once;
+
+    if (g_once_init_enter(&once)) {
+        q = ioh_error_domain_register("ioh-wrap-error-quark");
+        g_once_init_leave(&once, 1);
+    }
+    return q;
+}
 
 /* The registered progress callback. Reference counted like GLib's GSourceCallback: a
  * delivery holds a reference while @func runs, so that replacing the callback or freeing
@@ -82,6 +102,7 @@ struct _IohWrap {
     GMainContext *context;    /* thread-default at ioh_wrap_new(): progress goes there */
 
     char *path;
+    char *helper;             /* the helper binary, for messages */
     gboolean save;
     gboolean spawned;
     GPid pid;
@@ -97,7 +118,9 @@ struct _IohWrap {
 
     int status_fd;            /* read end, non-blocking; closed at finalize */
     gboolean status_eof;
-    GString *status_line;     /* partial JSON line */
+    IohProtocolReader *reader;
+    GError *final_error;      /* the final error line, as IOH_WRAP_ERROR_FAILED */
+    gboolean got_final;       /* a final line (result or error) was read */
     GSource *status_source;
 
     int err_fd;               /* read end of the helper's stderr, non-blocking */
@@ -139,18 +162,11 @@ wrap_unref(gpointer data)
     g_clear_pointer(&wrap->status_source, g_source_unref);
     g_clear_pointer(&wrap->err_source, g_source_unref);
     g_clear_pointer(&wrap->child_source, g_source_unref);
-    if (wrap->status_fd >= 0) {
-        close(wrap->status_fd);
-    }
-    if (wrap->err_fd >= 0) {
-        close(wrap->err_fd);
-    }
-    if (wrap->file_fd >= 0) {
-        close(wrap->file_fd);
-    }
-    if (wrap->status_line) {
-        g_string_free(wrap->status_line, TRUE);
-    }
+    ioh_fd_clear(&wrap->status_fd);
+    ioh_fd_clear(&wrap->err_fd);
+    ioh_fd_clear(&wrap->file_fd);
+    g_clear_pointer(&wrap->reader, ioh_protocol_reader_free);
+    g_clear_error(&wrap->final_error);
     if (wrap->err_text) {
         g_string_free(wrap->err_text, TRUE);
     }
@@ -159,72 +175,12 @@ wrap_unref(gpointer data)
     g_clear_object(&wrap->cancellable);
     g_clear_pointer(&wrap->context, g_main_context_unref);
     g_free(wrap->path);
+    g_free(wrap->helper);
     g_mutex_clear(&wrap->lock);
     g_free(wrap);
 }
 
-static void
-close_quietly(int *fd)
-{
-    if (*fd >= 0) {
-        int errsv = errno;
-        close(*fd);
-        errno = errsv;
-        *fd = -1;
-    }
-}
-
 /* ---- spawning ------------------------------------------------------------------- */
-
-/* Raises pipe @fd towards @want, capped by pipe-max-size; halves on EPERM (user over
- * pipe-user-pages-soft) and never shrinks. Returns the size in force. */
-static int
-pipe_raise(int fd, guint want)
-{
-    g_autofree char *text = NULL;
-    int cur = fcntl(fd, F_GETPIPE_SZ);
-
-    if (cur < 0) {
-        return cur;
-    }
-    if (g_file_get_contents("/proc/sys/fs/pipe-max-size", &text, NULL, NULL)) {
-        guint64 max = g_ascii_strtoull(text, NULL, 10);
-        if (max >= 4096 && max < want) {
-            want = (guint)max;
-        }
-    }
-    while (want > (guint)cur) {
-        int got = fcntl(fd, F_SETPIPE_SZ, (int)want);
-        if (got >= 0) {
-            return got;
-        }
-        if (errno != EPERM && errno != EBUSY) {
-            break;
-        }
-        want /= 2;
-    }
-    return cur;
-}
-
-static gboolean
-set_nonblock(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-
-    return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
-}
-
-static gboolean
-make_pipe(int fds[2], const char *what, GError **error)
-{
-    if (pipe2(fds, O_CLOEXEC) < 0) {
-        int errsv = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errsv), "create %s pipe: %s",
-                    what, g_strerror(errsv));
-        return FALSE;
-    }
-    return TRUE;
-}
 
 /* Moves @fd above FD_FLOOR (CLOEXEC), so that no fd handed to the spawn collides with
  * a target number 0..3 of another. */
@@ -238,10 +194,8 @@ lift_fd(int *fd, GError **error)
     }
     nfd = fcntl(*fd, F_DUPFD_CLOEXEC, FD_FLOOR);
     if (nfd < 0) {
-        int errsv = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errsv), "dup fd %d: %s", *fd,
-                    g_strerror(errsv));
-        return FALSE;
+        g_autofree char *name = g_strdup_printf("fd %d", *fd);
+        return ioh_error_set_errno(error, errno, "dup", name);
     }
     close(*fd);
     *fd = nfd;
@@ -281,35 +235,48 @@ check_helper(const char *helper, GError **error)
 
 /* ---- reading the helper's pipes (lock held) ------------------------------------- */
 
-static guint64
-json_u64(const char *line, const char *key, gboolean *ret_found)
-{
-    const char *p = strstr(line, key);
-
-    *ret_found = p != NULL;
-    return p ? g_ascii_strtoull(p + strlen(key), NULL, 10) : 0;
-}
-
-/* One line: {"written":N,"synced":N,"seconds":S,"done":B}. Unknown lines are skipped. */
+/* One line of the protocol. Counters never go back; nothing counts after the final line
+ * (a reader ignores what follows it). */
 static void
-parse_status_line(IohWrap *wrap, const char *line)
+apply_msg_locked(IohWrap *wrap, const IohProtocolMsg *msg)
 {
-    gboolean has_w, has_s;
-    guint64 w = json_u64(line, "\"written\":", &has_w);
-    guint64 s = json_u64(line, "\"synced\":", &has_s);
+    g_autoptr(GError) err = NULL;
 
-    if (!has_w) {
+    if (wrap->got_final ||
+        (msg->kind != IOH_PROTOCOL_PROGRESS && !ioh_protocol_msg_is_final(msg))) {
         return;
     }
-    if (!wrap->save) {
-        s = w;    /* restore: nothing to sync; every byte in the pipe is delivered */
-    }
-    wrap->written = MAX(wrap->written, w);
-    if (has_s || !wrap->save) {
-        wrap->synced = MAX(wrap->synced, s);
-    }
-    if (strstr(line, "\"done\":true")) {
+    wrap->written = MAX(wrap->written, msg->written);
+    /* restore: nothing to sync; every byte in the pipe is delivered */
+    wrap->synced = MAX(wrap->synced, wrap->save ? msg->synced : msg->written);
+    if (msg->kind == IOH_PROTOCOL_RESULT) {
         wrap->got_done = TRUE;
+    } else if (msg->kind == IOH_PROTOCOL_ERROR) {
+        err = ioh_protocol_msg_to_error(msg);
+        wrap->final_error = ioh_error_new_from(IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED, err);
+        /* The message is for people: one line, as the helper printed it on stderr. The
+         * path field keeps its bytes. */
+        ioh_escape_line_in_place(wrap->final_error->message);
+    }
+    wrap->got_final = ioh_protocol_msg_is_final(msg);
+}
+
+static void
+take_msgs_locked(IohWrap *wrap)
+{
+    for (;;) {
+        g_auto(IohProtocolMsg) msg = { 0 };
+        g_autoptr(GError) err = NULL;
+        int got = ioh_protocol_reader_next(wrap->reader, &msg, &err);
+
+        if (got == 0) {
+            return;
+        }
+        if (got < 0) {
+            g_debug("helper for %s: status line skipped: %s", wrap->path, err->message);
+            continue;
+        }
+        apply_msg_locked(wrap, &msg);
     }
 }
 
@@ -325,18 +292,16 @@ drain_status_locked(IohWrap *wrap)
         }
         if (n <= 0) {
             if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                g_autoptr(GError) err = NULL;
                 wrap->status_eof = TRUE;
+                if (!ioh_protocol_reader_finish(wrap->reader, &err)) {
+                    g_debug("helper for %s: %s", wrap->path, err->message);
+                }
             }
             break;
         }
-        for (gssize i = 0; i < n; i++) {
-            if (buf[i] == '\n') {
-                parse_status_line(wrap, wrap->status_line->str);
-                g_string_truncate(wrap->status_line, 0);
-            } else if (wrap->status_line->len < 4096) {
-                g_string_append_c(wrap->status_line, buf[i]);
-            }
-        }
+        ioh_protocol_reader_feed(wrap->reader, buf, (gsize)n);
+        take_msgs_locked(wrap);
     }
 }
 
@@ -474,28 +439,21 @@ spawn_helper(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     if (!check_helper(helper, error)) {
         return FALSE;
     }
-    if (!make_pipe(data, "data", error) || !make_pipe(status, "status", error) ||
-        !make_pipe(err, "stderr", error)) {
-        goto out;
-    }
     /* Only the data pipe is raised: every pipe's size counts against the user's
      * pipe-user-pages-soft quota, past which new pipes get one page. The status and
-     * stderr pipes keep the default 64 KiB: ~900 status lines, dropped rather than
-     * blocking when nobody reads; the helper writes one stderr line at its end. */
-    pipe_raise(data[0], DATA_PIPE_SIZE);
-    /* A caller that reads no progress must never stall the copy: the helper drops a
+     * stderr pipes keep the default 64 KiB: ~600 status lines, dropped rather than
+     * blocking when nobody reads; the helper writes one stderr line at its end.
+     * A caller that reads no progress must never stall the copy: the helper drops a
      * status line when the pipe is full (each line is written atomically). */
-    if (!set_nonblock(status[1]) || !set_nonblock(status[0]) || !set_nonblock(err[0])) {
-        int errsv = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errsv), "fcntl pipe: %s",
-                    g_strerror(errsv));
+    if (!ioh_pipe_open(data, 0, IOH_PIPE_DEFAULT_SIZE, error) ||
+        !ioh_pipe_open(status, O_NONBLOCK, 0, error) || !ioh_pipe_open(err, 0, 0, error) ||
+        !ioh_fd_set_nonblock(err[0], TRUE, error)) {
         goto out;
     }
     file = fcntl(*fd, F_DUPFD_CLOEXEC, FD_FLOOR);
     if (file < 0) {
-        int errsv = errno;
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errsv), "dup fd %d: %s", *fd,
-                    g_strerror(errsv));
+        g_autofree char *name = g_strdup_printf("fd %d", *fd);
+        ioh_error_set_errno(error, errno, "dup", name);
         goto out;
     }
     child_end = wrap->save ? 0 : 1;
@@ -506,10 +464,9 @@ spawn_helper(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     }
 
     g_ptr_array_add(argv, g_strdup(helper));
-    if (plan->flags & IOH_WRAP_DIRECT) {
-        g_ptr_array_add(argv, g_strdup("--direct"));
-    } else if (plan->flags & IOH_WRAP_FADVISE) {
-        g_ptr_array_add(argv, g_strdup("--fadvise"));
+    if (plan->mode != IOH_CACHE_BUFFERED) {
+        /* --direct, --fadvise: the options are spelled as the modes */
+        g_ptr_array_add(argv, g_strdup_printf("--%s", ioh_cache_mode_to_string(plan->mode)));
     }
     g_ptr_array_add(argv, g_strdup_printf("--status-fd=%d", HELPER_STATUS_FD));
     g_ptr_array_add(argv, g_strdup_printf("--status-interval=%u", plan->interval_ms));
@@ -552,7 +509,8 @@ spawn_helper(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     err[0] = -1;
     wrap->file_fd = file;
     file = -1;
-    wrap->status_line = g_string_new(NULL);
+    wrap->helper = g_steal_pointer(&helper);
+    wrap->reader = ioh_protocol_reader_new();
     wrap->err_text = g_string_new(NULL);
     wrap->status_source = attach_fd_source(wrap, wrap->status_fd, on_status_readable);
     wrap->err_source = attach_fd_source(wrap, wrap->err_fd, on_err_readable);
@@ -562,13 +520,13 @@ spawn_helper(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     ok = TRUE;
 
 out:
-    close_quietly(&data[0]);
-    close_quietly(&data[1]);
-    close_quietly(&status[0]);
-    close_quietly(&status[1]);
-    close_quietly(&err[0]);
-    close_quietly(&err[1]);
-    close_quietly(&file);
+    ioh_fd_clear(&data[0]);
+    ioh_fd_clear(&data[1]);
+    ioh_fd_clear(&status[0]);
+    ioh_fd_clear(&status[1]);
+    ioh_fd_clear(&err[0]);
+    ioh_fd_clear(&err[1]);
+    ioh_fd_clear(&file);
     return ok;
 }
 
@@ -698,40 +656,9 @@ close_caller_end_locked(IohWrap *wrap)
     wrap->caller_fd = -1;
 }
 
-/* The helper's message: its last line starting "iohelper: ", without that prefix and
- * without the libvirt form's "failure with PATH: ". */
-static char *
-helper_message_locked(IohWrap *wrap)
-{
-    g_auto(GStrv) lines = g_strsplit(wrap->err_text->str, "\n", -1);
-    g_autofree char *lv = g_strdup_printf("failure with %s: ", wrap->path);
-    const char *last = NULL, *any = NULL;
-
-    /* The helper prints control characters of a path as '?': so must we, to match. */
-    for (char *p = lv; *p; p++) {
-        if ((guchar)*p < 0x20 || *p == 0x7f) {
-            *p = '?';
-        }
-    }
-
-    for (guint i = 0; lines[i]; i++) {
-        g_strstrip(lines[i]);
-        if (!*lines[i]) {
-            continue;
-        }
-        any = lines[i];
-        if (g_str_has_prefix(lines[i], "iohelper: ")) {
-            last = lines[i] + strlen("iohelper: ");
-        }
-    }
-    if (last && g_str_has_prefix(last, lv)) {
-        last += strlen(lv);
-    }
-    return last ? g_strdup(last) : any ? g_strdup(any) : NULL;
-}
-
-/* Without a final status line (the helper drops lines when nobody read the status pipe
- * for a long time), the shared file position tells how far the stream went. */
+/* Without a result line (the helper drops progress lines when nobody read the status pipe
+ * for a long time, and gives up on its final line after 30 s), the shared file position
+ * tells how far the stream went. */
 static void
 final_counts_locked(IohWrap *wrap)
 {
@@ -754,28 +681,27 @@ final_counts_locked(IohWrap *wrap)
 static void
 set_result_locked(IohWrap *wrap, int wstatus)
 {
-    g_autofree char *msg = NULL;
-
     wrap->reaped = TRUE;
     wrap->finished = TRUE;
     drain_status_locked(wrap);
     drain_err_locked(wrap);
+    /* The exit status decides; the final line gives the details. */
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
         final_counts_locked(wrap);
         return;
     }
+    if (wrap->err_text->len > 0) {
+        g_debug("helper for %s failed; its stderr: %s", wrap->path, wrap->err_text->str);
+    }
     if (WIFSIGNALED(wstatus)) {
         g_set_error(&wrap->result, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED,
                     "helper killed by signal %d", WTERMSIG(wstatus));
-        return;
-    }
-    msg = helper_message_locked(wrap);
-    if (msg) {
-        g_set_error_literal(&wrap->result, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED, msg);
+    } else if (wrap->final_error) {
+        wrap->result = g_error_copy(wrap->final_error);
     } else {
         g_set_error(&wrap->result, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED,
-                    "helper for %s exited with status %d and no message", wrap->path,
-                    WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+                    "helper %s for %s exited with status %d without a final status line",
+                    wrap->helper, wrap->path, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
     }
 }
 
@@ -809,7 +735,7 @@ finish_unspawned_locked(IohWrap *wrap)
             }
             break;
         }
-        close_quietly(&wrap->file_fd);
+        ioh_fd_clear(&wrap->file_fd);
     }
 }
 

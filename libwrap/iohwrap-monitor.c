@@ -122,46 +122,52 @@ end_status(IohwMonitor *m)
     }
 }
 
-void
-iohw_monitor_read_status(IohwMonitor *m)
+static void
+take_status(IohwMonitor *m, const char *buf, gsize len)
+{
+    ioh_protocol_reader_feed(m->reader, buf, len);
+    take_msgs(m);
+}
+
+static void
+take_err(IohwMonitor *m, const char *buf, gsize len)
+{
+    g_string_append_len(m->err_text, buf, (gssize)len);
+    if (m->err_text->len > STDERR_KEEP) {
+        /* keep the tail: the helper's last line is the one worth a look */
+        g_string_erase(m->err_text, 0, (gssize)(m->err_text->len - STDERR_KEEP));
+    }
+}
+
+/* Hands what is pending on @fd to @take; TRUE once the pipe has ended. */
+static gboolean
+read_pipe(IohwMonitor *m, int fd, void (*take)(IohwMonitor *, const char *, gsize))
 {
     char buf[4096];
 
-    while (!m->status_eof) {
-        gssize n = read_some(m->status_fd, buf, sizeof(buf));
+    for (;;) {
+        gssize n = read_some(fd, buf, sizeof(buf));
 
-        if (n == 0) {
-            return;
+        if (n <= 0) {
+            return n < 0;
         }
-        if (n < 0) {
-            end_status(m);
-            return;
-        }
-        ioh_protocol_reader_feed(m->reader, buf, (gsize)n);
-        take_msgs(m);
+        take(m, buf, (gsize)n);
+    }
+}
+
+void
+iohw_monitor_read_status(IohwMonitor *m)
+{
+    if (!m->status_eof && read_pipe(m, m->status_fd, take_status)) {
+        end_status(m);
     }
 }
 
 void
 iohw_monitor_read_err(IohwMonitor *m)
 {
-    char buf[4096];
-
-    while (!m->err_eof) {
-        gssize n = read_some(m->err_fd, buf, sizeof(buf));
-
-        if (n == 0) {
-            return;
-        }
-        if (n < 0) {
-            m->err_eof = TRUE;
-            return;
-        }
-        g_string_append_len(m->err_text, buf, n);
-        if (m->err_text->len > STDERR_KEEP) {
-            /* keep the tail: the helper's last line is the one worth a look */
-            g_string_erase(m->err_text, 0, (gssize)(m->err_text->len - STDERR_KEEP));
-        }
+    if (!m->err_eof && read_pipe(m, m->err_fd, take_err)) {
+        m->err_eof = TRUE;
     }
 }
 

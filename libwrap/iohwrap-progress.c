@@ -86,43 +86,31 @@ iohw_progress_schedule(IohWrap *wrap)
                                iohw_ref(wrap), iohw_unref);
 }
 
+/* Either pipe is readable: read both (neither blocks), deliver new figures, and keep the
+ * source of @fd until its pipe ends. */
 static gboolean
-on_status_readable(int fd, GIOCondition cond, gpointer data)
+on_readable(int fd, GIOCondition cond, gpointer data)
 {
     IohWrap *wrap = data;
     gboolean eof;
 
-    (void)fd;
     (void)cond;
     g_mutex_lock(&wrap->lock);
     iohw_monitor_read_status(wrap->monitor);
-    eof = wrap->monitor->status_eof;
+    iohw_monitor_read_err(wrap->monitor);
+    eof = fd == wrap->monitor->status_fd ? wrap->monitor->status_eof
+                                         : wrap->monitor->err_eof;
     g_mutex_unlock(&wrap->lock);
     deliver(wrap);
     return eof ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
 }
 
-static gboolean
-on_err_readable(int fd, GIOCondition cond, gpointer data)
-{
-    IohWrap *wrap = data;
-    gboolean eof;
-
-    (void)fd;
-    (void)cond;
-    g_mutex_lock(&wrap->lock);
-    iohw_monitor_read_err(wrap->monitor);
-    eof = wrap->monitor->err_eof;
-    g_mutex_unlock(&wrap->lock);
-    return eof ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
-}
-
 static GSource *
-attach_fd_source(IohWrap *wrap, int fd, GUnixFDSourceFunc func)
+attach_fd_source(IohWrap *wrap, int fd)
 {
     GSource *src = g_unix_fd_source_new(fd, G_IO_IN | G_IO_HUP | G_IO_ERR);
 
-    g_source_set_callback(src, G_SOURCE_FUNC(func), iohw_ref(wrap), iohw_unref);
+    g_source_set_callback(src, G_SOURCE_FUNC(on_readable), iohw_ref(wrap), iohw_unref);
     g_source_set_name(src, "ioh-wrap helper pipe");
     g_source_attach(src, wrap->context);
     return src;
@@ -131,7 +119,6 @@ attach_fd_source(IohWrap *wrap, int fd, GUnixFDSourceFunc func)
 void
 iohw_progress_watch(IohWrap *wrap)
 {
-    wrap->status_source = attach_fd_source(wrap, wrap->monitor->status_fd,
-                                           on_status_readable);
-    wrap->err_source = attach_fd_source(wrap, wrap->monitor->err_fd, on_err_readable);
+    wrap->status_source = attach_fd_source(wrap, wrap->monitor->status_fd);
+    wrap->err_source = attach_fd_source(wrap, wrap->monitor->err_fd);
 }

@@ -8,7 +8,7 @@
  * ioh_wrap_finish() (or ioh_wrap_finish_async()) and ioh_wrap_free().
  *
  * Library code here never prints and never exits. Every error a function can report is a
- * GError in the IOH_WRAP_ERROR domain (or G_IO_ERROR / G_SPAWN_ERROR passed through),
+ * GError in the IOH_WRAP_ERROR domain (or IOH_ERROR / G_SPAWN_ERROR passed through),
  * misuse included: a NULL wrap given to a function with a GError is IOH_WRAP_ERROR_INVALID.
  * ioh_wrap_set_progress_func(), which has no GError, reports a NULL wrap as GLib does:
  * a g_return_if_fail() critical in the log domain "iohwrap" (fatal only under

@@ -224,7 +224,7 @@ main(int argc, char **argv)
         ioh_status_write_final(args.status_fd, &final);
     }
     if (args.record) {
-        ioh_status_append_record(args.record, &final, args.libvirt,
+        ioh_status_append_record(args.record, &final, &stats, args.libvirt,
                                  args.libvirt ? args.path : args.out);
     }
     if (!ok) {

@@ -71,9 +71,33 @@ ioh_status_write_final(int fd, const IohProtocolMsg *msg)
     (void)ioh_protocol_write(fd, msg, IOH_PROTOCOL_FINAL_TIMEOUT_MS, NULL);
 }
 
+static void
+set_default_string(JsonObject *o, const char *name, const char *value)
+{
+    if (!json_object_has_member(o, name)) {
+        json_object_set_string_member(o, name, value);
+    }
+}
+
+/* The image's path as the record's "path"; an error line's own path, when it names
+ * something else, moves to "error_path". */
+static void
+set_record_path(JsonObject *o, const char *image)
+{
+    g_autofree char *valid = g_utf8_make_valid(image, -1);
+    const char *own = json_object_has_member(o, "path")
+                      ? json_object_get_string_member(o, "path") : NULL;
+
+    if (own && !g_str_equal(own, valid)) {
+        json_object_set_string_member(o, "error_path", own);
+    }
+    json_object_set_string_member(o, "path", valid);
+}
+
 /* The final line with the record's members added. */
 static char *
-record_line(const IohProtocolMsg *msg, gboolean libvirt, const char *path)
+record_line(const IohProtocolMsg *msg, const IohStats *stats, gboolean libvirt,
+            const char *image)
 {
     g_autofree char *line = ioh_protocol_encode(msg, NULL);
     g_autoptr(JsonNode) root = json_from_string(line, NULL);
@@ -84,19 +108,19 @@ record_line(const IohProtocolMsg *msg, gboolean libvirt, const char *path)
     json_object_set_string_member(o, "form", libvirt ? "libvirt" : "standalone");
     json_object_set_boolean_member(o, "ok", msg->kind == IOH_PROTOCOL_RESULT);
     json_object_set_int_member(o, "bytes", (gint64)MIN(msg->written, (guint64)G_MAXINT64));
-    if (!json_object_has_member(o, "path") && path) {
-        g_autofree char *valid = g_utf8_make_valid(path, -1);
-        json_object_set_string_member(o, "path", valid);
-    }
+    /* an error line has none: what the copy was doing when it failed */
+    set_default_string(o, "direction", stats->direction ? stats->direction : "copy");
+    set_default_string(o, "mode", stats->mode ? stats->mode : "buffered");
+    set_record_path(o, image);
     text = json_to_string(root, FALSE);
     return g_strconcat(text, "\n", NULL);
 }
 
 void
-ioh_status_append_record(const char *file, const IohProtocolMsg *msg, gboolean libvirt,
-                         const char *path)
+ioh_status_append_record(const char *file, const IohProtocolMsg *msg, const IohStats *stats,
+                         gboolean libvirt, const char *image)
 {
-    g_autofree char *line = record_line(msg, libvirt, path);
+    g_autofree char *line = record_line(msg, stats, libvirt, image);
     int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
     if (fd >= 0) {

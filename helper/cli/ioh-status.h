@@ -25,10 +25,11 @@ void ioh_status_final(IohProtocolMsg *msg, const IohStats *stats, const GError *
 /* Writes the final line to @fd, waiting up to IOH_PROTOCOL_FINAL_TIMEOUT_MS for room. */
 void ioh_status_write_final(int fd, const IohProtocolMsg *msg);
 
-/* Appends @msg, plus the record's members (pid, form, ok, bytes, and the path of the
- * image @path when the line names none), as one line to @file (O_APPEND: concurrent
- * helpers each add whole lines). @libvirt tells the form. */
-void ioh_status_append_record(const char *file, const IohProtocolMsg *msg, gboolean libvirt,
-                              const char *path);
+/* Appends @msg, plus the record's members (pid, form, ok, bytes; the direction and mode
+ * of @stats where the line has none; the path of the image @image, an error's own path
+ * moved to error_path), as one line to @file (O_APPEND: concurrent helpers each add whole
+ * lines). @libvirt tells the form. */
+void ioh_status_append_record(const char *file, const IohProtocolMsg *msg,
+                              const IohStats *stats, gboolean libvirt, const char *image);
 
 G_END_DECLS

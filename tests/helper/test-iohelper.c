@@ -1062,6 +1062,9 @@ test_record_odd_path(void)
             continue;
         }
         assert_one_line(err, "Is a directory");
+        g_assert_cmpstr(json_object_get_string_member(ro, "path"), ==, dir);
+        g_assert_cmpstr(json_object_get_string_member(ro, "direction"), ==, "copy");
+        g_assert_cmpstr(json_object_get_string_member(ro, "mode"), ==, "buffered");
         for (IohProtocolMsg *m = &sm; m; m = m == &sm ? &rm : NULL) {
             g_assert_cmpint(m->kind, ==, IOH_PROTOCOL_ERROR);
             g_assert_cmpint(m->errsv, ==, EISDIR);

@@ -13,13 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <json-glib/json-glib.h>
-
 #include "ioh-args.h"
 #include "ioh-clash.h"
 #include "ioh-copy.h"
 #include "ioh-error.h"
+#include "ioh-escape.h"
 #include "ioh-file.h"
+#include "ioh-status.h"
 
 typedef struct {
     IohArgs *args;
@@ -41,29 +41,6 @@ draw_progress(const IohStats *s)
 }
 
 static void
-write_status_line(int fd, const IohStats *s, gboolean done)
-{
-    g_autofree char *line = g_strdup_printf(
-        "{\"written\":%" G_GUINT64_FORMAT ",\"synced\":%" G_GUINT64_FORMAT
-        ",\"seconds\":%.3f,\"done\":%s}\n", s->bytes, s->synced, ioh_stats_seconds(s),
-        done ? "true" : "false");
-    const char *p = line;
-    gsize left = strlen(line);
-
-    while (left > 0) {
-        gssize n = write(fd, p, left);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return;    /* a reader that went away must not fail the copy */
-        }
-        p += n;
-        left -= (gsize)n;
-    }
-}
-
-static void
 on_progress(const IohStats *s, gpointer data)
 {
     Reporter *r = data;
@@ -74,55 +51,9 @@ on_progress(const IohStats *s, gpointer data)
     }
     if (r->args->status_fd >= 0) {
         if (s->end_us == 0) {
-            /* the final line, done:true, is run()'s to write once the file is closed */
-            write_status_line(r->args->status_fd, s, FALSE);
+            /* the final line is main()'s to write once the files are closed */
+            ioh_status_write_progress(r->args->status_fd, s);
         }
-    }
-}
-
-static void
-append_record(const char *file, const IohArgs *a, const IohStats *s, gboolean ok,
-              const char *message)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = NULL;
-    g_autofree char *line = NULL;
-    g_autofree char *data = NULL;
-    int fd;
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "pid");
-    json_builder_add_int_value(b, getpid());
-    json_builder_set_member_name(b, "form");
-    json_builder_add_string_value(b, a->libvirt ? "libvirt" : "standalone");
-    json_builder_set_member_name(b, "path");
-    json_builder_add_string_value(b, a->libvirt ? a->path : a->out);
-    json_builder_set_member_name(b, "direction");
-    json_builder_add_string_value(b, s->direction ? s->direction : "copy");
-    json_builder_set_member_name(b, "mode");
-    json_builder_add_string_value(b, s->mode ? s->mode : "buffered");
-    json_builder_set_member_name(b, "bytes");
-    json_builder_add_int_value(b, (gint64)s->bytes);
-    json_builder_set_member_name(b, "ok");
-    json_builder_add_boolean_value(b, ok);
-    if (message) {
-        json_builder_set_member_name(b, "error");
-        json_builder_add_string_value(b, message);
-    }
-    json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    data = json_generator_to_data(gen, NULL);
-    line = g_strconcat(data, "\n", NULL);
-
-    /* O_APPEND: concurrent helpers each add whole lines. */
-    fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-        if (write(fd, line, strlen(line)) < 0) {
-            /* the record is a diagnostic; the copy's result stands */
-        }
-        close(fd);
     }
 }
 
@@ -154,13 +85,14 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     g_autoptr(IohEnd) pipe = NULL;
 
     if (mode < 0) {
-        g_set_error(error, IOH_ERROR, -mode, "fd %d: %s", a->fd, g_strerror(-mode));
+        g_autofree char *msg = g_strdup_printf("fd %d: %s", a->fd, g_strerror(-mode));
+        g_propagate_error(error, ioh_error_new_literal(-mode, "fcntl", a->path, msg));
         return FALSE;
     }
     if (mode == O_RDWR) {
-        g_set_error(error, IOH_ERROR, EINVAL,
-                    "fd %d is open read-write; expected O_WRONLY (save) or O_RDONLY (restore)",
-                    a->fd);
+        g_autofree char *msg = g_strdup_printf("fd %d is open read-write; expected O_WRONLY "
+                                               "(save) or O_RDONLY (restore)", a->fd);
+        g_propagate_error(error, ioh_error_new_literal(EINVAL, "open", a->path, msg));
         return FALSE;
     }
     if (direct) {
@@ -233,33 +165,20 @@ run(IohArgs *a, IohStats *stats, GError **error)
         }
         ok = ok && ioh_end_close(src, error);
     }
-    /* "done" only when nothing can fail any more: synced, closed. */
-    if (ok && a->status_fd >= 0) {
-        write_status_line(a->status_fd, stats, TRUE);
-    }
     return ok;
-}
-
-/* One line on stderr whatever a path holds: control characters become '?'. */
-static void
-make_one_line(char *s)
-{
-    for (; *s; s++) {
-        if ((guchar)*s < 0x20 || *s == 0x7f) {
-            *s = '?';
-        }
-    }
 }
 
 static void
 report_failure(IohArgs *a, GError *error)
 {
-    make_one_line(error->message);
+    /* One line on stderr whatever a path holds: control characters become '?'. */
+    g_autofree char *message = ioh_escape_line(error->message);
+
     if (a->libvirt) {
-        make_one_line(a->path);
-        fprintf(stderr, "iohelper: failure with %s: %s\n", a->path, error->message);
+        g_autofree char *path = ioh_escape_line(a->path);
+        fprintf(stderr, "iohelper: failure with %s: %s\n", path, message);
     } else {
-        fprintf(stderr, "iohelper: %s\n", error->message);
+        fprintf(stderr, "iohelper: %s\n", message);
     }
 }
 
@@ -269,6 +188,7 @@ main(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     IohArgs args;
     IohStats stats = { 0 };
+    g_auto(IohProtocolMsg) final = { 0 };
     gboolean ok;
 
     /* A reader that goes away must give EPIPE and a message, not a silent death. */
@@ -298,8 +218,14 @@ main(int argc, char **argv)
         ioh_args_clear(&args);
         return 2;
     }
+    /* The final line, a result only once nothing can fail any more (synced, closed). */
+    ioh_status_final(&final, &stats, ok ? NULL : error);
+    if (args.status_fd >= 0) {
+        ioh_status_write_final(args.status_fd, &final);
+    }
     if (args.record) {
-        append_record(args.record, &args, &stats, ok, ok ? NULL : error->message);
+        ioh_status_append_record(args.record, &final, &stats, args.libvirt,
+                                 args.libvirt ? args.path : args.out);
     }
     if (!ok) {
         report_failure(&args, error);

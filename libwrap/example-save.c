@@ -90,62 +90,50 @@ on_finished(GObject *source, GAsyncResult *res, gpointer user_data)
     g_main_loop_quit(job->loop);
 }
 
-int
-main(int argc, char **argv)
+static const char usage[] =
+    "usage: example-save [--direct|--fadvise|--pollable] [--size=MIB] FILE\n";
+
+static gboolean
+parse_args(int argc, char **argv, IohWrapFlags *flags, guint64 *mib, const char **path)
 {
-    IohWrapFlags flags = IOH_WRAP_NONE;
-    IohWrapParams params = { 0 };
-    guint64 mib = 256;
-    const char *path = NULL;
-    g_autoptr(GError) error = NULL;
-    g_autoptr(IohWrap) wrap = NULL;
-    g_autoptr(GMainLoop) loop = NULL;
-    Job job = { 0 };
-    GThread *thread;
-    gint64 t0;
-    double secs;
-    int fd;
-
-    /* A helper that dies must give EPIPE to the writer, not kill the daemon. */
-    signal(SIGPIPE, SIG_IGN);
-
     for (int i = 1; i < argc; i++) {
         if (g_str_equal(argv[i], "--direct")) {
-            flags |= IOH_WRAP_DIRECT;
+            *flags |= IOH_WRAP_DIRECT;
         } else if (g_str_equal(argv[i], "--fadvise")) {
-            flags |= IOH_WRAP_FADVISE;
+            *flags |= IOH_WRAP_FADVISE;
         } else if (g_str_equal(argv[i], "--pollable")) {
-            flags |= IOH_WRAP_POLLABLE;
+            *flags |= IOH_WRAP_POLLABLE;
         } else if (g_str_has_prefix(argv[i], "--size=")) {
-            mib = g_ascii_strtoull(argv[i] + 7, NULL, 10);
-        } else if (argv[i][0] != '-' && !path) {
-            path = argv[i];
+            *mib = g_ascii_strtoull(argv[i] + 7, NULL, 10);
+        } else if (argv[i][0] != '-' && !*path) {
+            *path = argv[i];
         } else {
-            fprintf(stderr, "usage: example-save [--direct|--fadvise|--pollable] "
-                    "[--size=MIB] FILE\n");
-            return 2;
+            return FALSE;
         }
     }
-    if (!path) {
-        fprintf(stderr, "usage: example-save [--direct|--fadvise|--pollable] "
-                "[--size=MIB] FILE\n");
-        return 2;
-    }
+    return *path != NULL;
+}
 
-    /* 1. The daemon opens the image: O_WRONLY means save. 0600: it holds guest RAM. */
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+/* Steps 1 and 2: the daemon opens the image and wraps it. NULL after a message. */
+static IohWrap *
+open_and_wrap(const char *path, IohWrapFlags flags, int *ret_fd)
+{
+    g_autoptr(GError) error = NULL;
+    IohWrapParams params = { .progress_interval_ms = 200 };
+    IohWrap *wrap;
+    /* O_WRONLY means save. 0600: it holds guest RAM. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
     if (fd < 0) {
         fprintf(stderr, "example-save: open %s: %s\n", path, g_strerror(errno));
-        return 1;
+        return NULL;
     }
-
-    /* 2. Wrap it. Without a flag the fd comes back unchanged and no helper runs. */
-    params.progress_interval_ms = 200;
+    /* Without a flag the fd comes back unchanged and no helper runs. */
     wrap = ioh_wrap_new(&fd, path, flags, &params, &error);
     if (!wrap) {
         fprintf(stderr, "example-save: %s\n", error->message);
         close(fd);
-        return 1;
+        return NULL;
     }
     if (ioh_wrap_is_spawned(wrap)) {
         printf("example-save: helper %d serves %s; hand fd %d (a %d-byte pipe) to QEMU\n",
@@ -153,36 +141,63 @@ main(int argc, char **argv)
     } else {
         printf("example-save: no helper needed; hand fd %d (the file) to QEMU\n", fd);
     }
-    ioh_wrap_set_progress_func(wrap, on_progress, NULL, NULL);
+    *ret_fd = fd;
+    return wrap;
+}
 
-    /* 3. "QEMU" writes the stream. The fd is now the producer's: it closes it. */
-    loop = g_main_loop_new(NULL, FALSE);
-    job.loop = loop;
-    job.wrap = wrap;
-    job.fd = fd;
-    job.size = mib * 1024 * 1024;
-    t0 = g_get_monotonic_time();
-    thread = g_thread_new("qemu", produce, &job);
+/* Steps 3 and 4: "QEMU" writes the stream into @fd (and closes it) while the daemon's
+ * main loop runs: progress arrives, then the helper's verdict. */
+static gboolean
+run_stream(IohWrap *wrap, int fd, guint64 size, GError **error)
+{
+    g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+    Job job = { .loop = loop, .wrap = wrap, .fd = fd, .size = size };
+    GThread *thread = g_thread_new("qemu", produce, &job);
 
-    /* 4. The daemon's main loop runs: progress arrives, then the helper's verdict. */
     g_main_loop_run(loop);
     g_thread_join(thread);
-    secs = (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
-
     if (!job.ok) {
-        fprintf(stderr, "example-save: save failed: %s\n", job.error->message);
-        g_clear_error(&job.error);
+        g_propagate_error(error, job.error);
+    }
+    return job.ok;
+}
+
+int
+main(int argc, char **argv)
+{
+    IohWrapFlags flags = IOH_WRAP_NONE;
+    guint64 mib = 256, written, synced;
+    const char *path = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    gint64 t0;
+    double secs;
+    int fd = -1;
+
+    /* A helper that dies must give EPIPE to the writer, not kill the daemon. */
+    signal(SIGPIPE, SIG_IGN);
+
+    if (!parse_args(argc, argv, &flags, &mib, &path)) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    wrap = open_and_wrap(path, flags, &fd);
+    if (!wrap) {
         return 1;
     }
-    {
-        guint64 written, synced;
-        ioh_wrap_get_progress(wrap, &written, &synced);
-        if (!ioh_wrap_is_spawned(wrap)) {
-            written = synced = job.size;
-        }
-        printf("example-save: saved %" G_GUINT64_FORMAT " bytes to %s in %.2f s "
-               "(%.0f MiB/s), %" G_GUINT64_FORMAT " durable\n", written, path, secs,
-               (double)written / (1 << 20) / MAX(secs, 1e-6), synced);
+    ioh_wrap_set_progress_func(wrap, on_progress, NULL, NULL);
+    t0 = g_get_monotonic_time();
+    if (!run_stream(wrap, fd, mib * 1024 * 1024, &error)) {
+        fprintf(stderr, "example-save: save failed: %s\n", error->message);
+        return 1;
     }
+    secs = (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
+    ioh_wrap_get_progress(wrap, &written, &synced);
+    if (!ioh_wrap_is_spawned(wrap)) {
+        written = synced = mib * 1024 * 1024;
+    }
+    printf("example-save: saved %" G_GUINT64_FORMAT " bytes to %s in %.2f s "
+           "(%.0f MiB/s), %" G_GUINT64_FORMAT " durable\n", written, path, secs,
+           (double)written / (1 << 20) / MAX(secs, 1e-6), synced);
     return 0;
 }

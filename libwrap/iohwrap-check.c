@@ -70,19 +70,22 @@ check_flags(IohWrapFlags flags, GError **error)
 static gboolean
 check_params(const IohWrapParams *p, GError **error)
 {
-    if (p->offset > IOHW_OFFSET_MAX) {
+    if (p->offset > IOH_OFFSET_MAX) {
         return invalid(error, "offset %" G_GUINT64_FORMAT " is too large (at most %"
-                       G_GUINT64_FORMAT ")", p->offset, IOHW_OFFSET_MAX);
+                       G_GUINT64_FORMAT ")", p->offset, IOH_OFFSET_MAX);
     }
-    if (p->length > IOHW_OFFSET_MAX) {
+    if (p->length > IOH_OFFSET_MAX) {
         return invalid(error, "length %" G_GUINT64_FORMAT " is too large (at most %"
-                       G_GUINT64_FORMAT ")", p->length, IOHW_OFFSET_MAX);
+                       G_GUINT64_FORMAT ")", p->length, IOH_OFFSET_MAX);
     }
-    if (p->progress_interval_ms != 0 && (p->progress_interval_ms < IOHW_INTERVAL_MIN ||
-                                         p->progress_interval_ms > IOHW_INTERVAL_MAX)) {
+    /* Refused, not clamped (ioh_limits_status_interval() would clamp it): a caller's
+     * value is never changed behind its back. */
+    if (p->progress_interval_ms != 0 &&
+        (p->progress_interval_ms < IOH_STATUS_INTERVAL_MIN_MS ||
+         p->progress_interval_ms > IOH_STATUS_INTERVAL_MAX_MS)) {
         return invalid(error, "progress_interval_ms %u is out of range (%d to %d, or 0 for "
-                       "%d)", p->progress_interval_ms, IOHW_INTERVAL_MIN, IOHW_INTERVAL_MAX,
-                       IOHW_INTERVAL_DEFAULT);
+                       "%d)", p->progress_interval_ms, IOH_STATUS_INTERVAL_MIN_MS,
+                       IOH_STATUS_INTERVAL_MAX_MS, IOH_STATUS_INTERVAL_DEFAULT_MS);
     }
     return TRUE;
 }
@@ -223,11 +226,11 @@ find_start(const FdInfo *fi, IohwPlan *plan, GError **error)
     } else {
         plan->start = 0;
     }
-    if (plan->length > IOHW_OFFSET_MAX - plan->start) {
+    if (plan->length > IOH_OFFSET_MAX - plan->start) {
         return invalid(error, "%s %" G_GUINT64_FORMAT " + length %" G_GUINT64_FORMAT
                        " ends past the largest file offset %" G_GUINT64_FORMAT,
                        plan->offset ? "offset" : "start", plan->start, plan->length,
-                       IOHW_OFFSET_MAX);
+                       IOH_OFFSET_MAX);
     }
     return TRUE;
 }
@@ -349,12 +352,21 @@ iohw_check_new(int fd, const char *path, IohWrapFlags flags, const IohWrapParams
     plan.flags = flags;
     plan.offset = params->offset;
     plan.length = params->length;
-    plan.interval_ms = params->progress_interval_ms ? params->progress_interval_ms
-                                                    : IOHW_INTERVAL_DEFAULT;
+    plan.interval_ms = ioh_limits_status_interval(params->progress_interval_ms);
     if (!check_fd_fits(&fi, &plan, error) || !find_start(&fi, &plan, error) ||
         !check_direct(&fi, &plan, error) || !check_restore_size(&fi, &plan, error)) {
         return FALSE;
     }
+    plan.mode = iohw_flags_cache_mode(plan.flags);
     *ret_plan = plan;
     return TRUE;
+}
+
+IohCacheMode
+iohw_flags_cache_mode(IohWrapFlags flags)
+{
+    if (flags & IOH_WRAP_DIRECT) {
+        return IOH_CACHE_DIRECT;
+    }
+    return flags & IOH_WRAP_FADVISE ? IOH_CACHE_FADVISE : IOH_CACHE_BUFFERED;
 }

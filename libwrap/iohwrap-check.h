@@ -14,24 +14,25 @@
 
 #include "iohwrap.h"
 
-G_BEGIN_DECLS
+#include "ioh-cache-mode.h"
+#include "ioh-limits.h"
 
-/* The helper's --status-interval range, in ms (its parse_count bounds). */
-#define IOHW_INTERVAL_MIN 10
-#define IOHW_INTERVAL_MAX 3600000
-#define IOHW_INTERVAL_DEFAULT 1000
-/* The helper's --offset and --length bound, and the largest file offset. */
-#define IOHW_OFFSET_MAX ((guint64)G_MAXINT64)
+G_BEGIN_DECLS
 
 /* What ioh_wrap_new() goes on with once the arguments passed. */
 typedef struct {
     gboolean save;        /* O_WRONLY: a save; O_RDONLY: a restore */
     IohWrapFlags flags;   /* as given, plus IOH_WRAP_DIRECT for an fd with O_DIRECT */
+    IohCacheMode mode;    /* what the flags ask of the helper (iohw_flags_cache_mode()) */
     guint64 offset;       /* IohWrapParams.offset (0: none) */
     guint64 length;       /* IohWrapParams.length (0: to EOF) */
     guint64 start;        /* where the stream starts in the file */
     guint interval_ms;    /* the helper's --status-interval */
 } IohwPlan;
+
+/* The one mapping of the public flags to the helper's cache mode: DIRECT is direct,
+ * FADVISE fadvise, anything else (POLLABLE alone, none) buffered. */
+IohCacheMode iohw_flags_cache_mode(IohWrapFlags flags);
 
 /* Checks every argument of ioh_wrap_new() (@fd is the fd number itself). Touches
  * nothing: the fd's flags, position and file are as they were, also on success.

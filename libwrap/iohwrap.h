@@ -8,7 +8,7 @@
  * ioh_wrap_finish() (or ioh_wrap_finish_async()) and ioh_wrap_free().
  *
  * Library code here never prints and never exits. Every error a function can report is a
- * GError in the IOH_WRAP_ERROR domain (or G_IO_ERROR / G_SPAWN_ERROR passed through),
+ * GError in the IOH_WRAP_ERROR domain (or IOH_ERROR / G_SPAWN_ERROR passed through),
  * misuse included: a NULL wrap given to a function with a GError is IOH_WRAP_ERROR_INVALID.
  * ioh_wrap_set_progress_func(), which has no GError, reports a NULL wrap as GLib does:
  * a g_return_if_fail() critical in the log domain "iohwrap" (fatal only under
@@ -63,8 +63,13 @@ GQuark ioh_wrap_error_quark(void);
  *     pipe or socket where DIRECT, FADVISE or an offset needs a file, O_APPEND with an
  *     offset, a file system that refuses O_DIRECT, an offset it cannot seek to.
  * @IOH_WRAP_ERROR_NOHELPER: the helper binary is missing or not executable.
- * @IOH_WRAP_ERROR_FAILED: the helper reported a failure; the message is its own stderr
- *     line without the "iohelper: " prefix, e.g. "write /x.save: No space left on device".
+ * @IOH_WRAP_ERROR_FAILED: the helper reported a failure in its final status line (the
+ *     helper protocol, docs/protocol.md); the message is that line's, the one the helper
+ *     prints on stderr after "iohelper: ", e.g. "write /x.save: No space left on device",
+ *     control characters shown as '?'. The error also carries the line's errno, operation
+ *     and path as fields, which helper/core/ioh-error.h reads. A helper that exits non-zero
+ *     without a final line gives "helper HELPER for PATH exited with status N without a
+ *     final status line".
  * @IOH_WRAP_ERROR_KILLED: the helper was killed by a signal: "helper killed by signal N".
  *
  * A cancelled ioh_wrap_finish_async(), or a wrap freed while its helper ran, gives
@@ -244,8 +249,8 @@ void ioh_wrap_get_progress(IohWrap *wrap, guint64 *ret_written, guint64 *ret_syn
  * Closes the caller's end of the pipe if that fd number still names the pipe (the
  * caller must not use it afterwards; closing it first is fine), waits for the helper
  * (that is, until QEMU too has closed its copy of a save pipe) and returns TRUE only when
- * it exited 0: every byte written and durable. On failure the GError message is the
- * helper's own stderr line (IOH_WRAP_ERROR_FAILED), or "helper killed by signal N"
+ * it exited 0: every byte written and durable. On failure the GError is the helper's
+ * final error line (IOH_WRAP_ERROR_FAILED), or "helper killed by signal N"
  * (IOH_WRAP_ERROR_KILLED). Without a helper it closes nothing, and a save's file is
  * fdatasync'ed (through the wrap's own reference to it, so the caller may have closed
  * its fd already): TRUE means durable on both paths.

@@ -5,6 +5,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "ioh-escape.h"
+
 G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
 
 static const char usage_text[] =
@@ -54,11 +56,7 @@ usage_error(GError **error, const char *fmt, ...)
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     /* The message quotes what the user typed: keep it one line, free of escapes. */
-    for (char *p = msg; *p; p++) {
-        if ((guchar)*p < 0x20 || *p == 0x7f) {
-            *p = '?';
-        }
-    }
+    ioh_escape_line_in_place(msg);
     g_set_error_literal(error, IOH_ARGS_ERROR, 0, msg);
     return FALSE;
 }

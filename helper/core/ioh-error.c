@@ -9,7 +9,14 @@
 typedef struct {
     char *operation;
     char *path;
+    int errsv;          /* the errno of a registered domain (IOH_ERROR: the code) */
 } IohErrorPrivate;
+
+/* The domains whose errors carry an IohErrorPrivate: IOH_ERROR and these. */
+static const char *const field_domains[] = {
+    IOH_ERROR_NAME,
+    "ioh-wrap-error-quark",    /* libwrap's IOH_WRAP_ERROR */
+};
 
 static IohErrorPrivate *
 ioh_error_private(const GError *error)
@@ -29,6 +36,7 @@ ioh_error_private_init(GError *error)
 
     p->operation = NULL;
     p->path = NULL;
+    p->errsv = 0;
 }
 
 static void
@@ -39,6 +47,7 @@ ioh_error_private_copy(const GError *src, GError *dest)
 
     d->operation = g_strdup(s->operation);
     d->path = g_strdup(s->path);
+    d->errsv = s->errsv;
 }
 
 static void
@@ -48,6 +57,55 @@ ioh_error_private_clear(GError *error)
 
     g_clear_pointer(&p->operation, g_free);
     g_clear_pointer(&p->path, g_free);
+}
+
+static GQuark
+register_domain(const char *name)
+{
+    static GMutex lock;
+    GQuark q;
+
+    g_mutex_lock(&lock);
+    q = g_quark_try_string(name);
+    if (q == 0) {
+        q = g_error_domain_register_static(name, sizeof(IohErrorPrivate),
+                                           ioh_error_private_init, ioh_error_private_copy,
+                                           ioh_error_private_clear);
+    }
+    g_mutex_unlock(&lock);
+    return q;
+}
+
+static gboolean
+has_fields(const GError *error)
+{
+    const char *name;
+
+    if (!error) {
+        return FALSE;
+    }
+    if (error->domain == IOH_ERROR) {
+        return TRUE;
+    }
+    name = g_quark_to_string(error->domain);
+    for (guint i = 1; name && i < G_N_ELEMENTS(field_domains); i++) {
+        if (g_str_equal(name, field_domains[i])) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+GQuark
+ioh_error_domain_register(const char *name)
+{
+    gboolean known = FALSE;
+
+    for (guint i = 0; name && i < G_N_ELEMENTS(field_domains); i++) {
+        known = known || g_str_equal(name, field_domains[i]);
+    }
+    g_return_val_if_fail(known, 0);
+    return register_domain(name);
 }
 
 /* Registered once per process. A second copy of this code in the same process (a program
@@ -60,20 +118,14 @@ ioh_error_quark(void)
     static gsize once;
 
     if (g_once_init_enter(&once)) {
-        q = g_quark_try_string(IOH_ERROR_NAME);
-        if (q == 0) {
-            q = g_error_domain_register_static(IOH_ERROR_NAME, sizeof(IohErrorPrivate),
-                                               ioh_error_private_init,
-                                               ioh_error_private_copy,
-                                               ioh_error_private_clear);
-        }
+        q = register_domain(IOH_ERROR_NAME);
         g_once_init_leave(&once, 1);
     }
     return q;
 }
 
 static void
-set_fields(GError *error, const char *what, const char *path)
+set_fields(GError *error, int errsv, const char *what, const char *path)
 {
     IohErrorPrivate *p = ioh_error_private(error);
 
@@ -81,6 +133,18 @@ set_fields(GError *error, const char *what, const char *path)
     g_free(p->path);
     p->operation = g_strdup(what);
     p->path = g_strdup(path);
+    p->errsv = errsv;
+}
+
+GError *
+ioh_error_new_from(GQuark domain, int code, const GError *from)
+{
+    GError *e = g_error_new_literal(domain, code, from ? from->message : "");
+
+    g_return_val_if_fail(has_fields(e), e);
+    set_fields(e, ioh_error_get_errno(from), ioh_error_get_operation(from),
+               ioh_error_get_path(from));
+    return e;
 }
 
 GError *
@@ -88,7 +152,7 @@ ioh_error_new_literal(int errsv, const char *what, const char *path, const char 
 {
     GError *e = g_error_new_literal(IOH_ERROR, errsv, message ? message : "");
 
-    set_fields(e, what, path);
+    set_fields(e, errsv, what, path);
     return e;
 }
 
@@ -173,19 +237,22 @@ ioh_error_get_errno(const GError *error)
     if (error->domain == IOH_ERROR) {
         return error->code;
     }
+    if (has_fields(error)) {
+        return ioh_error_private(error)->errsv;
+    }
     return ioh_error_is_cancelled(error) ? ECANCELED : 0;
 }
 
 const char *
 ioh_error_get_operation(const GError *error)
 {
-    return error && error->domain == IOH_ERROR ? ioh_error_private(error)->operation : NULL;
+    return has_fields(error) ? ioh_error_private(error)->operation : NULL;
 }
 
 const char *
 ioh_error_get_path(const GError *error)
 {
-    return error && error->domain == IOH_ERROR ? ioh_error_private(error)->path : NULL;
+    return has_fields(error) ? ioh_error_private(error)->path : NULL;
 }
 
 const char *

@@ -48,14 +48,28 @@ gboolean ioh_error_check_cancellable(GCancellable *cancellable, const char *what
 /* TRUE for IOH_ERROR/ECANCELED and for G_IO_ERROR/G_IO_ERROR_CANCELLED. */
 gboolean ioh_error_is_cancelled(const GError *error);
 
-/* The errno of @error: the code of an IOH_ERROR, ECANCELED for G_IO_ERROR_CANCELLED,
- * 0 for other domains and for NULL. */
+/* The errno of @error: the code of an IOH_ERROR, the errno field of an error of a domain
+ * of ioh_error_domain_register(), ECANCELED for G_IO_ERROR_CANCELLED, 0 for other domains
+ * and for NULL. */
 int ioh_error_get_errno(const GError *error);
 
-/* The operation ("write", "open", ...) and the path or URI of an IOH_ERROR, or NULL when
- * the error carries none (or is of another domain, or NULL). Owned by the error. */
+/* The operation ("write", "open", ...) and the path or URI of an IOH_ERROR (or of an
+ * error of a domain of ioh_error_domain_register()), or NULL when the error carries none
+ * (or is of another domain, or NULL). Owned by the error. */
 const char *ioh_error_get_operation(const GError *error);
 const char *ioh_error_get_path(const GError *error);
+
+/* Another domain whose errors carry the same fields as IOH_ERROR's (errno, operation,
+ * path), for a library that must keep its own public domain and codes (libwrap's
+ * IOH_WRAP_ERROR). Only the names listed in ioh-error.c can be registered (the accessors
+ * of every copy of the core in a process must know them); registering twice returns the
+ * same quark. */
+GQuark ioh_error_domain_register(const char *name);
+
+/* A new error in @domain (IOH_ERROR or a domain of ioh_error_domain_register()) with
+ * @code, and @from's message and fields: its errno (ioh_error_get_errno()), operation and
+ * path. */
+GError *ioh_error_new_from(GQuark domain, int code, const GError *from);
 
 /* The symbolic name of @errsv ("ENOSPC"), or NULL when it has none. */
 const char *ioh_errno_name(int errsv);

@@ -317,10 +317,9 @@ write_all(IohCopy *c, const char *buf, gsize len, GError **error)
                 continue;
             }
             if (errno == EINVAL && dst->direct) {
-                g_set_error(error, IOH_ERROR, EINVAL,
-                            "write %s: O_DIRECT refused by its file system (%s)", dst->name,
-                            g_strerror(EINVAL));
-                return FALSE;
+                return ioh_error_set(error, EINVAL, "write", dst->name,
+                                     "O_DIRECT refused by its file system (%s)",
+                                     g_strerror(EINVAL));
             }
             return ioh_error_set_errno(error, errno, "write", dst->name);
         }
@@ -428,10 +427,9 @@ check_source_offset(IohCopy *c, IohEnd *end, GError **error)
         c->opts->offset <= (guint64)size || (c->opts->has_length && c->opts->length == 0)) {
         return TRUE;
     }
-    g_set_error(error, IOH_ERROR, EINVAL,
-                "read %s: offset %" G_GUINT64_FORMAT " is past its end (%" G_GINT64_FORMAT
-                " bytes)", end->name, c->opts->offset, size);
-    return FALSE;
+    return ioh_error_set(error, EINVAL, "read", end->name, "offset %" G_GUINT64_FORMAT
+                         " is past its end (%" G_GINT64_FORMAT " bytes)", c->opts->offset,
+                         size);
 }
 
 /* Where the stream starts in a storage end: --offset, else the fd's own position (libvirt
@@ -444,9 +442,8 @@ position_storage(IohCopy *c, IohEnd *end, guint64 *ret_start, GError **error)
     off_t pos;
 
     if (append && c->opts->has_offset) {
-        g_set_error(error, IOH_ERROR, EINVAL, "seek %s: open with O_APPEND, so an offset "
-                    "cannot apply: every write lands at its end", end->name);
-        return FALSE;
+        return ioh_error_set(error, EINVAL, "seek", end->name, "open with O_APPEND, so an "
+                             "offset cannot apply: every write lands at its end");
     }
     if (!check_source_offset(c, end, error)) {
         return FALSE;
@@ -463,16 +460,14 @@ position_storage(IohCopy *c, IohEnd *end, guint64 *ret_start, GError **error)
     }
     if (end->direct && (guint64)pos % end->align != 0) {
         if (append) {
-            g_set_error(error, IOH_ERROR, EINVAL,
-                        "write %s: open with O_APPEND, so writes land at its end, offset "
-                        "%lld, which is not a multiple of %u, as O_DIRECT needs",
-                        end->name, (long long)pos, end->align);
-            return FALSE;
+            return ioh_error_set(error, EINVAL, "write", end->name,
+                                 "open with O_APPEND, so writes land at its end, offset "
+                                 "%lld, which is not a multiple of %u, as O_DIRECT needs",
+                                 (long long)pos, end->align);
         }
-        g_set_error(error, IOH_ERROR, EINVAL,
-                    "seek %s: offset %lld is not a multiple of %u, as O_DIRECT needs",
-                    end->name, (long long)pos, end->align);
-        return FALSE;
+        return ioh_error_set(error, EINVAL, "seek", end->name,
+                             "offset %lld is not a multiple of %u, as O_DIRECT needs",
+                             (long long)pos, end->align);
     }
     *ret_start = (guint64)pos;
     return TRUE;
@@ -851,7 +846,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     }
     ring.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ring.wake_fd < 0) {
-        g_set_error(error, IOH_ERROR, errno, "eventfd: %s", g_strerror(errno));
+        ioh_error_set_errno(error, errno, "eventfd", NULL);
         goto out;
     }
     /* Every check that could refuse the copy has passed: only now may a save target
@@ -914,9 +909,8 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
 
 finish:
     if (opts->has_length && stats->bytes < opts->length) {
-        g_set_error(error, IOH_ERROR, EIO,
-                    "read %s: stream ended after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                    " bytes", src->name, stats->bytes, opts->length);
+        ioh_error_set(error, EIO, "read", src->name, "stream ended after %" G_GUINT64_FORMAT
+                      " of %" G_GUINT64_FORMAT " bytes", stats->bytes, opts->length);
         goto out;
     }
     if (opts->mode == IOH_MODE_FADVISE && ioh_end_is_storage(src)) {

@@ -191,6 +191,39 @@ test_threads(void)
     }
 }
 
+/* A library keeping its own domain and codes (libwrap's IOH_WRAP_ERROR) carries the same
+ * fields, errno included, and they survive a copy. */
+static void
+test_registered_domain(void)
+{
+    GQuark wrap = ioh_error_domain_register("ioh-wrap-error-quark");
+    g_autoptr(GError) from = NULL;
+    g_autoptr(GError) e = NULL;
+    g_autoptr(GError) copy = NULL;
+
+    g_assert_cmpuint(wrap, !=, 0);
+    g_assert_cmpuint(ioh_error_domain_register("ioh-wrap-error-quark"), ==, wrap);
+    g_assert_cmpstr(g_quark_to_string(wrap), ==, "ioh-wrap-error-quark");
+    ioh_error_set_errno(&from, ENOSPC, "write", "/x\n\"y");
+    e = ioh_error_new_from(wrap, 3, from);
+    g_assert_error(e, wrap, 3);
+    g_assert_cmpstr(e->message, ==, from->message);
+    g_assert_cmpint(ioh_error_get_errno(e), ==, ENOSPC);
+    g_assert_cmpstr(ioh_error_get_operation(e), ==, "write");
+    g_assert_cmpstr(ioh_error_get_path(e), ==, "/x\n\"y");
+    copy = g_error_copy(e);
+    g_assert_cmpint(ioh_error_get_errno(copy), ==, ENOSPC);
+    g_assert_cmpstr(ioh_error_get_path(copy), ==, "/x\n\"y");
+    /* From an error of a domain without fields: the message only, errno 0. */
+    g_clear_error(&e);
+    g_clear_error(&from);
+    from = g_error_new_literal(G_FILE_ERROR, G_FILE_ERROR_NOENT, "plain");
+    e = ioh_error_new_from(wrap, 4, from);
+    g_assert_cmpstr(e->message, ==, "plain");
+    g_assert_cmpint(ioh_error_get_errno(e), ==, 0);
+    g_assert_null(ioh_error_get_operation(e));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -206,6 +239,7 @@ main(int argc, char **argv)
     g_test_add_func("/error/cancelled/check-cancellable", test_check_cancellable);
     g_test_add_func("/error/errno-name", test_errno_name);
     g_test_add_func("/error/quark", test_quark);
+    g_test_add_func("/error/registered-domain", test_registered_domain);
     g_test_add_func("/error/threads", test_threads);
     return g_test_run();
 }

@@ -20,6 +20,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ioh-protocol.h"
 #include "ioh-test.h"
 
 #define STOCK_HELPER "/usr/lib/libvirt/libvirt_iohelper"
@@ -999,6 +1000,87 @@ test_record(void)
     g_unlink(rec);
 }
 
+/* The last line of @path (a status fd's or a record's), decoded as the protocol. */
+static void
+load_last_line(const char *path, IohProtocolMsg *msg, JsonObject **ret_obj,
+               JsonParser *parser)
+{
+    g_autofree char *text = NULL;
+    g_autoptr(GError) error = NULL;
+    gsize len;
+    char *last;
+
+    g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+    g_assert_cmpuint(len, >, 0);
+    g_assert_cmpint(text[len - 1], ==, '\n');
+    text[len - 1] = '\0';
+    last = strrchr(text, '\n') ? strrchr(text, '\n') + 1 : text;
+    g_assert_true(json_parser_load_from_data(parser, last, -1, &error));
+    g_assert_no_error(error);
+    *ret_obj = json_node_get_object(json_parser_get_root(parser));
+    g_assert_true(ioh_protocol_decode(last, strlen(last), msg, &error));
+    g_assert_no_error(error);
+}
+
+/* A path holding '"', a newline and control characters: the status fd's final line and
+ * the record are valid JSON that give the path back byte for byte, and stderr keeps it on
+ * one line. Once for a save that succeeds, once for one that fails (a directory). */
+static void
+test_record_odd_path(void)
+{
+    g_autofree char *dir = wpath("od-we\"ird\nna\x01me\t\x7f\x1b[0m");
+    g_autofree char *img = g_build_filename(dir, "i\"m\ng", NULL);
+    g_autofree char *src = wpath("od-src");
+    g_autofree char *rec = wpath("od-record");
+    g_autofree char *status = wpath("od-status");
+    g_autofree char *opt = g_strdup_printf("--record=%s", rec);
+    const char *opts[] = { opt, "--status-fd=1", NULL };
+
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    ioht_write_random_file(src, 12345, 31);
+    for (int fail = 0; fail < 2; fail++) {
+        g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", fail ? dir : img);
+        g_autoptr(JsonParser) sp = json_parser_new();
+        g_autoptr(JsonParser) rp = json_parser_new();
+        g_auto(IohProtocolMsg) sm = { 0 };
+        g_auto(IohProtocolMsg) rm = { 0 };
+        g_autofree char *err = NULL;
+        JsonObject *so, *ro;
+        int fd = open(status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        g_assert_cmpint(run_fed(argv, src, fd, &err), ==, fail ? 1 : 0);
+        close(fd);
+        load_last_line(status, &sm, &so, sp);
+        load_last_line(rec, &rm, &ro, rp);
+        g_assert_cmpstr(json_object_get_string_member(ro, "form"), ==, "standalone");
+        g_assert_cmpint(json_object_get_boolean_member(ro, "ok"), ==, !fail);
+        if (!fail) {
+            g_assert_cmpint(sm.kind, ==, IOH_PROTOCOL_RESULT);
+            g_assert_cmpuint(sm.written, ==, 12345);
+            g_assert_cmpstr(json_object_get_string_member(ro, "path"), ==, img);
+            g_assert_cmpint(json_object_get_int_member(ro, "bytes"), ==, 12345);
+            continue;
+        }
+        assert_one_line(err, "Is a directory");
+        g_assert_cmpstr(json_object_get_string_member(ro, "path"), ==, dir);
+        g_assert_cmpstr(json_object_get_string_member(ro, "direction"), ==, "copy");
+        g_assert_cmpstr(json_object_get_string_member(ro, "mode"), ==, "buffered");
+        for (IohProtocolMsg *m = &sm; m; m = m == &sm ? &rm : NULL) {
+            g_assert_cmpint(m->kind, ==, IOH_PROTOCOL_ERROR);
+            g_assert_cmpint(m->errsv, ==, EISDIR);
+            g_assert_cmpstr(m->errno_name, ==, "EISDIR");
+            g_assert_cmpstr(m->operation, ==, "open");
+            g_assert_cmpstr(m->path, ==, dir);
+            g_assert_true(g_str_has_suffix(m->message, ": Is a directory"));
+        }
+    }
+    g_unlink(img);
+    g_rmdir(dir);
+    g_unlink(src);
+    g_unlink(rec);
+    g_unlink(status);
+}
+
 /* O_DIRECT needs an aligned start: an unaligned --offset is refused up front. */
 static void
 test_direct_unaligned_offset(void)
@@ -1365,6 +1447,7 @@ main(int argc, char **argv)
     g_test_add_func("/helper/lock/second-writer-refused", test_second_writer_refused);
     g_test_add_func("/helper/cli/progress-on-a-terminal", test_progress_tty);
     g_test_add_func("/helper/cli/record", test_record);
+    g_test_add_func("/helper/cli/record-odd-path", test_record_odd_path);
     g_test_add_func("/helper/direct/unaligned-offset-refused", test_direct_unaligned_offset);
     g_test_add_func("/helper/libvirt/enospc-as-stock", test_libvirt_enospc_as_stock);
     g_test_add_func("/helper/libvirt/malformed-fd", test_libvirt_malformed_fd);

@@ -18,6 +18,7 @@
 #include <glib/gstdio.h>
 
 #include "iohwrap.h"
+#include "ioh-error.h"
 #include "ioh-test.h"
 
 #define MIB (1024 * 1024)
@@ -1045,6 +1046,10 @@ test_fail_enospc(void)
     g_test_message("GError: %s", error->message);
     want = g_strdup_printf("write %s: No space left on device", path);
     g_assert_cmpstr(error->message, ==, want);
+    /* From the helper's final error line, not from its stderr. */
+    g_assert_cmpint(ioh_error_get_errno(error), ==, ENOSPC);
+    g_assert_cmpstr(ioh_error_get_operation(error), ==, "write");
+    g_assert_cmpstr(ioh_error_get_path(error), ==, path);
     /* Idempotent: the same failure again. */
     g_clear_error(&error);
     g_assert_false(ioh_wrap_finish(wrap, &error));
@@ -1072,16 +1077,16 @@ feed_and_close(gpointer data)
     return NULL;
 }
 
-/* A stream that ends early, which only the copy can find: the restore reads a pipe
- * (a file shorter than offset + length is refused by ioh_wrap_new() already). */
-static void
-test_fail_short_restore(void)
+/* Restores @dir/@name (1 MiB) through a pipe with a length of 2 MiB: a stream that ends
+ * early, which only the copy can find (a file shorter than offset + length is refused by
+ * ioh_wrap_new() already). Returns the finish's error. */
+static GError *
+short_restore_error(const char *dir, const char *name)
 {
-    g_autofree char *dir = ioht_workdir();
-    g_autofree char *src = tpath(dir, "short.save");
+    g_autofree char *src = tpath(dir, name);
     g_autofree char *back = tpath(dir, "back");
-    g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
+    GError *error = NULL;
     IohWrapParams params = { .length = 2 * MIB };
     GThread *thread;
     Feeder feeder = { .src = src };
@@ -1100,9 +1105,22 @@ test_fail_short_restore(void)
     g_assert_false(ioh_wrap_finish(wrap, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
     g_test_message("GError: %s", error->message);
+    return error;
+}
+
+static void
+test_fail_short_restore(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autoptr(GError) error = short_restore_error(dir, "short.save");
+    g_autofree char *src = tpath(dir, "short.save");
+
     g_assert_true(g_str_has_prefix(error->message, "read "));
     g_assert_nonnull(strstr(error->message, "stream ended after 1048576 of 2097152 bytes"));
     g_assert_null(strstr(error->message, "iohelper:"));
+    g_assert_cmpint(ioh_error_get_errno(error), ==, EIO);
+    g_assert_cmpstr(ioh_error_get_operation(error), ==, "read");
+    g_assert_cmpstr(ioh_error_get_path(error), ==, src);
     ioht_workdir_remove(dir);
 }
 
@@ -1151,6 +1169,81 @@ test_fail_long_stderr(void)
     ioht_workdir_remove(dir);
 }
 
+/* A path holding '"', a newline and control characters, through the status fd: the
+ * GError's path field is the path byte for byte, its message one line ('?' for the
+ * control characters, as the helper prints it on stderr). */
+static void
+test_fail_odd_path(void)
+{
+    const char *name = "od\"d\npa\x01th\x1b";
+    g_autofree char *dir = ioht_workdir();
+    g_autoptr(GError) error = short_restore_error(dir, name);
+    g_autofree char *src = tpath(dir, name);
+    g_autofree char *shown = g_strdelimit(g_strdup(src), "\n\x01\x1b", '?');
+    g_autofree char *want = g_strdup_printf("read %s: stream ended after 1048576 of "
+                                            "2097152 bytes", shown);
+
+    g_assert_cmpstr(ioh_error_get_path(error), ==, src);
+    g_assert_cmpstr(ioh_error_get_operation(error), ==, "read");
+    g_assert_cmpint(ioh_error_get_errno(error), ==, EIO);
+    g_assert_cmpstr(error->message, ==, want);
+    ioht_workdir_remove(dir);
+}
+
+/* Write @script as an executable helper in @dir and point IOHELPER_PATH at it. */
+static char *
+fake_helper(const char *dir, const char *script)
+{
+    char *path = tpath(dir, "fake-iohelper");
+
+    g_assert_true(g_file_set_contents(path, script, -1, NULL));
+    g_assert_cmpint(g_chmod(path, 0755), ==, 0);
+    g_setenv("IOHELPER_PATH", path, TRUE);
+    return path;
+}
+
+/* A helper that exits 1 without a final line: the error names the helper and its exit
+ * status, whatever its stderr says (nobody parses it: a line that looks like the
+ * helper's own is not taken for the cause). */
+static void
+test_fail_no_final_line(void)
+{
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *saved_env = g_strdup(g_getenv("IOHELPER_PATH"));
+    g_autofree char *path = tpath(dir, "nofinal.save");
+    g_autofree char *helper = fake_helper(dir,
+        "#!/bin/sh\n"
+        "echo '{\"v\":1,\"minor\":0,\"type\":\"progress\",\"written\":4096,"
+        "\"stored\":4096,\"synced\":0,\"seconds\":0.1,\"done\":false}' >&3\n"
+        "cat >/dev/null\n"
+        "echo \"iohelper: failure with $4: write $4: No space left on device\" >&2\n"
+        "exit 1\n");
+    g_autofree char *want = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    guint64 w = 0;
+    int fd = open_save(path);
+
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
+    g_setenv("IOHELPER_PATH", saved_env, TRUE);
+    g_assert_no_error(error);
+    g_assert_cmpint(write(fd, "x", 1), ==, 1);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("GError: %s", error->message);
+    want = g_strdup_printf("helper %s for %s exited with status 1 without a final status "
+                           "line", helper, path);
+    g_assert_cmpstr(error->message, ==, want);
+    g_assert_cmpint(ioh_error_get_errno(error), ==, 0);
+    g_assert_null(ioh_error_get_path(error));
+    /* Its progress line was read all the same. */
+    ioh_wrap_get_progress(wrap, &w, NULL);
+    g_assert_cmpuint(w, ==, 4096);
+    ioht_workdir_remove(dir);
+}
+
+/* The helper killed mid-copy, after its progress lines and before its final line:
+ * KILLED with the signal, and no error invented from anything else. */
 static void
 test_fail_killed(void)
 {
@@ -1159,15 +1252,22 @@ test_fail_killed(void)
     g_autofree char *chunk = g_malloc0(MIB);
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
+    IohWrapParams params = { .progress_interval_ms = 10 };
     guint64 w = 0;
     int fd = open_save(path);
 
-    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, NULL, &error);
+    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, &params, &error);
     g_assert_no_error(error);
     /* Mid-copy: some bytes are through the helper before it dies. */
     for (int i = 0; i < 4; i++) {
         g_assert_cmpint(write(fd, chunk, MIB), ==, MIB);
     }
+    /* until a progress line says a MiB went through: the helper is mid-protocol */
+    for (int i = 0; i < 500 && w < MIB; i++) {
+        g_usleep(10000);
+        ioh_wrap_get_progress(wrap, &w, NULL);
+    }
+    g_assert_cmpuint(w, >=, MIB);
     g_assert_cmpint(kill(ioh_wrap_get_pid(wrap), SIGKILL), ==, 0);
     while (write(fd, chunk, MIB) > 0) {
     }
@@ -1175,6 +1275,7 @@ test_fail_killed(void)
     g_assert_false(ioh_wrap_finish(wrap, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
     g_assert_cmpstr(error->message, ==, "helper killed by signal 9");
+    g_assert_cmpint(ioh_error_get_errno(error), ==, 0);
     ioh_wrap_get_progress(wrap, &w, NULL);
     g_test_message("progress at death: %" G_GUINT64_FORMAT, w);
     ioht_workdir_remove(dir);
@@ -1747,6 +1848,8 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/failure/short-restore", test_fail_short_restore);
     g_test_add_func("/libwrap/failure/long-stderr", test_fail_long_stderr);
     g_test_add_func("/libwrap/failure/killed", test_fail_killed);
+    g_test_add_func("/libwrap/failure/odd-path", test_fail_odd_path);
+    g_test_add_func("/libwrap/failure/no-final-line", test_fail_no_final_line);
     g_test_add_func("/libwrap/free/running-helper", test_free_running);
     g_test_add_func("/libwrap/finish/spares-reused-fd", test_finish_spares_reused_fd);
     g_test_add_func("/libwrap/concurrent/8-wraps", test_concurrent);

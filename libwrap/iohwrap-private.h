@@ -1,0 +1,144 @@
+/* iohwrap-private.h - the wrap object, shared by the files of libwrap
+ *
+ *   iohwrap.c           the object and the public entry points: new, accessors, free
+ *   iohwrap-spawn.c     spawning the helper with its four fds
+ *   iohwrap-monitor.c   reading the helper's status pipe (the protocol) and stderr
+ *   iohwrap-progress.c  the progress callback and its delivery in the wrap's context
+ *   iohwrap-finish.c    waiting for the helper: the result, sync and async
+ *   iohwrap-nohelper.c  the path without a helper: the fd as it is, fdatasync at the end
+ *   iohwrap-check.c     what ioh_wrap_new() refuses before anything is done
+ *
+ * Threads: the wrap is reference counted inside (sources, pending GTask and idle
+ * deliveries each hold a reference); @lock guards the monitor, the result and the
+ * fields below it. Functions named *_locked are called with @lock held.
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include "iohwrap.h"
+#include "iohwrap-check.h"
+
+#include "ioh-protocol.h"
+
+G_BEGIN_DECLS
+
+/* ---- iohwrap-monitor.c: what the helper says ------------------------------------ */
+
+/* The read ends of the helper's status and stderr pipes (non-blocking, owned) and what
+ * was read from them. Not locked itself: the wrap's lock guards it. */
+typedef struct {
+    char *path;                /* the wrap's path, for debug messages */
+    gboolean save;
+
+    int status_fd;
+    gboolean status_eof;
+    IohProtocolReader *reader;
+    guint64 written, synced;   /* the latest counters (never decreasing) */
+    gboolean got_result;       /* a result line was read */
+    gboolean got_final;        /* a final line (result or error) was read */
+    GError *final_error;       /* the error line, as IOH_WRAP_ERROR_FAILED */
+
+    int err_fd;
+    gboolean err_eof;
+    GString *err_text;         /* the tail of the helper's stderr, for g_debug only */
+} IohwMonitor;
+
+/* Takes @status_fd and @err_fd. */
+IohwMonitor *iohw_monitor_new(const char *path, gboolean save, int status_fd, int err_fd);
+void iohw_monitor_free(IohwMonitor *monitor);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohwMonitor, iohw_monitor_free)
+
+/* Read what is pending, never blocking. */
+void iohw_monitor_read_status(IohwMonitor *monitor);
+void iohw_monitor_read_err(IohwMonitor *monitor);
+
+/* Reads both pipes to their end (the helper's ends close when it exits), with @lock held
+ * on entry and on return, released while waiting. */
+void iohw_monitor_read_to_eof(IohwMonitor *monitor, GMutex *lock);
+
+/* ---- iohwrap-progress.c: the callback -------------------------------------------- */
+
+typedef struct _IohwProgressCb IohwProgressCb;
+
+IohwProgressCb *iohw_progress_cb_new(IohWrapProgressFunc func, gpointer data,
+                                     GDestroyNotify notify);
+/* Drops a reference (NULL allowed); the last one gives the data back through notify. */
+void iohw_progress_cb_unref(IohwProgressCb *cb);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohwProgressCb, iohw_progress_cb_unref)
+
+/* Attaches the sources that read the status and stderr pipes in the wrap's context. */
+void iohw_progress_watch(IohWrap *wrap);
+/* From any thread: calls the callback in the wrap's context with new figures. */
+void iohw_progress_schedule(IohWrap *wrap);
+
+/* ---- iohwrap-spawn.c ------------------------------------------------------------- */
+
+/* Spawns the helper for @wrap as @plan says; on success *@fd is the caller's end of the
+ * data pipe and the original fd was closed (the wrap holds its own copy). */
+gboolean iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error);
+
+/* ---- iohwrap-nohelper.c ---------------------------------------------------------- */
+
+/* The path without a helper: keeps a reference to a save's file, applies the offset. */
+gboolean iohw_nohelper_start(IohWrap *wrap, int fd, const IohwPlan *plan, GError **error);
+/* fdatasync of a save's file; sets the result. */
+void iohw_nohelper_finish_locked(IohWrap *wrap);
+/* The same in a worker thread, completing @task (whose data is the wrap). */
+void iohw_nohelper_finish_async(GTask *task);
+
+/* ---- iohwrap-finish.c ------------------------------------------------------------ */
+
+/* Closes the caller's end of the pipe if the number still names that pipe. */
+void iohw_finish_close_caller_locked(IohWrap *wrap);
+/* ioh_wrap_free() with the helper still running: kill, reap, result "cancelled". */
+void iohw_finish_abandon_locked(IohWrap *wrap);
+/* Completes a pending async finish with the result (lock NOT held). */
+void iohw_finish_complete_task(IohWrap *wrap);
+/* Returns @err (taken; NULL: success, TRUE) from @task. */
+void iohw_task_return(GTask *task, GError *err);
+
+/* ---- iohwrap.c: the object ------------------------------------------------------- */
+
+struct _IohWrap {
+    gint refs;
+    GMutex lock;
+    GMainContext *context;    /* thread-default at ioh_wrap_new(): progress goes there */
+
+    char *path;
+    char *helper;             /* the helper binary, for messages */
+    gboolean save;
+    gboolean spawned;
+    GPid pid;
+
+    int file_fd;              /* the caller's file, kept (CLOEXEC) until the end */
+    guint64 start;            /* file offset where the stream starts */
+    guint64 length;           /* 0: to EOF */
+
+    int caller_fd;            /* our end of the data pipe, as handed out in *fd */
+    dev_t caller_dev;
+    ino_t caller_ino;
+    gboolean caller_closed;
+
+    IohwMonitor *monitor;     /* NULL without a helper */
+    GSource *status_source;
+    GSource *err_source;
+
+    guint64 told_written, told_synced;   /* what the callback last received */
+    IohwProgressCb *progress; /* NULL: none registered */
+
+    gboolean reaped;
+    gboolean finished;
+    GError *result;           /* NULL with finished == TRUE: success */
+
+    GTask *task;              /* pending ioh_wrap_finish_async() */
+    GSource *child_source;
+    GCancellable *cancellable;
+    gulong cancel_id;
+    gboolean freed;           /* ioh_wrap_free() was called */
+};
+
+IohWrap *iohw_ref(IohWrap *wrap);
+void iohw_unref(gpointer wrap);
+
+G_END_DECLS

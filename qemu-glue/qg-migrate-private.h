@@ -106,6 +106,20 @@ const GError *qg_mig_helper_failure(QgWatch *w);
  * FALSE, so that QEMU's own verdict is awaited. */
 gboolean qg_mig_stream_failed(QgWatch *w, guint wait_ms, GError **error);
 
+/* What a save and a restore both carry: the QEMU, FILE, the options, the watch, the
+ * figures. */
+typedef struct {
+    QgQmp *qmp;
+    const char *path;
+    const QgMigrateOptions *opts;
+    QgWatch w;
+    QgMigrateStats stats;
+} QgJob;
+
+/* Fills @job for the job @what ("save", "restore"). */
+void qg_mig_job_init(QgJob *job, const char *what, QgQmp *qmp, const char *path,
+                     const QgMigrateOptions *opts);
+
 /* Frees what the watch holds (ends the helper's watch first). */
 void qg_mig_watch_clear(QgWatch *w);
 

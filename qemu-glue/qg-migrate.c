@@ -48,3 +48,12 @@ qg_mig_dup(int fd, GError **error)
     }
     return copy;
 }
+
+void
+qg_mig_job_init(QgJob *job, const char *what, QgQmp *qmp, const char *path,
+                const QgMigrateOptions *opts)
+{
+    *job = (QgJob){ .qmp = qmp, .path = path, .opts = opts };
+    job->stats.downtime_ms = -1;
+    job->w = (QgWatch){ .what = what, .path = path, .qmp = qmp, .opts = opts };
+}

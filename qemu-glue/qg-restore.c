@@ -14,16 +14,12 @@
 #include "qg-file.h"
 
 typedef struct {
-    QgQmp *qmp;
-    const char *path;
-    const QgMigrateOptions *opts;
+    QgJob job;              /* qmp, path, opts, the watch, the figures */
     QgImageInfo *info;
     int fd;                 /* the image; then the wrap's end of its pipe (the wrap's) */
     int qemu_fd;            /* the read end of QEMU's pipe until QEMU has its own */
     IohWrap *wrap;
     QgRelay *relay;
-    QgWatch w;
-    QgMigrateStats stats;
     gboolean loading;       /* migrate-incoming was started */
     gboolean loaded;        /* QEMU said "completed" */
     gboolean done;
@@ -35,23 +31,23 @@ qg_restore_free(QgRestore *r)
     if (!r) {
         return;
     }
-    if (r->loading && !r->loaded && !r->done && !r->w.qemu_gone) {
+    if (r->loading && !r->loaded && !r->done && !r->job.w.qemu_gone) {
         /* QEMU holds a half-loaded guest that it cannot run, nor take another stream
          * into (7.2 accepts one incoming migration per process), and after a stream cut
          * short it would spin on its pipe forever: quit it (before its pipe closes, so
          * that it ends by our word, not by its reaction to a cut stream), and the
          * failure leaves no QEMU behind that looks usable. */
-        qg_mig_quit(r->qmp);
+        qg_mig_quit(r->job.qmp);
     }
     ioh_fd_clear(&r->qemu_fd);
     g_clear_pointer(&r->relay, qg_relay_free);
-    qg_mig_watch_clear(&r->w);   /* kills a helper still running, waits for its exit */
+    qg_mig_watch_clear(&r->job.w);   /* kills a helper still running, waits for its exit */
     g_clear_pointer(&r->wrap, ioh_wrap_free);
     ioh_fd_clear(&r->fd);
     if (r->loaded && !r->done) {
         /* A QEMU started without -S runs the guest as soon as the stream is loaded,
          * before we could check it: stop a guest whose image proved bad. */
-        qg_qmp_run(r->qmp, "stop", NULL, NULL);
+        qg_qmp_run(r->job.qmp, "stop", NULL, NULL);
     }
     g_clear_pointer(&r->info, qg_image_info_free);
     g_free(r);
@@ -62,7 +58,7 @@ static gboolean
 qg_restore_check_qemu(QgRestore *r, GError **error)
 {
     gboolean running = FALSE;
-    g_autofree char *status = qg_mig_query_status(r->qmp, &running, error);
+    g_autofree char *status = qg_mig_query_status(r->job.qmp, &running, error);
 
     if (!status) {
         return FALSE;
@@ -83,18 +79,18 @@ qg_restore_open(QgRestore *r, GError **error)
 {
     g_autoptr(GError) local = NULL;
 
-    r->fd = qg_file_open_image(r->path, error);
+    r->fd = qg_file_open_image(r->job.path, error);
     if (r->fd < 0) {
         return FALSE;
     }
-    r->info = qg_image_read_header(r->fd, r->path, error);
+    r->info = qg_image_read_header(r->fd, r->job.path, error);
     if (!r->info) {
         return FALSE;
     }
-    if (r->opts->cache == IOH_CACHE_DIRECT &&
-        !qg_file_probe_direct(r->path, O_RDONLY, &local)) {
+    if (r->job.opts->cache == IOH_CACHE_DIRECT &&
+        !qg_file_probe_direct(r->job.path, O_RDONLY, &local)) {
         g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot restore from %s bypassing the cache with O_DIRECT: %s", r->path,
+                    "cannot restore from %s bypassing the cache with O_DIRECT: %s", r->job.path,
                     local->message);
         return FALSE;
     }
@@ -110,12 +106,12 @@ qg_restore_plumb(QgRestore *r, GError **error)
                              .progress_interval_ms = 250 };
     int p[2], in_fd;
 
-    r->wrap = ioh_wrap_new(&r->fd, r->path, qg_mig_wrap_flags(r->opts->cache), &params,
+    r->wrap = ioh_wrap_new(&r->fd, r->job.path, qg_mig_wrap_flags(r->job.opts->cache), &params,
                            error);
     if (!r->wrap) {
         return FALSE;
     }
-    r->stats.helper = ioh_wrap_is_spawned(r->wrap);   /* always: POLLABLE */
+    r->job.stats.helper = ioh_wrap_is_spawned(r->wrap);   /* always: POLLABLE */
     in_fd = qg_mig_dup(r->fd, error);
     r->fd = -1;   /* the wrap's end of its pipe: the wrap closes it */
     if (in_fd < 0) {
@@ -130,12 +126,12 @@ qg_restore_plumb(QgRestore *r, GError **error)
     if (!r->relay) {
         return FALSE;
     }
-    r->w.relay = r->relay;
-    r->w.wrap = r->wrap;
-    r->w.total = r->info->stream_length;
-    r->w.start = g_get_monotonic_time();
+    r->job.w.relay = r->relay;
+    r->job.w.wrap = r->wrap;
+    r->job.w.total = r->info->stream_length;
+    r->job.w.start = g_get_monotonic_time();
     /* From now on the helper's exit is watched as well as QEMU. */
-    qg_mig_helper_start(&r->w);
+    qg_mig_helper_start(&r->job.w);
     return TRUE;
 }
 
@@ -175,20 +171,20 @@ qg_restore_wait_start(QgWatch *w, GError **error)
 static gboolean
 qg_restore_load(QgRestore *r, GError **error)
 {
-    if (!qg_restore_wait_start(&r->w, error) ||
-        !qg_mig_pass_fd(r->qmp, QG_FDNAME_RESTORE, r->qemu_fd, error)) {
+    if (!qg_restore_wait_start(&r->job.w, error) ||
+        !qg_mig_pass_fd(r->job.qmp, QG_FDNAME_RESTORE, r->qemu_fd, error)) {
         return FALSE;
     }
     ioh_fd_clear(&r->qemu_fd);
-    if (!qg_mig_start(r->qmp, FALSE, QG_FDNAME_RESTORE, error)) {
+    if (!qg_mig_start(r->job.qmp, FALSE, QG_FDNAME_RESTORE, error)) {
         return FALSE;
     }
     r->loading = TRUE;
-    if (!qg_mig_wait(&r->w, FALSE, error)) {
+    if (!qg_mig_wait(&r->job.w, FALSE, error)) {
         return FALSE;
     }
     r->loaded = TRUE;
-    r->stats.qemu_seconds = (g_get_monotonic_time() - r->w.start) / 1e6;
+    r->job.stats.qemu_seconds = (g_get_monotonic_time() - r->job.w.start) / 1e6;
     return TRUE;
 }
 
@@ -200,12 +196,12 @@ qg_restore_check_stream(QgRestore *r, guint64 *ret_bytes, guint64 *ret_sum, GErr
     gboolean relayed = qg_relay_wait(r->relay, ret_bytes, ret_sum, &rerr);
     const GError *herr;
 
-    qg_mig_helper_wait(&r->w, -1, FALSE);
+    qg_mig_helper_wait(&r->job.w, -1, FALSE);
     /* The helper's message says more than the relay's; a helper killed by us (its
      * verdict CANCELLED) cannot happen here, but would fail too. */
-    herr = qg_mig_helper_failure(&r->w);
+    herr = qg_mig_helper_failure(&r->job.w);
     if (!herr && relayed) {
-        herr = r->w.helper_error;
+        herr = r->job.w.helper_error;
     }
     if (herr) {
         g_set_error(error, herr->domain, herr->code,
@@ -232,7 +228,7 @@ qg_restore_verify(QgRestore *r, GError **error)
     if (bytes != r->info->stream_length) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
                     "image truncated %s: %" G_GUINT64_FORMAT " bytes of stream read, the "
-                    "header says %" G_GUINT64_FORMAT " (guest left paused)", r->path, bytes,
+                    "header says %" G_GUINT64_FORMAT " (guest left paused)", r->job.path, bytes,
                     r->info->stream_length);
         return FALSE;
     }
@@ -241,11 +237,11 @@ qg_restore_verify(QgRestore *r, GError **error)
         g_autofree char *want = qg_image_checksum_to_string(r->info->checksum);
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CHECKSUM,
                     "checksum mismatch in %s: the stream has %s, the header says %s "
-                    "(guest left paused)", r->path, got, want);
+                    "(guest left paused)", r->job.path, got, want);
         return FALSE;
     }
-    r->stats.stream_length = bytes;
-    r->stats.checksum = sum;
+    r->job.stats.stream_length = bytes;
+    r->job.stats.checksum = sum;
     return TRUE;
 }
 
@@ -254,12 +250,12 @@ static gboolean
 qg_restore_resume(QgRestore *r, GError **error)
 {
     if (r->info->running) {
-        if (!qg_qmp_run(r->qmp, "cont", NULL, error)) {
+        if (!qg_qmp_run(r->job.qmp, "cont", NULL, error)) {
             return FALSE;
         }
-        r->stats.running = TRUE;
+        r->job.stats.running = TRUE;
     }
-    r->stats.seconds = (g_get_monotonic_time() - r->w.start) / 1e6;
+    r->job.stats.seconds = (g_get_monotonic_time() - r->job.w.start) / 1e6;
     r->done = TRUE;
     return TRUE;
 }
@@ -270,12 +266,8 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
 {
     g_autoptr(QgRestore) r = g_new0(QgRestore, 1);
 
-    r->qmp = qmp;
-    r->path = path;
-    r->opts = opts;
+    qg_mig_job_init(&r->job, "restore", qmp, path, opts);
     r->fd = r->qemu_fd = -1;
-    r->stats.downtime_ms = -1;
-    r->w = (QgWatch){ .what = "restore", .path = path, .qmp = qmp, .opts = opts };
     if (!qg_restore_check_qemu(r, error) || !qg_restore_open(r, error) ||
         !qg_mig_enable_events(qmp, error) || !qg_restore_plumb(r, error) ||
         !qg_restore_load(r, error) || !qg_restore_verify(r, error) ||
@@ -283,7 +275,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         return FALSE;
     }
     if (ret_stats) {
-        *ret_stats = r->stats;
+        *ret_stats = r->job.stats;
     }
     return TRUE;
 }

@@ -13,16 +13,12 @@
 #include "qg-json.h"
 
 typedef struct {
-    QgQmp *qmp;
-    const char *path;
-    const QgMigrateOptions *opts;
+    QgJob job;              /* qmp, path, opts, the watch, the figures */
     char *target;           /* the file FILE leads to (qg_file_save_target()) */
     QgImageInfo *info;
     QgSaveFile *file;
     IohWrap *wrap;
     QgRelay *relay;
-    QgWatch w;
-    QgMigrateStats stats;
     int qemu_fd;            /* the write end of QEMU's pipe until QEMU has its own */
     guint64 old_bw;
     gboolean bw_changed;    /* QEMU's max-bandwidth is to be put back */
@@ -38,19 +34,19 @@ qg_save_free(QgSave *s)
         return;
     }
     if (s->migrating) {
-        qg_qmp_run(s->qmp, "migrate_cancel", NULL, NULL);
+        qg_qmp_run(s->job.qmp, "migrate_cancel", NULL, NULL);
     }
     ioh_fd_clear(&s->qemu_fd);
     g_clear_pointer(&s->relay, qg_relay_free);
     g_clear_pointer(&s->wrap, ioh_wrap_free);   /* kills a helper still running */
     g_clear_pointer(&s->file, qg_save_file_free);   /* removes the .part file */
     if (s->stopped && !s->done) {
-        qg_qmp_run(s->qmp, "cont", NULL, NULL);
+        qg_qmp_run(s->job.qmp, "cont", NULL, NULL);
     }
     if (s->bw_changed) {
-        qg_mig_set_bandwidth(s->qmp, s->old_bw, NULL);
+        qg_mig_set_bandwidth(s->job.qmp, s->old_bw, NULL);
     }
-    qg_mig_watch_clear(&s->w);
+    qg_mig_watch_clear(&s->job.w);
     g_clear_pointer(&s->info, qg_image_info_free);
     g_free(s->target);
     g_free(s);
@@ -64,7 +60,7 @@ qg_save_check_qemu(QgSave *s, GError **error)
     g_autofree char *status = NULL;
     gboolean running = FALSE;
 
-    status = qg_mig_query_status(s->qmp, &running, error);
+    status = qg_mig_query_status(s->job.qmp, &running, error);
     if (!status) {
         return FALSE;
     }
@@ -76,7 +72,7 @@ qg_save_check_qemu(QgSave *s, GError **error)
                     : " (QEMU 7.2 saves a guest only once: restart it)");
         return FALSE;
     }
-    if (!qg_mig_machine_info(s->qmp, s->info, error)) {
+    if (!qg_mig_machine_info(s->job.qmp, s->info, error)) {
         return FALSE;
     }
     s->info->running = running;
@@ -92,11 +88,11 @@ qg_save_plumb(QgSave *s, GError **error)
     int p[2], out_fd;
 
     s->wrap = ioh_wrap_new(&s->file->fd, s->file->tmp_path,
-                           qg_mig_wrap_flags(s->opts->cache), &params, error);
+                           qg_mig_wrap_flags(s->job.opts->cache), &params, error);
     if (!s->wrap) {
         return FALSE;
     }
-    s->stats.helper = ioh_wrap_is_spawned(s->wrap);   /* always: POLLABLE */
+    s->job.stats.helper = ioh_wrap_is_spawned(s->wrap);   /* always: POLLABLE */
     /* Our fd is now the wrap's end of its pipe: the wrap closes it. The relay gets its
      * own copy. */
     out_fd = qg_mig_dup(s->file->fd, error);
@@ -110,8 +106,8 @@ qg_save_plumb(QgSave *s, GError **error)
     }
     s->qemu_fd = p[1];
     s->relay = qg_relay_start(p[0], out_fd, "save", error);
-    s->w.relay = s->relay;
-    s->w.wrap = s->wrap;
+    s->job.w.relay = s->relay;
+    s->job.w.wrap = s->wrap;
     return s->relay != NULL;
 }
 
@@ -120,10 +116,10 @@ static gboolean
 qg_save_prepare(QgSave *s, GError **error)
 {
     /* The file first: a file that cannot be made leaves QEMU as it was. */
-    s->file = qg_save_file_new(s->path, s->target, s->opts->cache, error);
-    if (!s->file || !qg_mig_enable_events(s->qmp, error) ||
-        !qg_mig_get_bandwidth(s->qmp, &s->old_bw, error) ||
-        !qg_mig_set_bandwidth(s->qmp, s->opts->max_bandwidth ? s->opts->max_bandwidth
+    s->file = qg_save_file_new(s->job.path, s->target, s->job.opts->cache, error);
+    if (!s->file || !qg_mig_enable_events(s->job.qmp, error) ||
+        !qg_mig_get_bandwidth(s->job.qmp, &s->old_bw, error) ||
+        !qg_mig_set_bandwidth(s->job.qmp, s->job.opts->max_bandwidth ? s->job.opts->max_bandwidth
                                                              : QG_BANDWIDTH_UNLIMITED,
                               error)) {
         return FALSE;
@@ -151,7 +147,7 @@ qg_save_failed(QgSave *s, GError *qerr, GError **error)
         return;
     }
     g_set_error(error, herr->domain, herr->code, "save failed: %s; QEMU then reported: %s",
-                herr->message, s->w.qemu_desc ? s->w.qemu_desc : qerr->message);
+                herr->message, s->job.w.qemu_desc ? s->job.w.qemu_desc : qerr->message);
     g_error_free(qerr);
 }
 
@@ -161,22 +157,22 @@ qg_save_migrate(QgSave *s, GError **error)
 {
     GError *qerr = NULL;
 
-    if (s->info->running && !s->opts->live) {
-        if (!qg_qmp_run(s->qmp, "stop", NULL, error)) {
+    if (s->info->running && !s->job.opts->live) {
+        if (!qg_qmp_run(s->job.qmp, "stop", NULL, error)) {
             return FALSE;
         }
         s->stopped = TRUE;
     }
-    if (!qg_mig_pass_fd(s->qmp, QG_FDNAME_SAVE, s->qemu_fd, error)) {
+    if (!qg_mig_pass_fd(s->job.qmp, QG_FDNAME_SAVE, s->qemu_fd, error)) {
         return FALSE;
     }
     ioh_fd_clear(&s->qemu_fd);   /* QEMU holds its own copy; ours would hide EOF */
-    s->w.start = g_get_monotonic_time();
-    if (!qg_mig_start(s->qmp, TRUE, QG_FDNAME_SAVE, error)) {
+    s->job.w.start = g_get_monotonic_time();
+    if (!qg_mig_start(s->job.qmp, TRUE, QG_FDNAME_SAVE, error)) {
         return FALSE;
     }
     s->migrating = TRUE;
-    if (!qg_mig_wait(&s->w, TRUE, &qerr)) {
+    if (!qg_mig_wait(&s->job.w, TRUE, &qerr)) {
         qg_save_failed(s, qerr, error);
         return FALSE;
     }
@@ -190,7 +186,7 @@ static gboolean
 qg_save_complete(QgSave *s, GError **error)
 {
     gint64 t_qemu = g_get_monotonic_time();
-    g_autoptr(JsonObject) mig = qg_mig_query_migrate(s->qmp, 0, NULL);
+    g_autoptr(JsonObject) mig = qg_mig_query_migrate(s->job.qmp, 0, NULL);
 
     if (!qg_relay_wait(s->relay, &s->info->stream_length, &s->info->checksum, error)) {
         return FALSE;
@@ -202,12 +198,12 @@ qg_save_complete(QgSave *s, GError **error)
     if (!qg_save_file_commit(s->file, s->info, error)) {
         return FALSE;
     }
-    s->stats.stream_length = s->info->stream_length;
-    s->stats.checksum = s->info->checksum;
-    s->stats.seconds = (g_get_monotonic_time() - s->w.start) / 1e6;
-    s->stats.qemu_seconds = (t_qemu - s->w.start) / 1e6;
-    s->stats.running = s->info->running;
-    s->stats.downtime_ms = mig ? qg_json_get_int(mig, "downtime", -1) : -1;
+    s->job.stats.stream_length = s->info->stream_length;
+    s->job.stats.checksum = s->info->checksum;
+    s->job.stats.seconds = (g_get_monotonic_time() - s->job.w.start) / 1e6;
+    s->job.stats.qemu_seconds = (t_qemu - s->job.w.start) / 1e6;
+    s->job.stats.running = s->info->running;
+    s->job.stats.downtime_ms = mig ? qg_json_get_int(mig, "downtime", -1) : -1;
     s->done = TRUE;
     return TRUE;
 }
@@ -218,13 +214,9 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
 {
     g_autoptr(QgSave) s = g_new0(QgSave, 1);
 
-    s->qmp = qmp;
-    s->path = path;
-    s->opts = opts;
+    qg_mig_job_init(&s->job, "save", qmp, path, opts);
     s->info = qg_image_info_new();
     s->qemu_fd = -1;
-    s->stats.downtime_ms = -1;
-    s->w = (QgWatch){ .what = "save", .path = path, .qmp = qmp, .opts = opts };
     /* What FILE is, before QEMU is asked anything: a save never pauses a guest for a
      * file it cannot write. */
     s->target = qg_file_save_target(path, error);
@@ -234,7 +226,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         return FALSE;
     }
     if (ret_stats) {
-        *ret_stats = s->stats;
+        *ret_stats = s->job.stats;
     }
     return TRUE;
 }

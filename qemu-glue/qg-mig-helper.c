@@ -6,7 +6,7 @@
 #include "qg-migrate-private.h"
 
 static void
-qg_on_helper_exit(GObject *source, GAsyncResult *res, gpointer data)
+qg_mig_helper_on_exit(GObject *source, GAsyncResult *res, gpointer data)
 {
     QgWatch *w = data;
 
@@ -25,11 +25,11 @@ qg_mig_helper_start(QgWatch *w)
     g_main_context_push_thread_default(w->ctx);
     w->helper_cancel = g_cancellable_new();
     w->helper_pending = TRUE;
-    ioh_wrap_finish_async(w->wrap, w->helper_cancel, qg_on_helper_exit, w);
+    ioh_wrap_finish_async(w->wrap, w->helper_cancel, qg_mig_helper_on_exit, w);
 }
 
 static gboolean
-qg_timeout_cb(gpointer data)
+qg_mig_helper_timeout_cb(gpointer data)
 {
     (void)data;
     return G_SOURCE_REMOVE;
@@ -41,7 +41,7 @@ qg_mig_helper_iterate(QgWatch *w, guint ms)
     if (ms > 0) {
         GSource *t = g_timeout_source_new(ms);
 
-        g_source_set_callback(t, qg_timeout_cb, NULL, NULL);
+        g_source_set_callback(t, qg_mig_helper_timeout_cb, NULL, NULL);
         g_source_attach(t, w->ctx);
         g_main_context_iteration(w->ctx, TRUE);
         g_source_destroy(t);

@@ -5,7 +5,7 @@
 #include "qg-json.h"
 
 static void
-qg_report_progress(QgWatch *w, gboolean save)
+qg_mig_watch_progress(QgWatch *w, gboolean save)
 {
     QgProgress p = { 0 };
 
@@ -30,7 +30,7 @@ qg_report_progress(QgWatch *w, gboolean save)
 
 /* The QMP connection failed while QEMU migrated: sets @error from @err (consumed). */
 static void
-qg_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
+qg_mig_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
 {
     if (!save && err->domain == QG_QMP_ERROR && err->code == QG_QMP_ERROR_CLOSED) {
         w->qemu_gone = TRUE;
@@ -50,7 +50,7 @@ qg_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
 
 /* QEMU said the migration failed: why, as well as can be told. */
 static void
-qg_watch_migration_failed(QgWatch *w, gboolean save, GError **error)
+qg_mig_watch_failed(QgWatch *w, gboolean save, GError **error)
 {
     if (!save && qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
         return;
@@ -75,7 +75,7 @@ qg_watch_migration_failed(QgWatch *w, gboolean save, GError **error)
 /* What the event @ev says of the job: 1 it is complete, -1 it failed (@error set), 0
  * it goes on (or @ev is about something else). */
 static int
-qg_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
+qg_mig_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
 {
     const char *st;
 
@@ -93,7 +93,7 @@ qg_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
         return 1;
     }
     if (g_str_equal(st, "failed")) {
-        qg_watch_migration_failed(w, save, error);
+        qg_mig_watch_failed(w, save, error);
         return -1;
     }
     if (g_str_equal(st, "cancelled")) {
@@ -106,7 +106,7 @@ qg_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
 
 /* Restore: the helper or the relay failed, or QEMU stopped reading without a word. */
 static gboolean
-qg_watch_restore_failed(QgWatch *w, gint64 now, GError **error)
+qg_mig_watch_restore_failed(QgWatch *w, gint64 now, GError **error)
 {
     g_autoptr(GError) rerr = NULL;
 
@@ -128,7 +128,7 @@ qg_watch_restore_failed(QgWatch *w, gint64 now, GError **error)
  * sends or takes nothing, or the helper is stuck. Progress is any byte through the
  * relay, or written by the helper. */
 static gboolean
-qg_watch_stalled(QgWatch *w, gint64 now, GError **error)
+qg_mig_watch_stalled(QgWatch *w, gint64 now, GError **error)
 {
     guint64 bytes = qg_relay_get_bytes(w->relay);
     guint64 written = 0, synced = 0;
@@ -178,23 +178,23 @@ qg_mig_wait(QgWatch *w, gboolean save, GError **error)
         int verdict;
 
         if (err) {
-            qg_watch_qmp_failed(w, save, err, error);
+            qg_mig_watch_qmp_failed(w, save, err, error);
             return FALSE;
         }
         if (qg_mig_cancelled(w, error)) {
             return FALSE;
         }
-        verdict = ev ? qg_watch_event(w, save, ev, error) : 0;
+        verdict = ev ? qg_mig_watch_event(w, save, ev, error) : 0;
         if (verdict) {
             return verdict > 0;
         }
         now = g_get_monotonic_time();
-        if ((!save && qg_watch_restore_failed(w, now, error)) ||
-            qg_watch_stalled(w, now, error)) {
+        if ((!save && qg_mig_watch_restore_failed(w, now, error)) ||
+            qg_mig_watch_stalled(w, now, error)) {
             return FALSE;
         }
         if (w->opts->progress && now >= next) {
-            qg_report_progress(w, save);
+            qg_mig_watch_progress(w, save);
             next = now + (gint64)interval * 1000;
         }
     }

@@ -1,10 +1,10 @@
 /* qg-migrate-private.h - the parts of qg_migrate_save() and qg_migrate_restore()
- * (prefix qg_mig_; not installed, not for callers of qg-migrate.h)
+ * (prefix qg_mig_, QgSaveFile qg_save_file_; not installed, not for callers of qg-migrate.h)
  *
  *   qg-mig-qmp.c     the QMP commands of a migration, every reply checked for its shape
  *   qg-mig-helper.c  supervising the helper and the relay: their verdict, a stream cut short
  *   qg-mig-watch.c   waiting for QEMU's MIGRATION event: progress, stall timeout, cancel
- *   qg-mig-file.c    the new image: "FILE.part-XXXXXX", then header, rename, fsync
+ *   qg-save-file.c   the new image (prefix qg_save_file_): "FILE.part-XXXXXX", then header, rename, fsync
  *   qg-save.c, qg-restore.c  the two jobs, step by step
  */
 #pragma once
@@ -134,7 +134,7 @@ gboolean qg_mig_cancelled(QgWatch *w, GError **error);
  * says why. QEMU's own reason for a failure is kept in w->qemu_desc. */
 gboolean qg_mig_wait(QgWatch *w, gboolean save, GError **error);
 
-/* ---- qg-mig-file.c: the image a save makes ---- */
+/* ---- qg-save-file.c: the image a save makes ---- */
 
 typedef struct {
     char *path;       /* FILE as the user gave it: the name in messages */

@@ -1,4 +1,4 @@
-/* qg-mig-file.c - the image a save makes: "FILE.part-XXXXXX" beside the file it
+/* qg-save-file.c - the image a save makes: "FILE.part-XXXXXX" beside the file it
  * replaces, the header once the stream is durable, then rename(2) and fsync of the
  * folder; removed on any failure, so an old FILE is left as it was */
 #include "qg-migrate-private.h"
@@ -80,7 +80,7 @@ qg_save_file_new(const char *path, const char *target, IohCacheMode cache,
 
 /* rename(2), then fsync the directory so the new name is durable too. */
 static gboolean
-qg_rename_durably(const char *from, const char *to, GError **error)
+qg_save_file_rename(const char *from, const char *to, GError **error)
 {
     g_autofree char *dir = g_path_get_dirname(to);
     int dfd;
@@ -106,7 +106,7 @@ gboolean
 qg_save_file_commit(QgSaveFile *file, const QgImageInfo *info, GError **error)
 {
     if (!qg_image_write_header(file->hdr_fd, file->path, info, error) ||
-        !qg_rename_durably(file->tmp_path, file->target, error)) {
+        !qg_save_file_rename(file->tmp_path, file->target, error)) {
         return FALSE;
     }
     g_clear_pointer(&file->tmp_path, g_free);   /* renamed: nothing to remove any more */

@@ -50,28 +50,20 @@ qg_relay_poll(QgRelay *r, int fd, short events)
 static gboolean
 qg_relay_write_all(QgRelay *r, const guint8 *buf, gsize len)
 {
-    while (len > 0) {
-        ssize_t n = write(r->out_fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN) {
-                if (!qg_relay_poll(r, r->out_fd, POLLOUT)) {
-                    return FALSE;
-                }
-                continue;
-            }
-            g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_WRITE,
-                        "%s stream: cannot write after %" G_GUINT64_FORMAT " bytes: %s",
-                        r->what, r->bytes,
-                        g_strerror(errno));
-            return FALSE;
-        }
-        buf += n;
-        len -= n;
+    g_autoptr(GError) local = NULL;
+
+    if (ioh_fd_write_full(r->out_fd, buf, len, r->cancel, NULL, &local)) {
+        return TRUE;
     }
-    return TRUE;
+    if (ioh_error_is_cancelled(local)) {
+        g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_CANCELLED,
+                    "%s stream cancelled", r->what);
+    } else {
+        g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_WRITE,
+                    "%s stream: cannot write after %" G_GUINT64_FORMAT " bytes: %s",
+                    r->what, r->bytes, g_strerror(ioh_error_get_errno(local)));
+    }
+    return FALSE;
 }
 
 /* After EPIPE: waits for the input to say more; TRUE if it is at EOF with nothing left. */

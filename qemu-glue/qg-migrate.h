@@ -22,7 +22,9 @@ typedef enum {
     QG_MIGRATE_ERROR_STATE,     /* QEMU is not in a state that allows this */
     QG_MIGRATE_ERROR_FAILED,    /* QEMU reported the migration failed */
     QG_MIGRATE_ERROR_CANCELLED, /* the migration was cancelled */
-    QG_MIGRATE_ERROR_IO,        /* the image file could not be opened or created */
+    QG_MIGRATE_ERROR_IO,        /* the image's file system refuses O_DIRECT; creating,
+                                 * renaming and syncing the image fail with IOH_ERROR
+                                 * (errno, operation and path as fields) */
     QG_MIGRATE_ERROR_STALLED,   /* no byte of the stream moved for stall_timeout_s */
 } QgMigrateError;
 

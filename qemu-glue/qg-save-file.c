@@ -4,13 +4,30 @@
 #include "qg-migrate-private.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 
+#include "ioh-error.h"
 #include "ioh-fd.h"
 #include "qg-file.h"
 #include "qg-text.h"
+
+/* IOH_ERROR with @errsv, the operation and the path as fields, and a message of ours. */
+static gboolean G_GNUC_PRINTF(5, 6)
+qg_save_file_error(GError **error, int errsv, const char *op, const char *path,
+                   const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_propagate_error(error, ioh_error_new_literal(errsv, op, path, msg));
+    return FALSE;
+}
 
 void
 qg_save_file_free(QgSaveFile *file)
@@ -37,9 +54,9 @@ qg_save_file_prepare(QgSaveFile *file, IohCacheMode cache, GError **error)
 
     file->hdr_fd = open(file->tmp_path, O_WRONLY | O_CLOEXEC);
     if (file->hdr_fd < 0) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot open the image %s: %s", file->tmp_path, g_strerror(errno));
-        return FALSE;
+        return qg_save_file_error(error, errno, "open", file->tmp_path,
+                                  "cannot open the image %s: %s", file->tmp_path,
+                                  g_strerror(errno));
     }
     if (cache == IOH_CACHE_DIRECT &&
         !qg_file_probe_direct(file->tmp_path, O_WRONLY, &local)) {
@@ -63,8 +80,9 @@ qg_save_file_new(const char *path, const char *target, IohCacheMode cache,
     file->tmp_path = g_strdup_printf("%s.part-XXXXXX", file->target);
     file->fd = g_mkstemp_full(file->tmp_path, O_WRONLY | O_CLOEXEC, 0600);
     if (file->fd < 0) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot create the image %s: %s", file->tmp_path, g_strerror(errno));
+        qg_save_file_error(error, errno, "create", file->tmp_path,
+                           "cannot create the image %s: %s", file->tmp_path,
+                           g_strerror(errno));
         g_clear_pointer(&file->tmp_path, g_free);   /* nothing to remove */
         return NULL;
     }
@@ -86,17 +104,15 @@ qg_save_file_rename(const char *from, const char *to, GError **error)
     int dfd;
 
     if (rename(from, to) < 0) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot rename %s to %s: %s", from, to, g_strerror(errno));
-        return FALSE;
+        return qg_save_file_error(error, errno, "rename", from, "cannot rename %s to %s: %s",
+                                  from, to, g_strerror(errno));
     }
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0 || fsync(dfd) < 0) {
         int e = errno;
         ioh_fd_clear(&dfd);
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot sync the folder %s: %s", dir, g_strerror(e));
-        return FALSE;
+        return qg_save_file_error(error, e, "fsync", dir, "cannot sync the folder %s: %s",
+                                  dir, g_strerror(e));
     }
     close(dfd);
     return TRUE;

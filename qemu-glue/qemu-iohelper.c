@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <glib-unix.h>
 
 #include "qg-image.h"
 #include "qg-migrate.h"
@@ -26,7 +27,7 @@
 
 typedef struct {
     char *qmp_path;
-    QgCacheMode cache;
+    IohCacheMode cache;
     gboolean live;
     gboolean progress;
     char *stats;           /* NULL, "text" or "json" */
@@ -39,27 +40,92 @@ typedef struct {
 } Opts;
 
 static Opts opts = { .stall_timeout_s = G_MININT };
-static volatile sig_atomic_t interrupted;
+
+/* SIGINT and SIGTERM cancel the job (it then undoes itself and we exit 1); a second one
+ * kills: the source is removed on the first, and GLib puts back the default action. The
+ * sources live in a context of their own, run by a thread of their own, since the job
+ * blocks the main thread. */
+typedef struct {
+    GCancellable *cancellable;
+    GMainContext *ctx;
+    GMainLoop *loop;
+    GThread *thread;
+} SignalWatch;
+
+static gboolean
+on_signal(gpointer data)
+{
+    g_debug("signal: cancelling the job");
+    g_cancellable_cancel(data);
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer
+signal_thread(gpointer data)
+{
+    SignalWatch *sw = data;
+
+    g_main_context_push_thread_default(sw->ctx);
+    g_main_loop_run(sw->loop);
+    g_main_context_pop_thread_default(sw->ctx);
+    return NULL;
+}
 
 static void
-on_signal(int sig)
+signal_watch_add(SignalWatch *sw, int signum)
 {
-    (void)sig;
-    interrupted = 1;   /* the job cancels itself; a second signal kills (SA_RESETHAND) */
+    g_autoptr(GSource) src = g_unix_signal_source_new(signum);
+
+    g_source_set_callback(src, on_signal, sw->cancellable, NULL);
+    g_source_attach(src, sw->ctx);
 }
+
+static SignalWatch *
+signal_watch_new(void)
+{
+    SignalWatch *sw = g_new0(SignalWatch, 1);
+
+    sw->cancellable = g_cancellable_new();
+    sw->ctx = g_main_context_new();
+    sw->loop = g_main_loop_new(sw->ctx, FALSE);
+    signal_watch_add(sw, SIGINT);
+    signal_watch_add(sw, SIGTERM);
+    sw->thread = g_thread_new("signals", signal_thread, sw);
+    return sw;
+}
+
+static gboolean
+quit_loop(gpointer data)
+{
+    g_main_loop_quit(data);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+signal_watch_free(SignalWatch *sw)
+{
+    if (!sw) {
+        return;
+    }
+    g_main_context_invoke(sw->ctx, quit_loop, sw->loop);
+    g_thread_join(sw->thread);
+    g_main_loop_unref(sw->loop);
+    g_main_context_unref(sw->ctx);
+    g_object_unref(sw->cancellable);
+    g_free(sw);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SignalWatch, signal_watch_free)
 
 static gboolean
 parse_cache(const char *name, const char *value, gpointer data, GError **error)
 {
     (void)name;
     (void)data;
-    if (!value || g_str_equal(value, "direct")) {
-        opts.cache = QG_CACHE_DIRECT;
-    } else if (g_str_equal(value, "fadvise")) {
-        opts.cache = QG_CACHE_FADVISE;
-    } else if (g_str_equal(value, "none") || g_str_equal(value, "buffered")) {
-        opts.cache = QG_CACHE_KEEP;
-    } else {
+    if (!value) {
+        opts.cache = IOH_CACHE_DIRECT;
+    } else if (g_str_equal(value, "none")) {
+        opts.cache = IOH_CACHE_BUFFERED;
+    } else if (!ioh_cache_mode_from_string(value, &opts.cache, NULL)) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                     "--bypass-cache takes direct or fadvise, not '%s'", value);
         return FALSE;
@@ -122,17 +188,63 @@ print_error(const char *fmt, ...)
     fprintf(stderr, "qemu-iohelper: %s\n", line);
 }
 
-/* @text as a JSON string, quotes included (invalid UTF-8 replaced). */
-static char *
-json_quote(const char *text)
+/* Prints @builder's value as one line of JSON on stdout. */
+static void
+print_json(JsonBuilder *builder)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) node = json_node_new(JSON_NODE_VALUE);
+    g_autoptr(JsonNode) root = json_builder_get_root(builder);
+    g_autofree char *text = NULL;
+
+    json_generator_set_root(gen, root);
+    text = json_generator_to_data(gen, NULL);
+    printf("%s\n", text);
+}
+
+/* A member holding @text, made valid UTF-8 (a file name may not be). */
+static void
+add_string(JsonBuilder *b, const char *name, const char *text)
+{
     g_autofree char *valid = g_utf8_make_valid(text, -1);
 
-    json_node_set_string(node, valid);
-    json_generator_set_root(gen, node);
-    return json_generator_to_data(gen, NULL);
+    json_builder_set_member_name(b, name);
+    json_builder_add_string_value(b, valid);
+}
+
+static void
+add_double(JsonBuilder *b, const char *name, double value)
+{
+    json_builder_set_member_name(b, name);
+    json_builder_add_double_value(b, value);
+}
+
+static void
+print_stats_json(const char *what, const char *file, const QgMigrateStats *s)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *sum = qg_image_checksum_to_string(s->checksum);
+    double mib = (double)s->stream_length / (1 << 20);
+
+    json_builder_begin_object(b);
+    add_string(b, "operation", what);
+    add_string(b, "file", file);
+    add_string(b, "mode", ioh_cache_mode_to_string(opts.cache));
+    json_builder_set_member_name(b, "live");
+    json_builder_add_boolean_value(b, opts.live);
+    json_builder_set_member_name(b, "helper");
+    json_builder_add_boolean_value(b, s->helper);
+    json_builder_set_member_name(b, "stream_bytes");
+    json_builder_add_int_value(b, (gint64)s->stream_length);
+    add_double(b, "seconds", s->seconds);
+    add_double(b, "qemu_seconds", s->qemu_seconds);
+    add_double(b, "mib_per_second", s->seconds > 0 ? mib / s->seconds : 0);
+    json_builder_set_member_name(b, "downtime_ms");
+    json_builder_add_int_value(b, s->downtime_ms);
+    json_builder_set_member_name(b, "running");
+    json_builder_add_boolean_value(b, s->running);
+    add_string(b, "checksum", sum);
+    json_builder_end_object(b);
+    print_json(b);
 }
 
 static void
@@ -176,23 +288,16 @@ static void
 print_stats(const char *what, const char *file, const QgMigrateStats *s)
 {
     g_autofree char *sum = qg_image_checksum_to_string(s->checksum);
+    g_autofree char *lfile = qg_text_one_line(file);
     double mib = (double)s->stream_length / (1 << 20);
     double rate = s->seconds > 0 ? mib / s->seconds : 0;
 
     if (g_str_equal(opts.stats, "json")) {
-        g_autofree char *qfile = json_quote(file);
-        printf("{\"operation\":\"%s\",\"file\":%s,\"mode\":\"%s\",\"live\":%s,"
-               "\"helper\":%s,\"stream_bytes\":%" G_GUINT64_FORMAT ",\"seconds\":%.3f,"
-               "\"qemu_seconds\":%.3f,\"mib_per_second\":%.1f,\"downtime_ms\":%" G_GINT64_FORMAT
-               ",\"running\":%s,\"checksum\":\"%s\"}\n",
-               what, qfile, qg_cache_mode_to_string(opts.cache), opts.live ? "true" : "false",
-               s->helper ? "true" : "false", s->stream_length, s->seconds, s->qemu_seconds,
-               rate, s->downtime_ms, s->running ? "true" : "false", sum);
+        print_stats_json(what, file, s);
     } else {
-        g_autofree char *lfile = qg_text_one_line(file);
         printf("%s: %s, %.1f MiB in %.2f s (QEMU done at %.2f s), %.0f MiB/s, %s%s, %s\n",
                what, lfile, mib, s->seconds, s->qemu_seconds, rate,
-               qg_cache_mode_to_string(opts.cache),
+               ioh_cache_mode_to_string(opts.cache),
                g_str_equal(what, "save") ? (s->running ? ", guest was running"
                                                        : ", guest was paused")
                                          : (s->running ? ", guest resumed" : ", guest paused"),
@@ -255,44 +360,39 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
         st = qg_json_get_string(qg_json_get_object(ev, "data"), "status") ?: "";
         if (g_str_equal(st, "completed") || g_str_equal(st, "failed") ||
             g_str_equal(st, "cancelled")) {
-            g_autofree char *qst = json_quote(st);
-            printf("{\"status\":%s,\"seconds\":%.3f}\n", qst,
-                   (g_get_monotonic_time() - start) / 1e6);
+            g_autoptr(JsonBuilder) b = json_builder_new();
+
+            json_builder_begin_object(b);
+            add_string(b, "status", st);
+            add_double(b, "seconds", (g_get_monotonic_time() - start) / 1e6);
+            json_builder_end_object(b);
+            print_json(b);
             return g_str_equal(st, "completed") ? 0 : 1;
         }
     }
 }
 
-int
-main(int argc, char **argv)
+/* Parses and checks the command line: 0, or the exit status of a usage error. */
+static int
+parse_args(int *argc, char ***argv)
 {
     g_autoptr(GOptionContext) ctx = g_option_context_new("save|restore FILE | qmp COMMAND [ARGS]");
     g_autoptr(GError) err = NULL;
-    g_autoptr(QgQmp) qmp = NULL;
-    QgMigrateOptions mopts = { 0 };
-    QgMigrateStats stats = { 0 };
-    const char *cmd, *file;
-    gboolean ok;
+    char **av;
 
-    struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
-
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_option_context_set_summary(ctx,
         "Save a QEMU guest to FILE through iohelper, or restore it into a QEMU started\n"
         "with -incoming defer. The image is a 4 KiB header of ours (checked on restore)\n"
         "followed by QEMU's migration stream.");
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+    if (!g_option_context_parse(ctx, argc, argv, &err)) {
         print_error("%s", err->message);
         return 2;
     }
-    if (argc >= 3 && argc <= 4 && g_str_equal(argv[1], "qmp")) {
+    av = *argv;
+    if (*argc >= 3 && *argc <= 4 && g_str_equal(av[1], "qmp")) {
         /* checked below */
-    } else if (argc != 3 ||
-               (!g_str_equal(argv[1], "save") && !g_str_equal(argv[1], "restore"))) {
+    } else if (*argc != 3 || (!g_str_equal(av[1], "save") && !g_str_equal(av[1], "restore"))) {
         print_error("usage: qemu-iohelper save|restore --qmp SOCK FILE (see --help)");
         return 2;
     }
@@ -300,33 +400,34 @@ main(int argc, char **argv)
         print_error("--qmp SOCK is required");
         return 2;
     }
-    if (!*argv[2]) {
-        print_error("%s: FILE is empty (see --help)", argv[1]);
+    if (!*av[2]) {
+        print_error("%s: FILE is empty (see --help)", av[1]);
         return 2;
     }
-    if (opts.max_bandwidth_mib < 0 || opts.timeout_s < 0 || (opts.stall_timeout_s < 0 && opts.stall_timeout_s != G_MININT)) {
+    if (opts.max_bandwidth_mib < 0 || opts.timeout_s < 0 ||
+        (opts.stall_timeout_s < 0 && opts.stall_timeout_s != G_MININT)) {
         print_error("--max-bandwidth, --timeout and --stall-timeout take positive numbers");
         return 2;
     }
-    cmd = argv[1];
-    file = argv[2];
-    opts.tty = isatty(STDERR_FILENO);
+    return 0;
+}
 
-    qmp = qg_qmp_connect(opts.qmp_path, (guint)opts.timeout_s * 1000, &err);
-    if (!qmp) {
-        print_error("%s", err->message);
-        return 1;
-    }
-    if (g_str_equal(cmd, "qmp")) {
-        return run_qmp(qmp, argv[2], argc == 4 ? argv[3] : NULL);
-    }
+/* `save FILE` or `restore FILE`: the exit status. */
+static int
+run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable)
+{
+    g_autoptr(GError) err = NULL;
+    QgMigrateOptions mopts = { 0 };
+    QgMigrateStats stats = { 0 };
+    gboolean ok;
+
     mopts.cache = opts.cache;
     mopts.live = opts.live;
     mopts.max_bandwidth = (guint64)opts.max_bandwidth_mib << 20;
     mopts.progress_interval_ms = 500;
-    mopts.interrupted = &interrupted;
+    mopts.cancellable = cancellable;
     mopts.stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
-                                                     : (guint)opts.stall_timeout_s;
+                                                             : (guint)opts.stall_timeout_s;
     if (opts.progress) {
         mopts.progress = show_progress;
     }
@@ -346,4 +447,33 @@ main(int argc, char **argv)
         print_stats(cmd, file, &stats);
     }
     return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autoptr(SignalWatch) signals = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(QgQmp) qmp = NULL;
+    int status;
+
+    /* G_MESSAGES_DEBUG=iohelper: the debug lines go to stderr, never into stdout (which
+     * may carry --stats=json or a QMP reply). */
+    g_log_writer_default_set_use_stderr(TRUE);
+    signal(SIGPIPE, SIG_IGN);
+    signals = signal_watch_new();
+    status = parse_args(&argc, &argv);
+    if (status) {
+        return status;
+    }
+    opts.tty = isatty(STDERR_FILENO);
+    qmp = qg_qmp_connect(opts.qmp_path, (guint)opts.timeout_s * 1000, &err);
+    if (!qmp) {
+        print_error("%s", err->message);
+        return 1;
+    }
+    if (g_str_equal(argv[1], "qmp")) {
+        return run_qmp(qmp, argv[2], argc == 4 ? argv[3] : NULL);
+    }
+    return run_job(qmp, argv[1], argv[2], signals->cancellable);
 }

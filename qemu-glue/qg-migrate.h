@@ -8,17 +8,12 @@
  */
 #pragma once
 
-#include <signal.h>
-#include <glib.h>
+#include <gio/gio.h>
+
+#include "ioh-cache-mode.h"
 #include "qg-qmp.h"
 
 G_BEGIN_DECLS
-
-typedef enum {
-    QG_CACHE_KEEP,      /* through the page cache */
-    QG_CACHE_DIRECT,    /* O_DIRECT */
-    QG_CACHE_FADVISE,   /* write-back + POSIX_FADV_DONTNEED */
-} QgCacheMode;
 
 #define QG_MIGRATE_ERROR (qg_migrate_error_quark())
 GQuark qg_migrate_error_quark(void);
@@ -27,7 +22,9 @@ typedef enum {
     QG_MIGRATE_ERROR_STATE,     /* QEMU is not in a state that allows this */
     QG_MIGRATE_ERROR_FAILED,    /* QEMU reported the migration failed */
     QG_MIGRATE_ERROR_CANCELLED, /* the migration was cancelled */
-    QG_MIGRATE_ERROR_IO,        /* the image file could not be opened or created */
+    QG_MIGRATE_ERROR_IO,        /* the image's file system refuses O_DIRECT; creating,
+                                 * renaming and syncing the image fail with IOH_ERROR
+                                 * (errno, operation and path as fields) */
     QG_MIGRATE_ERROR_STALLED,   /* no byte of the stream moved for stall_timeout_s */
 } QgMigrateError;
 
@@ -47,15 +44,16 @@ typedef void (*QgProgressFunc)(const char *what, const QgProgress *progress,
                                gpointer user_data);
 
 typedef struct {
-    QgCacheMode cache;
+    IohCacheMode cache;         /* IOH_CACHE_BUFFERED, _DIRECT (O_DIRECT) or _FADVISE */
     gboolean live;              /* save: do not pause the guest first */
     guint64 max_bandwidth;      /* save: bytes/s QEMU may send; 0: unlimited */
     guint progress_interval_ms; /* 0: 500 */
     QgProgressFunc progress;    /* nullable; called from the calling thread */
     gpointer progress_data;
-    /* nullable: a flag a signal handler sets; the job is then cancelled cleanly
-     * (G_IO_ERROR_CANCELLED), within progress_interval_ms. */
-    const volatile sig_atomic_t *interrupted;
+    /* nullable: once cancelled (from any thread), the job ends cleanly with
+     * G_IO_ERROR_CANCELLED "save interrupted" / "restore interrupted", within
+     * progress_interval_ms (a restore: 50 ms), undone as on any other failure. */
+    GCancellable *cancellable;
     /* Fail the job when no byte of the stream moved for this long while QEMU migrates
      * (QEMU sends or takes nothing, or the helper is stuck); 0: wait for ever. A save
      * is then cancelled in QEMU, a restore's QEMU quit, as on any other failure. The
@@ -70,7 +68,8 @@ typedef struct {
     double qemu_seconds;    /* until QEMU said "completed" */
     gint64 downtime_ms;     /* save: QEMU's reported downtime; -1 unknown */
     gboolean running;       /* save: guest was running; restore: guest was resumed */
-    gboolean helper;        /* an iohelper process served the file */
+    gboolean helper;        /* an iohelper process served the file: always TRUE (the
+                             * relay hashes between two pipes; docs/qemu-glue.md) */
 } QgMigrateStats;
 
 /**
@@ -99,13 +98,11 @@ gboolean qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *o
  * ends before the header's length, ends the wait at once with the helper's own message
  * ("restore failed: read /x.img: Input/output error"), also when QEMU failed as well.
  * Any failure after `migrate-incoming` and before QEMU loaded the stream (helper, relay,
- * QEMU, @opts->interrupted) leaves QEMU with a half-loaded guest it can neither run nor
+ * QEMU, @opts->cancellable) leaves QEMU with a half-loaded guest it can neither run nor
  * load again: it is then told to `quit` (QMP), and waited for up to 5 s. The guest is
  * resumed only after a load that QEMU completed and that passed every check.
  */
 gboolean qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
                             QgMigrateStats *ret_stats, GError **error);
-
-const char *qg_cache_mode_to_string(QgCacheMode mode);
 
 G_END_DECLS

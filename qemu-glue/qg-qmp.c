@@ -410,6 +410,33 @@ static const QgJsonMember qg_qmp_qemu_version_shape[] = {
     { NULL, 0, FALSE },
 };
 
+/* The greeting's capabilities ("oob", ...), strings only, for G_MESSAGES_DEBUG. */
+static void
+qg_qmp_debug_greeting(QgQmp *qmp, JsonArray *caps)
+{
+    g_autoptr(GString) list = g_string_new(NULL);
+    guint n = caps ? json_array_get_length(caps) : 0;
+
+    for (guint i = 0; i < n; i++) {
+        JsonNode *c = json_array_get_element(caps, i);
+
+        if (qg_json_node_is(c, QG_JSON_STRING)) {
+            g_string_append_printf(list, "%s%s", list->len ? ", " : "",
+                                   json_node_get_string(c));
+        }
+    }
+    if (g_log_writer_default_would_drop(G_LOG_LEVEL_DEBUG, G_LOG_DOMAIN)) {
+        return;
+    }
+    {
+        g_autofree char *msg = g_strdup_printf("QMP: QEMU %s on %s, greeting capabilities: %s",
+                                               qmp->version, qmp->path,
+                                               list->len ? list->str : "(none)");
+        g_autofree char *line = qg_text_one_line(msg);
+        g_debug("%s", line);
+    }
+}
+
 static gboolean
 qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
 {
@@ -442,6 +469,9 @@ qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
     } else {
         qmp->version = g_strdup("unknown");
     }
+    qg_qmp_debug_greeting(qmp, json_object_has_member(qmpobj, "capabilities")
+                                   ? json_object_get_array_member(qmpobj, "capabilities")
+                                   : NULL);
     return TRUE;
 }
 

@@ -7,16 +7,19 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
+#include <gio/gio.h>
 #include <xxhash.h>
+
+#include "ioh-error.h"
+#include "ioh-fd.h"
 
 #define QG_RELAY_BUF (1024 * 1024)
 
 struct _QgRelay {
     int in_fd;
     int out_fd;
-    int cancel_fd;          /* eventfd: written to stop the thread */
+    GCancellable *cancel;   /* cancelled to stop the thread */
     char *what;
     GThread *thread;
     guint64 bytes;          /* atomic */
@@ -28,58 +31,39 @@ struct _QgRelay {
 
 G_DEFINE_QUARK(qg-relay-error-quark, qg_relay_error)
 
-/* Waits until @fd is ready for @events or the relay is cancelled. */
+/* Waits until @fd is ready for @events or the relay is cancelled (ioh_fd_wait()). */
 static gboolean
 qg_relay_poll(QgRelay *r, int fd, short events)
 {
-    struct pollfd p[2] = {
-        { .fd = fd, .events = events },
-        { .fd = r->cancel_fd, .events = POLLIN },
-    };
+    g_autoptr(GError) local = NULL;
 
-    for (;;) {
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return FALSE;
-        }
-        if (p[1].revents) {
-            g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_CANCELLED,
-                        "%s stream cancelled", r->what);
-            return FALSE;
-        }
-        if (p[0].revents) {
-            return TRUE;
-        }
+    if (ioh_fd_wait(fd, events, r->cancel, -1, &local) > 0) {
+        return TRUE;
     }
+    if (ioh_error_is_cancelled(local)) {
+        g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_CANCELLED,
+                    "%s stream cancelled", r->what);
+    }
+    return FALSE;
 }
 
 static gboolean
 qg_relay_write_all(QgRelay *r, const guint8 *buf, gsize len)
 {
-    while (len > 0) {
-        ssize_t n = write(r->out_fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN) {
-                if (!qg_relay_poll(r, r->out_fd, POLLOUT)) {
-                    return FALSE;
-                }
-                continue;
-            }
-            g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_WRITE,
-                        "%s stream: cannot write after %" G_GUINT64_FORMAT " bytes: %s",
-                        r->what, r->bytes,
-                        g_strerror(errno));
-            return FALSE;
-        }
-        buf += n;
-        len -= n;
+    g_autoptr(GError) local = NULL;
+
+    if (ioh_fd_write_full(r->out_fd, buf, len, r->cancel, NULL, &local)) {
+        return TRUE;
     }
-    return TRUE;
+    if (ioh_error_is_cancelled(local)) {
+        g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_CANCELLED,
+                    "%s stream cancelled", r->what);
+    } else {
+        g_set_error(&r->error, QG_RELAY_ERROR, QG_RELAY_ERROR_WRITE,
+                    "%s stream: cannot write after %" G_GUINT64_FORMAT " bytes: %s",
+                    r->what, r->bytes, g_strerror(ioh_error_get_errno(local)));
+    }
+    return FALSE;
 }
 
 /* After EPIPE: waits for the input to say more; TRUE if it is at EOF with nothing left. */
@@ -102,9 +86,9 @@ qg_relay_input_ended(QgRelay *r)
 static gboolean
 qg_relay_wait_tee(QgRelay *r)
 {
-    struct pollfd p = { .fd = r->in_fd, .events = POLLIN };
+    int ready = ioh_fd_wait(r->in_fd, POLLIN, NULL, 0, NULL);
 
-    if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+    if (ready > 0 && (ready & POLLIN)) {
         return qg_relay_poll(r, r->out_fd, POLLOUT);
     }
     return qg_relay_poll(r, r->in_fd, POLLIN);
@@ -231,25 +215,17 @@ out:
     return NULL;
 }
 
-static gboolean
-qg_relay_set_nonblock(int fd, GError **error)
-{
-    int fl = fcntl(fd, F_GETFL);
-
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-        g_set_error(error, QG_RELAY_ERROR, QG_RELAY_ERROR_READ,
-                    "cannot set fd %d non-blocking: %s", fd, g_strerror(errno));
-        return FALSE;
-    }
-    return TRUE;
-}
-
 QgRelay *
 qg_relay_start(int in_fd, int out_fd, const char *what, GError **error)
 {
     QgRelay *r;
 
-    if (!qg_relay_set_nonblock(in_fd, error) || !qg_relay_set_nonblock(out_fd, error)) {
+    g_autoptr(GError) local = NULL;
+
+    if (!ioh_fd_set_nonblock(in_fd, TRUE, &local) ||
+        !ioh_fd_set_nonblock(out_fd, TRUE, &local)) {
+        g_set_error(error, QG_RELAY_ERROR, QG_RELAY_ERROR_READ, "%s stream: %s", what,
+                    local->message);
         close(in_fd);
         close(out_fd);
         return NULL;
@@ -258,20 +234,11 @@ qg_relay_start(int in_fd, int out_fd, const char *what, GError **error)
     r->in_fd = in_fd;
     r->out_fd = out_fd;
     r->what = g_strdup(what);
-    r->cancel_fd = eventfd(0, EFD_CLOEXEC);
-    if (r->cancel_fd < 0) {
-        g_set_error(error, QG_RELAY_ERROR, QG_RELAY_ERROR_READ, "cannot create eventfd: %s",
-                    g_strerror(errno));
-        close(in_fd);
-        close(out_fd);
-        g_free(r->what);
-        g_free(r);
-        return NULL;
-    }
+    r->cancel = g_cancellable_new();
     /* g_thread_new() would abort the process: library code reports instead. */
     r->thread = g_thread_try_new("qg-relay", qg_relay_thread, r, error);
     if (!r->thread) {
-        close(r->cancel_fd);
+        g_object_unref(r->cancel);
         close(in_fd);
         close(out_fd);
         g_free(r->what);
@@ -324,18 +291,14 @@ qg_relay_wait(QgRelay *relay, guint64 *ret_bytes, guint64 *ret_checksum, GError 
 void
 qg_relay_free(QgRelay *relay)
 {
-    guint64 one = 1;
-
     if (!relay) {
         return;
     }
     if (relay->thread) {
-        if (write(relay->cancel_fd, &one, sizeof(one)) < 0) {
-            /* an eventfd write cannot fail here */
-        }
+        g_cancellable_cancel(relay->cancel);
         qg_relay_join(relay);
     }
-    close(relay->cancel_fd);
+    g_clear_object(&relay->cancel);
     g_clear_error(&relay->error);
     g_free(relay->what);
     g_free(relay);

@@ -92,7 +92,14 @@ qgt_qemu_start_full(const char *data_file, gboolean incoming, gboolean paused)
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);
         g_usleep(20000);
     }
-    q->qmp = qg_qmp_connect(q->test_sock, 0, &error);
+    /* QEMU binds its sockets (the files appear) before it listens on them: a connect in
+     * between is refused. Both monitors are set up, in order, before the main loop. */
+    while (!(q->qmp = qg_qmp_connect(q->test_sock, 0, &error)) &&
+           g_error_matches(error, QG_QMP_ERROR, QG_QMP_ERROR_CONNECT) &&
+           g_get_monotonic_time() < deadline) {
+        g_clear_error(&error);
+        g_usleep(20000);
+    }
     g_assert_no_error(error);
     return q;
 }

@@ -450,6 +450,42 @@ test_stats_odd_name(void)
     g_unlink(img);
 }
 
+/* G_MESSAGES_DEBUG=iohelper: the decisions on stderr, stdout still only the JSON object. */
+static void
+test_debug_lines(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "debug.img", NULL);
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    QgtQemu *src;
+    const char *args[] = { "save", "--qmp", NULL, img, "--stats=json", "--bypass-cache=fadvise",
+                           NULL };
+    int status;
+
+    if (!need_qemu()) {
+        return;
+    }
+    src = qgt_qemu_start(data_file, FALSE);
+    args[2] = src->sock;
+    g_setenv("G_MESSAGES_DEBUG", "iohelper", TRUE);
+    status = qgt_tool_run(args, &out, &err);
+    g_unsetenv("G_MESSAGES_DEBUG");
+    g_assert_cmpint(status, ==, 0);
+    g_assert_true(json_parser_load_from_data(parser, out, -1, &error));
+    g_assert_no_error(error);
+    g_assert_true(json_object_get_boolean_member(
+                      json_node_get_object(json_parser_get_root(parser)), "helper"));
+    g_assert_null(strstr(out, "DEBUG"));
+    assert_contains(err, "iohelper-DEBUG");
+    assert_contains(err, "cache mode fadvise");
+    assert_contains(err, "QEMU's pipe: ");
+    assert_contains(err, "greeting capabilities: ");
+    qgt_qemu_stop(src);
+    g_unlink(img);
+}
+
 static void
 test_bad_qmp(void)
 {
@@ -553,6 +589,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/error/damaged-images", test_damaged_images);
     g_test_add_func("/qemu/error/helper-killed", test_helper_killed);
     g_test_add_func("/qemu/error/interrupted", test_interrupted);
+    g_test_add_func("/qemu/stats/debug-lines", test_debug_lines);
     g_test_add_func("/qemu/error/qemu-frozen-stall", test_qemu_frozen);
     g_test_add_func("/qemu/stats/odd-file-name", test_stats_odd_name);
     g_test_add_func("/qemu/error/bad-qmp-socket", test_bad_qmp);

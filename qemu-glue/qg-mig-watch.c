@@ -1,0 +1,202 @@
+/* qg-mig-watch.c - waiting for QEMU's verdict on a migration: its MIGRATION events,
+ * progress reports, the stall timeout and the caller's cancel */
+#include "qg-migrate-private.h"
+
+#include "qg-json.h"
+
+static void
+qg_mig_watch_progress(QgWatch *w, gboolean save)
+{
+    QgProgress p = { 0 };
+
+    p.bytes = qg_relay_get_bytes(w->relay);
+    ioh_wrap_get_progress(w->wrap, &p.written, &p.synced);
+    p.total = w->total;
+    p.seconds = (g_get_monotonic_time() - w->start) / 1e6;
+    if (w->total) {
+        p.fraction = MIN((double)p.bytes / w->total, 1.0);
+    } else if (save) {
+        /* Not longer than a progress period: a QEMU that went silent is the stall
+         * timeout's to judge, not this figure's. */
+        g_autoptr(JsonObject) m = qg_mig_query_migrate(w->qmp, QG_PROGRESS_QUERY_MS, NULL);
+        JsonObject *ram = qg_json_get_object(m, "ram");
+        double tot = (double)qg_json_get_int(ram, "total", 0);
+        double rem = (double)qg_json_get_int(ram, "remaining", 0);
+
+        p.fraction = tot > 0 ? CLAMP(1.0 - rem / tot, 0.0, 1.0) : 0;
+    }
+    w->opts->progress(w->what, &p, w->opts->progress_data);
+}
+
+/* The QMP connection failed while QEMU migrated: sets @error from @err (consumed). */
+static void
+qg_mig_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
+{
+    if (!save && err->domain == QG_QMP_ERROR && err->code == QG_QMP_ERROR_CLOSED) {
+        w->qemu_gone = TRUE;
+        if (qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+            g_error_free(err);
+            return;
+        }
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "restore failed: QEMU exited while loading the stream "
+                    "(%" G_GUINT64_FORMAT " bytes fed): %s",
+                    qg_relay_get_bytes(w->relay), err->message);
+        g_error_free(err);
+    } else {
+        g_propagate_prefixed_error(error, err, "%s: ", w->what);
+    }
+}
+
+/* QEMU said the migration failed: why, as well as can be told. */
+static void
+qg_mig_watch_failed(QgWatch *w, gboolean save, GError **error)
+{
+    if (!save && qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+        return;
+    }
+    g_free(w->qemu_desc);
+    w->qemu_desc = qg_mig_error_desc(w->qmp);
+    if (w->qemu_desc) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "%s failed: QEMU says: %s", w->what, w->qemu_desc);
+    } else if (save) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "save failed: QEMU gave no reason (see its log)");
+    } else {
+        /* QEMU 7.2 keeps the reason of a failed load to its stderr, and exits */
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                    "restore failed: QEMU could not load the stream after "
+                    "%" G_GUINT64_FORMAT " bytes (its log says why; it exits now)",
+                    qg_relay_get_bytes(w->relay));
+    }
+}
+
+/* What the event @ev says of the job: 1 it is complete, -1 it failed (@error set), 0
+ * it goes on (or @ev is about something else). */
+static int
+qg_mig_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
+{
+    const char *st;
+
+    if (g_strcmp0(qg_json_get_string(ev, "event"), "MIGRATION") != 0) {
+        return 0;
+    }
+    st = qg_json_get_string(qg_json_get_object(ev, "data"), "status");
+    if (!st) {
+        g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
+                    "%s failed: malformed MIGRATION event from QEMU: no status string",
+                    w->what);
+        return -1;
+    }
+    if (g_str_equal(st, "completed")) {
+        return 1;
+    }
+    if (g_str_equal(st, "failed")) {
+        qg_mig_watch_failed(w, save, error);
+        return -1;
+    }
+    if (g_str_equal(st, "cancelled")) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_CANCELLED,
+                    "%s cancelled in QEMU", w->what);
+        return -1;
+    }
+    return 0;
+}
+
+/* Restore: the helper or the relay failed, or QEMU stopped reading without a word. */
+static gboolean
+qg_mig_watch_restore_failed(QgWatch *w, gint64 now, GError **error)
+{
+    g_autoptr(GError) rerr = NULL;
+
+    if (qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+        return TRUE;
+    }
+    if (!w->qemu_stopped_at || now - w->qemu_stopped_at <= QG_QEMU_VERDICT_WAIT_MS * 1000LL) {
+        return FALSE;
+    }
+    qg_relay_wait(w->relay, NULL, NULL, &rerr);
+    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                "restore failed: QEMU stopped reading the stream and gave no verdict within "
+                "%d s (%s)", QG_QEMU_VERDICT_WAIT_MS / 1000,
+                rerr ? rerr->message : "relay ended");
+    return TRUE;
+}
+
+/* TRUE (and @error) when no byte of the stream moved for opts->stall_timeout_s: QEMU
+ * sends or takes nothing, or the helper is stuck. Progress is any byte through the
+ * relay, or written by the helper. */
+static gboolean
+qg_mig_watch_stalled(QgWatch *w, gint64 now, GError **error)
+{
+    guint64 bytes = qg_relay_get_bytes(w->relay);
+    guint64 written = 0, synced = 0;
+
+    ioh_wrap_get_progress(w->wrap, &written, &synced);
+    if (!w->last_progress) {
+        w->last_progress = w->start;   /* the job's start: nothing moved yet */
+    }
+    if (bytes != w->last_bytes || written != w->last_written) {
+        w->last_progress = now;
+        w->last_bytes = bytes;
+        w->last_written = written;
+        return FALSE;
+    }
+    if (!w->opts->stall_timeout_s ||
+        now - w->last_progress < (gint64)w->opts->stall_timeout_s * G_USEC_PER_SEC) {
+        return FALSE;
+    }
+    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED,
+                "%s failed: the migration stalled: no byte of the stream moved for %u s "
+                "(%" G_GUINT64_FORMAT " bytes so far)", w->what, w->opts->stall_timeout_s,
+                bytes);
+    return TRUE;
+}
+
+gboolean
+qg_mig_cancelled(QgWatch *w, GError **error)
+{
+    if (!g_cancellable_is_cancelled(w->opts->cancellable)) {
+        return FALSE;
+    }
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s interrupted", w->what);
+    return TRUE;
+}
+
+gboolean
+qg_mig_wait(QgWatch *w, gboolean save, GError **error)
+{
+    guint interval = w->opts->progress_interval_ms ? w->opts->progress_interval_ms : 500;
+    guint slice = save ? interval : MIN(interval, QG_RESTORE_POLL_MS);
+    gint64 next = g_get_monotonic_time() + (gint64)interval * 1000;
+
+    for (;;) {
+        GError *err = NULL;
+        g_autoptr(JsonObject) ev = qg_qmp_next_event(w->qmp, slice, &err);
+        gint64 now;
+        int verdict;
+
+        if (err) {
+            qg_mig_watch_qmp_failed(w, save, err, error);
+            return FALSE;
+        }
+        if (qg_mig_cancelled(w, error)) {
+            return FALSE;
+        }
+        verdict = ev ? qg_mig_watch_event(w, save, ev, error) : 0;
+        if (verdict) {
+            return verdict > 0;
+        }
+        now = g_get_monotonic_time();
+        if ((!save && qg_mig_watch_restore_failed(w, now, error)) ||
+            qg_mig_watch_stalled(w, now, error)) {
+            return FALSE;
+        }
+        if (w->opts->progress && now >= next) {
+            qg_mig_watch_progress(w, save);
+            next = now + (gint64)interval * 1000;
+        }
+    }
+}
+

@@ -1,0 +1,167 @@
+/* qg-migrate-private.h - the parts of qg_migrate_save() and qg_migrate_restore()
+ * (prefix qg_mig_, QgSaveFile qg_save_file_; not installed, not for callers of qg-migrate.h)
+ *
+ *   qg-mig-qmp.c     the QMP commands of a migration, every reply checked for its shape
+ *   qg-mig-helper.c  supervising the helper and the relay: their verdict, a stream cut short
+ *   qg-mig-watch.c   waiting for QEMU's MIGRATION event: progress, stall timeout, cancel
+ *   qg-save-file.c   the new image (prefix qg_save_file_): "FILE.part-XXXXXX", then header, rename, fsync
+ *   qg-save.c, qg-restore.c  the two jobs, step by step
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "iohwrap.h"
+#include "qg-image.h"
+#include "qg-migrate.h"
+#include "qg-relay.h"
+
+G_BEGIN_DECLS
+
+#define QG_FDNAME_SAVE "qg-save"
+#define QG_FDNAME_RESTORE "qg-restore"
+/* "Unlimited": QEMU takes bytes/s; 1 TiB/s is far above any pipe. */
+#define QG_BANDWIDTH_UNLIMITED (G_GUINT64_CONSTANT(1) << 40)
+/* While QEMU loads a stream, the restore also looks at the helper and the relay this
+ * often: QEMU 7.2 does not notice a stream that ends early (it spins on POLLHUP). */
+#define QG_RESTORE_POLL_MS 50
+/* How long the helper may take to exit once its end of the stream closed. */
+#define QG_HELPER_EXIT_WAIT_MS 5000
+/* How long QEMU may take to give its verdict once it stopped reading the stream. */
+#define QG_QEMU_VERDICT_WAIT_MS 10000
+/* How long a QEMU told to quit may take to close its QMP connection. */
+#define QG_QUIT_WAIT_MS 5000
+/* How long a progress line waits for QEMU's figures. */
+#define QG_PROGRESS_QUERY_MS 2000
+
+/* ---- qg-mig-qmp.c ---- */
+
+/* QEMU's run state ("running", "paused", "inmigrate", ...) and whether the guest runs. */
+char *qg_mig_query_status(QgQmp *qmp, gboolean *ret_running, GError **error);
+gboolean qg_mig_enable_events(QgQmp *qmp, GError **error);
+gboolean qg_mig_set_bandwidth(QgQmp *qmp, guint64 bw, GError **error);
+/* QEMU's max-bandwidth, 0 when it has none to tell (or refuses to); FALSE when the
+ * reply has a shape it should not have, or none came. */
+gboolean qg_mig_get_bandwidth(QgQmp *qmp, guint64 *ret_bw, GError **error);
+gboolean qg_mig_pass_fd(QgQmp *qmp, const char *name, int fd, GError **error);
+void qg_mig_close_fd_name(QgQmp *qmp, const char *name);
+/* `migrate` (save) or `migrate-incoming` (restore) with uri "fd:@name"; on failure the
+ * fd passed under @name is closed in QEMU again. */
+gboolean qg_mig_start(QgQmp *qmp, gboolean save, const char *name, GError **error);
+/* query-migrate's return, or NULL; waits @timeout_ms (0: the usual reply timeout). */
+JsonObject *qg_mig_query_migrate(QgQmp *qmp, guint timeout_ms, GError **error);
+/* query-migrate's error-desc: why QEMU says the migration failed, or NULL. */
+char *qg_mig_error_desc(QgQmp *qmp);
+/* The machine type, RAM size and QEMU version for the header. A QEMU that refuses to
+ * tell leaves them unknown; a reply of the wrong shape, or none, fails. */
+gboolean qg_mig_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error);
+/* QMP `quit`, then waits (QG_QUIT_WAIT_MS at most) until QEMU closed the connection. */
+void qg_mig_quit(QgQmp *qmp);
+
+/* ---- qg-mig-helper.c and qg-mig-watch.c: one job's watch ---- */
+
+typedef struct {
+    const char *what;           /* "save" or "restore": the start of messages */
+    const char *path;
+    QgQmp *qmp;
+    const QgMigrateOptions *opts;
+    QgRelay *relay;
+    IohWrap *wrap;
+    guint64 total;              /* restore: the stream length; save: 0 */
+    gint64 start;
+    /* restore: the helper's verdict, from ioh_wrap_finish_async() run in ctx */
+    GMainContext *ctx;
+    GCancellable *helper_cancel;
+    gboolean helper_pending;    /* the finish is started and has not called back yet */
+    GError *helper_error;       /* its result once !helper_pending: NULL is success */
+    gint64 qemu_stopped_at;     /* when the relay could no longer write to QEMU; 0: not */
+    gboolean qemu_gone;         /* QEMU closed the QMP connection */
+    char *qemu_desc;            /* QEMU's own words on a failed migration (error-desc) */
+    /* the stall watch: the figures last seen to change, and when */
+    guint64 last_bytes;
+    guint64 last_written;
+    gint64 last_progress;
+} QgWatch;
+
+/* Starts watching the helper: its exit is reported in a context of our own (pushed as
+ * this thread's default until qg_mig_helper_end()), iterated only by the restore. */
+void qg_mig_helper_start(QgWatch *w);
+/* Runs what is ready in the helper's context, waiting at most @ms for something. */
+void qg_mig_helper_iterate(QgWatch *w, guint ms);
+/* Waits for the helper's verdict: at most @timeout_ms (-1: for as long as it takes);
+ * past that, with @kill, kills the helper (its verdict is then CANCELLED) and waits for
+ * that. Returns TRUE when the verdict is in. */
+gboolean qg_mig_helper_wait(QgWatch *w, gint timeout_ms, gboolean kill);
+/* Ends the watch (kills a helper still running), pops the context. Safe to repeat. */
+void qg_mig_helper_end(QgWatch *w);
+/* The helper's own failure, or NULL: not run yet, succeeded, or killed by us. */
+const GError *qg_mig_helper_failure(QgWatch *w);
+/* Restore: did the stream fail on our side of QEMU's pipe? That is: the helper failed,
+ * or the relay's input (the helper's pipe) ended before the header's stream length, or
+ * could not be read. Then sets @error, preferring the helper's own message
+ * ("restore failed: read /x.img: Input/output error"), and returns TRUE. Waits up to
+ * @wait_ms for the helper's verdict once its pipe ended early.
+ * A relay that can no longer write to QEMU is QEMU's side (QEMU stopped reading, and a
+ * helper failing with EPIPE after that is a consequence): it notes the time and returns
+ * FALSE, so that QEMU's own verdict is awaited. */
+gboolean qg_mig_stream_failed(QgWatch *w, guint wait_ms, GError **error);
+
+/* What a save and a restore both carry: the QEMU, FILE, the options, the watch, the
+ * figures. */
+typedef struct {
+    QgQmp *qmp;
+    const char *path;
+    const QgMigrateOptions *opts;
+    QgWatch w;
+    QgMigrateStats stats;
+} QgJob;
+
+/* Fills @job for the job @what ("save", "restore"). */
+void qg_mig_job_init(QgJob *job, const char *what, QgQmp *qmp, const char *path,
+                     const QgMigrateOptions *opts);
+
+/* Frees what the watch holds (ends the helper's watch first). */
+void qg_mig_watch_clear(QgWatch *w);
+
+/* TRUE with G_IO_ERROR_CANCELLED "@what interrupted" when opts->cancellable is
+ * cancelled. */
+gboolean qg_mig_cancelled(QgWatch *w, GError **error);
+
+/* Waits for the MIGRATION event that ends the job, for no longer than the stream keeps
+ * moving (the stall timeout) and until opts->cancellable is cancelled. A restore also
+ * watches the helper and the relay (qg_mig_stream_failed()): QEMU 7.2 gives no verdict
+ * on a stream cut short, and when both failed the helper's message is the one that
+ * says why. QEMU's own reason for a failure is kept in w->qemu_desc. */
+gboolean qg_mig_wait(QgWatch *w, gboolean save, GError **error);
+
+/* ---- qg-save-file.c: the image a save makes ---- */
+
+typedef struct {
+    char *path;       /* FILE as the user gave it: the name in messages */
+    char *target;     /* the regular file it replaces or creates (symlinks followed) */
+    char *tmp_path;   /* "@target.part-XXXXXX", removed by _free unless committed */
+    int fd;           /* for the helper: -1 once handed over */
+    int hdr_fd;       /* our own open file description, for the header */
+} QgSaveFile;
+
+/* Creates "@target.part-XXXXXX" beside @target (qg_file_save_target() of @path; 0600,
+ * with the placeholder header) and checks that it takes @cache (O_DIRECT): all before
+ * QEMU is touched. NULL with @error, and nothing left behind, on failure. */
+QgSaveFile *qg_save_file_new(const char *path, const char *target, IohCacheMode cache,
+                             GError **error);
+/* Writes the header (@info), renames the file over its target and fsyncs the folder. */
+gboolean qg_save_file_commit(QgSaveFile *file, const QgImageInfo *info, GError **error);
+/* Closes the fds; removes the temporary file unless committed. Accepts NULL. */
+void qg_save_file_free(QgSaveFile *file);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgSaveFile, qg_save_file_free)
+
+/* ---- qg-migrate.c ---- */
+
+/* libwrap's flags for @cache. */
+IohWrapFlags qg_mig_wrap_flags(IohCacheMode cache);
+/* A pipe for QEMU, sized by the core (ioh_pipe_open(), pipe-max-size respected). */
+gboolean qg_mig_make_pipe(int fds[2], GError **error);
+/* A copy of @fd (O_CLOEXEC) for the relay: libwrap closes the original. */
+int qg_mig_dup(int fd, GError **error);
+
+G_END_DECLS

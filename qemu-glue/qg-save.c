@@ -1,0 +1,232 @@
+/* qg-save.c - qg_migrate_save(): QEMU -> pipe -> relay (XXH3) -> helper -> the new image
+ *
+ * Steps: check QEMU and FILE (nothing touched yet), make the image and the plumbing,
+ * pause and migrate, wait for QEMU, wait for the helper's durable file, header + rename.
+ * Everything a step set up is undone by qg_save_free() unless the save completed.
+ */
+#include "qg-migrate-private.h"
+
+#include <unistd.h>
+
+#include "ioh-fd.h"
+#include "qg-file.h"
+#include "qg-json.h"
+
+typedef struct {
+    QgJob job;              /* qmp, path, opts, the watch, the figures */
+    char *target;           /* the file FILE leads to (qg_file_save_target()) */
+    QgImageInfo *info;
+    QgSaveFile *file;
+    IohWrap *wrap;
+    QgRelay *relay;
+    int qemu_fd;            /* the write end of QEMU's pipe until QEMU has its own */
+    guint64 old_bw;
+    gboolean bw_changed;    /* QEMU's max-bandwidth is to be put back */
+    gboolean stopped;       /* we paused the guest: resume it on failure */
+    gboolean migrating;     /* migrate was started and has not ended: cancel on failure */
+    gboolean done;
+} QgSave;
+
+static void
+qg_save_free(QgSave *s)
+{
+    if (!s) {
+        return;
+    }
+    if (s->migrating) {
+        qg_qmp_run(s->job.qmp, "migrate_cancel", NULL, NULL);
+    }
+    ioh_fd_clear(&s->qemu_fd);
+    g_clear_pointer(&s->relay, qg_relay_free);
+    g_clear_pointer(&s->wrap, ioh_wrap_free);   /* kills a helper still running */
+    g_clear_pointer(&s->file, qg_save_file_free);   /* removes the .part file */
+    if (s->stopped && !s->done) {
+        qg_qmp_run(s->job.qmp, "cont", NULL, NULL);
+    }
+    if (s->bw_changed) {
+        qg_mig_set_bandwidth(s->job.qmp, s->old_bw, NULL);
+    }
+    qg_mig_watch_clear(&s->job.w);
+    g_clear_pointer(&s->info, qg_image_info_free);
+    g_free(s->target);
+    g_free(s);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgSave, qg_save_free)
+
+/* QEMU can be saved (not waiting for a stream, not saved already); the header's facts. */
+static gboolean
+qg_save_check_qemu(QgSave *s, GError **error)
+{
+    g_autofree char *status = NULL;
+    gboolean running = FALSE;
+
+    status = qg_mig_query_status(s->job.qmp, &running, error);
+    if (!status) {
+        return FALSE;
+    }
+    if (g_str_equal(status, "inmigrate") || g_str_equal(status, "postmigrate") ||
+        g_str_equal(status, "finish-migrate")) {
+        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STATE,
+                    "cannot save this QEMU: it is in state '%s'%s", status,
+                    g_str_equal(status, "inmigrate") ? " (waiting for an incoming migration)"
+                    : " (QEMU 7.2 saves a guest only once: restart it)");
+        return FALSE;
+    }
+    if (!qg_mig_machine_info(s->job.qmp, s->info, error)) {
+        return FALSE;
+    }
+    s->info->running = running;
+    s->info->time = g_get_real_time() / G_USEC_PER_SEC;
+    return TRUE;
+}
+
+/* The helper on the image, QEMU's pipe, the relay between them. */
+static gboolean
+qg_save_plumb(QgSave *s, GError **error)
+{
+    IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
+    int p[2], out_fd;
+
+    s->wrap = ioh_wrap_new(&s->file->fd, s->file->tmp_path,
+                           qg_mig_wrap_flags(s->job.opts->cache), &params, error);
+    if (!s->wrap) {
+        return FALSE;
+    }
+    s->job.stats.helper = ioh_wrap_is_spawned(s->wrap);   /* always: POLLABLE */
+    /* Our fd is now the wrap's end of its pipe: the wrap closes it. The relay gets its
+     * own copy. */
+    out_fd = qg_mig_dup(s->file->fd, error);
+    s->file->fd = -1;
+    if (out_fd < 0) {
+        return FALSE;
+    }
+    if (!qg_mig_make_pipe(p, error)) {
+        close(out_fd);
+        return FALSE;
+    }
+    s->qemu_fd = p[1];
+    s->relay = qg_relay_start(p[0], out_fd, "save", error);
+    s->job.w.relay = s->relay;
+    s->job.w.wrap = s->wrap;
+    return s->relay != NULL;
+}
+
+/* The image file, QEMU's migration settings, the plumbing: before the guest pauses. */
+static gboolean
+qg_save_prepare(QgSave *s, GError **error)
+{
+    /* The file first: a file that cannot be made leaves QEMU as it was. */
+    s->file = qg_save_file_new(s->job.path, s->target, s->job.opts->cache, error);
+    if (!s->file || !qg_mig_enable_events(s->job.qmp, error) ||
+        !qg_mig_get_bandwidth(s->job.qmp, &s->old_bw, error) ||
+        !qg_mig_set_bandwidth(s->job.qmp, s->job.opts->max_bandwidth ? s->job.opts->max_bandwidth
+                                                             : QG_BANDWIDTH_UNLIMITED,
+                              error)) {
+        return FALSE;
+    }
+    s->bw_changed = s->old_bw != 0;
+    return qg_save_plumb(s, error);
+}
+
+/* QEMU's migration failed: a dead helper makes QEMU fail with EPIPE, so the helper's
+ * own failure comes first, then QEMU's words (w.qemu_desc). Consumes @qerr. */
+static void
+qg_save_failed(QgSave *s, GError *qerr, GError **error)
+{
+    g_autoptr(GError) herr = NULL;
+
+    if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+        g_error_matches(qerr, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED)) {
+        /* qg_save_free kills the helper (a stuck one too: never waited for), cancels */
+        g_propagate_error(error, qerr);
+        return;
+    }
+    g_clear_pointer(&s->relay, qg_relay_free);
+    if (ioh_wrap_finish(s->wrap, &herr)) {
+        g_propagate_error(error, qerr);
+        return;
+    }
+    g_set_error(error, herr->domain, herr->code, "save failed: %s; QEMU then reported: %s",
+                herr->message, s->job.w.qemu_desc ? s->job.w.qemu_desc : qerr->message);
+    g_error_free(qerr);
+}
+
+/* Pauses the guest (unless live), hands QEMU its pipe and waits for "completed". */
+static gboolean
+qg_save_migrate(QgSave *s, GError **error)
+{
+    GError *qerr = NULL;
+
+    if (s->info->running && !s->job.opts->live) {
+        if (!qg_qmp_run(s->job.qmp, "stop", NULL, error)) {
+            return FALSE;
+        }
+        s->stopped = TRUE;
+    }
+    if (!qg_mig_pass_fd(s->job.qmp, QG_FDNAME_SAVE, s->qemu_fd, error)) {
+        return FALSE;
+    }
+    ioh_fd_clear(&s->qemu_fd);   /* QEMU holds its own copy; ours would hide EOF */
+    s->job.w.start = g_get_monotonic_time();
+    if (!qg_mig_start(s->job.qmp, TRUE, QG_FDNAME_SAVE, error)) {
+        return FALSE;
+    }
+    s->migrating = TRUE;
+    if (!qg_mig_wait(&s->job.w, TRUE, &qerr)) {
+        qg_save_failed(s, qerr, error);
+        return FALSE;
+    }
+    s->migrating = FALSE;
+    return TRUE;
+}
+
+/* QEMU is done; the helper is not: success is its exit, after fdatasync. Then the
+ * header and the rename. */
+static gboolean
+qg_save_complete(QgSave *s, GError **error)
+{
+    gint64 t_qemu = g_get_monotonic_time();
+    g_autoptr(JsonObject) mig = qg_mig_query_migrate(s->job.qmp, 0, NULL);
+
+    if (!qg_relay_wait(s->relay, &s->info->stream_length, &s->info->checksum, error)) {
+        return FALSE;
+    }
+    if (!ioh_wrap_finish(s->wrap, error)) {
+        g_prefix_error(error, "save failed: ");
+        return FALSE;
+    }
+    if (!qg_save_file_commit(s->file, s->info, error)) {
+        return FALSE;
+    }
+    s->job.stats.stream_length = s->info->stream_length;
+    s->job.stats.checksum = s->info->checksum;
+    s->job.stats.seconds = (g_get_monotonic_time() - s->job.w.start) / 1e6;
+    s->job.stats.qemu_seconds = (t_qemu - s->job.w.start) / 1e6;
+    s->job.stats.running = s->info->running;
+    s->job.stats.downtime_ms = mig ? qg_json_get_int(mig, "downtime", -1) : -1;
+    s->done = TRUE;
+    return TRUE;
+}
+
+gboolean
+qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
+                QgMigrateStats *ret_stats, GError **error)
+{
+    g_autoptr(QgSave) s = g_new0(QgSave, 1);
+
+    qg_mig_job_init(&s->job, "save", qmp, path, opts);
+    s->info = qg_image_info_new();
+    s->qemu_fd = -1;
+    /* What FILE is, before QEMU is asked anything: a save never pauses a guest for a
+     * file it cannot write. */
+    s->target = qg_file_save_target(path, error);
+    if (!s->target || !qg_save_check_qemu(s, error) ||
+        !qg_save_prepare(s, error) || !qg_save_migrate(s, error) ||
+        !qg_save_complete(s, error)) {
+        return FALSE;
+    }
+    if (ret_stats) {
+        *ret_stats = s->job.stats;
+    }
+    return TRUE;
+}

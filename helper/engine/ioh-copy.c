@@ -31,6 +31,7 @@
  */
 #include "ioh-copy.h"
 #include "ioh-error.h"
+#include "ioh-filter.h"
 #include "ioh-pipe.h"
 
 #include <errno.h>
@@ -90,6 +91,7 @@ typedef struct {
     guint64 started;         /* fadvise save: stream bytes whose write-back was started */
     gboolean no_writeback;   /* sync_file_range does not apply to the destination */
     gint64 last_progress_us;
+    IohFilterChain *filters; /* between the source and the sink, run by the writer */
 } IohCopy;
 
 const char *
@@ -669,7 +671,8 @@ writer_loop(IohCopy *c)
         k = i;
         g_mutex_unlock(&r->lock);
 
-        if (!write_all(c, r->mem + idx * r->slot, len, &err)) {
+        if (!ioh_filter_chain_data(c->filters, r->mem + idx * r->slot, len, &err) ||
+            !write_all(c, r->mem + idx * r->slot, len, &err)) {
             ring_fail(r, err);
             return FALSE;
         }
@@ -752,7 +755,8 @@ copy_inline(IohCopy *c, GError **error)
         if (got < 0) {
             return FALSE;
         }
-        if (got > 0 && !write_all(c, r->mem, (gsize)got, error)) {
+        if (!ioh_filter_chain_data(c->filters, r->mem, (gsize)got, error) ||
+            (got > 0 && !write_all(c, r->mem, (gsize)got, error))) {
             return FALSE;
         }
         stats->bytes += (guint64)got;
@@ -779,6 +783,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
          GError **error)
 {
     IohRing ring = { .wake_fd = -1 };
+    g_autoptr(IohFilterChain) filters = NULL;
     IohCopy c = { .src = src, .dst = dst, .opts = opts, .stats = stats, .ring = &ring };
     g_autofree gsize *lens = NULL;
     g_autofree gboolean *done = NULL;
@@ -799,7 +804,9 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
         stats->direction = "copy";
     }
 
-    if (!prepare_end(&c, src, &c.src_start, error) ||
+    filters = ioh_filter_chain_new(opts, error);
+    c.filters = filters;
+    if (!filters || !prepare_end(&c, src, &c.src_start, error) ||
         !prepare_end(&c, dst, &c.dst_start, error)) {
         goto out;
     }
@@ -926,6 +933,9 @@ finish:
         goto out;
     }
     stats->synced = stats->bytes;
+    if (!ioh_filter_chain_finish(filters, src, dst, stats, error)) {
+        goto out;
+    }
     stats->end_us = g_get_monotonic_time();
     report_progress(&c, TRUE);
     free(ring.mem);

@@ -37,6 +37,11 @@ typedef struct {
     gint64 progress_interval_us;
     IohProgressFunc progress;   /* called at most once per interval, and once at the end */
     gpointer progress_data;
+    const char *const *filters; /* NULL-terminated names of the filters the stream passes
+                                 * through, in order (ioh-filter.h); NULL: none */
+    gboolean has_expected_checksum;
+    guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
+                                 * checksum differs (EBADMSG) */
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)

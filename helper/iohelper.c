@@ -149,12 +149,11 @@ static gboolean
 open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
 {
     gboolean direct = FALSE;
-    int mode = ioh_fd_access_mode(a->fd, &direct);
+    int mode = 0;
     g_autoptr(IohEnd) file = NULL;
     g_autoptr(IohEnd) pipe = NULL;
 
-    if (mode < 0) {
-        g_set_error(error, IOH_ERROR, -mode, "fd %d: %s", a->fd, g_strerror(-mode));
+    if (!ioh_fd_access_mode(a->fd, &mode, &direct, error)) {
         return FALSE;
     }
     if (mode == O_RDWR) {
@@ -164,7 +163,7 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
         return FALSE;
     }
     if (direct) {
-        a->copy.mode = IOH_MODE_DIRECT;
+        a->copy.mode = IOH_CACHE_DIRECT;
     }
     file = ioh_end_from_fd(a->fd, a->path, error);
     if (!file) {
@@ -271,6 +270,9 @@ main(int argc, char **argv)
     IohStats stats = { 0 };
     gboolean ok;
 
+    /* stdout may be the stream: every log message (g_debug with G_MESSAGES_DEBUG=iohelper
+     * included) goes to stderr. */
+    g_log_writer_default_set_use_stderr(TRUE);
     /* A reader that goes away must give EPIPE and a message, not a silent death. */
     signal(SIGPIPE, SIG_IGN);
     /* Past RLIMIT_FSIZE, write() must fail with EFBIG and a message, not kill us. */

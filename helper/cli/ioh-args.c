@@ -413,8 +413,8 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
     if (a->direct && a->fadvise) {
         return usage_error(error, "--direct and --fadvise cannot be combined");
     }
-    a->copy.mode = a->direct ? IOH_MODE_DIRECT
-                             : a->fadvise ? IOH_MODE_FADVISE : IOH_MODE_BUFFERED;
+    a->copy.mode = a->direct ? IOH_CACHE_DIRECT
+                             : a->fadvise ? IOH_CACHE_FADVISE : IOH_CACHE_BUFFERED;
     if (operands->len != 2) {
         return usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
                            operands->len, operands->len == 1 ? "" : "s");

@@ -1,4 +1,4 @@
-/* ioh-copy.h - the copy engine: move a stream between a pipe and a file
+/* ioh-copy.h - the copy engine: move a stream between a pipe and a file (docs/engine.md)
  *
  * The storage side (a regular file or block device) decides the cache mode; the pipe
  * side is raised to the pipe size. Success means every byte was delivered and, when
@@ -9,23 +9,16 @@
 
 #include <glib.h>
 
+#include "ioh-cache-mode.h"
 #include "ioh-file.h"
 #include "ioh-stats.h"
 
 G_BEGIN_DECLS
 
-typedef enum {
-    IOH_MODE_BUFFERED,  /* page cache, fdatasync at the end */
-    IOH_MODE_DIRECT,    /* O_DIRECT with aligned buffers; the unaligned tail goes buffered */
-    IOH_MODE_FADVISE,   /* page cache, written back and dropped behind the head */
-} IohMode;
-
-const char *ioh_mode_name(IohMode mode);
-
 typedef void (*IohProgressFunc)(const IohStats *stats, gpointer user_data);
 
 typedef struct {
-    IohMode mode;
+    IohCacheMode mode;          /* of the storage side (ioh-cache-mode.h) */
     gsize buffer_size;          /* bytes per read/write, rounded up to the alignment */
     guint ring;                 /* buffers in flight */
     guint pipe_size;            /* size for pipe ends; 0 leaves them alone */

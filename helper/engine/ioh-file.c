@@ -98,8 +98,7 @@ ioh_end_open(const char *path, gboolean for_write, guint64 offset, GError **erro
         /* Two helpers on one image would interleave two streams: refuse the second. */
         if (flock(fd, (for_write ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
             if (errno == EWOULDBLOCK) {
-                g_set_error(error, IOH_ERROR, EBUSY,
-                            "lock %s: in use by another iohelper", path);
+                ioh_error_set(error, EBUSY, "lock", path, "in use by another iohelper");
             } else {
                 ioh_error_set_errno(error, errno, "lock", path);
             }
@@ -132,7 +131,7 @@ IohEnd *
 ioh_end_from_fd(int fd, const char *name, GError **error)
 {
     if (fcntl(fd, F_GETFD) < 0) {
-        g_set_error(error, IOH_ERROR, EBADF, "%s: not an open file descriptor", name);
+        ioh_error_set(error, EBADF, NULL, name, "not an open file descriptor");
         return NULL;
     }
     return end_new(fd, name, FALSE, error);
@@ -155,9 +154,8 @@ ioh_end_set_direct(IohEnd *end, gboolean direct, GError **error)
     fl = direct ? (fl | O_DIRECT) : (fl & ~O_DIRECT);
     if (fcntl(end->fd, F_SETFL, fl) < 0) {
         if (direct && errno == EINVAL) {
-            g_set_error(error, IOH_ERROR, EINVAL,
-                        "open %s: O_DIRECT not supported by its file system", end->name);
-            return FALSE;
+            return ioh_error_set(error, EINVAL, "open", end->name,
+                                 "O_DIRECT not supported by its file system");
         }
         return ioh_error_set_errno(error, errno, "fcntl", end->name);
     }
@@ -165,18 +163,20 @@ ioh_end_set_direct(IohEnd *end, gboolean direct, GError **error)
     return TRUE;
 }
 
-int
-ioh_fd_access_mode(int fd, gboolean *ret_direct)
+gboolean
+ioh_fd_access_mode(int fd, int *ret_mode, gboolean *ret_direct, GError **error)
 {
     int fl = fcntl(fd, F_GETFL);
 
     if (fl < 0) {
-        return -errno;
+        int errsv = errno;
+        return ioh_error_set(error, errsv, NULL, NULL, "fd %d: %s", fd, g_strerror(errsv));
     }
+    *ret_mode = fl & O_ACCMODE;
     if (ret_direct) {
         *ret_direct = (fl & O_DIRECT) != 0;
     }
-    return fl & O_ACCMODE;
+    return TRUE;
 }
 
 gboolean

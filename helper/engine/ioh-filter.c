@@ -1,18 +1,8 @@
-/* ioh-filter.c - the filter table and the chain of one copy */
+/* ioh-filter.c - the chain of filters of one copy (the table is in ioh-layer.c) */
 #include "ioh-filter.h"
 #include "ioh-error.h"
 
 #include <errno.h>
-
-#define IOH_FILTER(n) extern const IohFilterClass ioh_filter_##n;
-#include "ioh-filter-list.h"
-#undef IOH_FILTER
-
-static const IohFilterClass *const filter_table[] = {
-#define IOH_FILTER(n) &ioh_filter_##n,
-#include "ioh-filter-list.h"
-#undef IOH_FILTER
-};
 
 typedef struct {
     const IohFilterClass *klass;
@@ -22,36 +12,6 @@ typedef struct {
 struct _IohFilterChain {
     GArray *filters;        /* IohFilter */
 };
-
-const IohFilterClass *
-ioh_filter_lookup(const char *name)
-{
-    for (gsize i = 0; i < G_N_ELEMENTS(filter_table); i++) {
-        if (g_str_equal(filter_table[i]->name, name)) {
-            return filter_table[i];
-        }
-    }
-    return NULL;
-}
-
-const char *
-ioh_filter_checksum_names(void)
-{
-    static gsize once;
-    static char *names;
-
-    if (g_once_init_enter(&once)) {
-        GString *s = g_string_new(NULL);
-        for (gsize i = 0; i < G_N_ELEMENTS(filter_table); i++) {
-            if (filter_table[i]->checksum) {
-                g_string_append_printf(s, "%s%s", s->len ? ", " : "", filter_table[i]->name);
-            }
-        }
-        names = g_string_free(s, FALSE);
-        g_once_init_leave(&once, 1);
-    }
-    return names;
-}
 
 IohFilterChain *
 ioh_filter_chain_new(const IohCopyOptions *opts, GError **error)

@@ -3,7 +3,7 @@
  * A filter sees every byte of the stream, in stream order, just before the sink gets it,
  * on the thread that writes the sink. A filter is one file that defines one
  * IohFilterClass named ioh_filter_NAME, and one line IOH_FILTER(NAME) in
- * ioh-filter-list.h registers it (see docs/engine.md). A copy runs the filters that
+ * ioh-layer-list.h registers it (see docs/engine.md). A copy runs the filters that
  * IohCopyOptions.filters names, in that order.
  */
 #pragma once

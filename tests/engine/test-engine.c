@@ -96,7 +96,7 @@ random_bytes(gsize len, guint32 seed)
 /* Saves @len random bytes from a pipe into a file and restores them into a pipe with
  * @mode, @ring and @bufsize; both must give back the exact bytes. */
 static void
-roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
+roundtrip(IohCacheMode mode, guint ring, gsize bufsize, gsize len)
 {
     g_autofree char *img = g_build_filename(workdir, "rt-img", NULL);
     g_autofree char *data = random_bytes(len, (guint32)(len ^ ring ^ bufsize ^ mode));
@@ -127,6 +127,7 @@ roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
     g_thread_join(t);
     g_assert_cmpuint(stats.bytes, ==, len);
     g_assert_cmpuint(stats.synced, ==, len);
+    g_assert_cmpstr(stats.mode, ==, ioh_cache_mode_to_string(mode));
     g_assert_cmpuint(stats.reads, >=, 1);
     g_assert_cmpuint(stats.writes, >=, len > 0 ? 1 : 0);
     g_assert_true(ioh_end_close(dst, &error));
@@ -162,13 +163,13 @@ roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
 static void
 test_roundtrip_rings(void)
 {
-    static const IohMode modes[] = { IOH_MODE_BUFFERED, IOH_MODE_DIRECT, IOH_MODE_FADVISE };
+    static const IohCacheMode modes[] = { IOH_CACHE_BUFFERED, IOH_CACHE_DIRECT, IOH_CACHE_FADVISE };
     static const guint rings[] = { 1, 2, 3, 4, 8 };
     static const gsize sizes[] = { 0, 1, 4096, 4097, 3 * MiB, 5 * MiB + 12345 };
     guint m, r, s;
 
     for (m = 0; m < G_N_ELEMENTS(modes); m++) {
-        if (modes[m] == IOH_MODE_DIRECT && !have_direct) {
+        if (modes[m] == IOH_CACHE_DIRECT && !have_direct) {
             continue;
         }
         for (r = 0; r < G_N_ELEMENTS(rings); r++) {
@@ -188,18 +189,18 @@ test_roundtrip_buffer_sizes(void)
     guint b;
 
     for (b = 0; b < G_N_ELEMENTS(bufs); b++) {
-        roundtrip(IOH_MODE_BUFFERED, 3, bufs[b], 2 * MiB + 777);
+        roundtrip(IOH_CACHE_BUFFERED, 3, bufs[b], 2 * MiB + 777);
         if (have_direct) {
-            roundtrip(IOH_MODE_DIRECT, 5, bufs[b], 2 * MiB + 777);
+            roundtrip(IOH_CACHE_DIRECT, 5, bufs[b], 2 * MiB + 777);
         }
-        roundtrip(IOH_MODE_FADVISE, 2, bufs[b], 2 * MiB + 777);
+        roundtrip(IOH_CACHE_FADVISE, 2, bufs[b], 2 * MiB + 777);
     }
 }
 
 /* A short input with --length: "read X: stream ended after A of B bytes", in every mode
  * (O_DIRECT with several readers at once too). */
 static void
-length_short(IohMode mode, guint ring)
+length_short(IohCacheMode mode, guint ring)
 {
     g_autofree char *img = g_build_filename(workdir, "ls-img", NULL);
     g_autofree char *data = random_bytes(3 * MiB, 7);
@@ -238,11 +239,11 @@ length_short(IohMode mode, guint ring)
 static void
 test_length_short(void)
 {
-    length_short(IOH_MODE_BUFFERED, 4);
-    length_short(IOH_MODE_FADVISE, 4);
+    length_short(IOH_CACHE_BUFFERED, 4);
+    length_short(IOH_CACHE_FADVISE, 4);
     if (have_direct) {
-        length_short(IOH_MODE_DIRECT, 1);
-        length_short(IOH_MODE_DIRECT, 8);
+        length_short(IOH_CACHE_DIRECT, 1);
+        length_short(IOH_CACHE_DIRECT, 8);
     }
 }
 
@@ -268,7 +269,7 @@ test_direct_parallel_range(void)
     }
     g_assert_true(g_file_set_contents(img, data, 9 * MiB, NULL));
     ioh_copy_options_init(&opts);
-    opts.mode = IOH_MODE_DIRECT;
+    opts.mode = IOH_CACHE_DIRECT;
     opts.ring = 8;
     opts.has_offset = TRUE;
     opts.offset = 2 * MiB;

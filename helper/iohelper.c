@@ -165,6 +165,9 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     if (direct) {
         a->copy.mode = IOH_CACHE_DIRECT;
     }
+    g_debug("libvirt form: fd %d is %s%s: a %s in %s mode", a->fd,
+            mode == O_WRONLY ? "O_WRONLY" : "O_RDONLY", direct ? " with O_DIRECT" : "",
+            mode == O_WRONLY ? "save" : "restore", ioh_cache_mode_to_string(a->copy.mode));
     file = ioh_end_from_fd(a->fd, a->path, error);
     if (!file) {
         return FALSE;

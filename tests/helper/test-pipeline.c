@@ -1,7 +1,9 @@
-/* test-checksum.c - --checksum=xxh3 and --verify-checksum: the helper's value is what
- * `xxhsum -H3` prints for the same bytes, on save, restore and copy, in every cache mode,
- * with --offset/--length and for an empty stream; a wrong expected value fails the copy
- * with one line. The helper runs in a shell pipeline: real pipes on both sides. */
+/* test-pipeline.c - the helper in shell pipelines, real pipes on both sides:
+ * - --checksum=xxh3 and --verify-checksum: the helper's value is what `xxhsum -H3` prints
+ *   for the same bytes, on save, restore and copy, in every cache mode, with
+ *   --offset/--length and for an empty stream; a wrong expected value fails the copy with
+ *   one line;
+ * - G_MESSAGES_DEBUG=all: the debug lines go to stderr, the stream on stdout stays exact. */
 #include <string.h>
 
 #include <glib.h>
@@ -185,6 +187,42 @@ test_usage(void)
     }
 }
 
+/* With every debug message on, a restore to stdout (both forms) still delivers exactly
+ * the stream, and the decisions are on stderr. */
+static void
+test_debug_keeps_stdout(gconstpointer data)
+{
+    const char *mode = data;
+    g_autofree char *src = wpath("dbg-src"), *img = wpath("dbg-img");
+    g_autofree char *back = wpath("dbg-back"), *back2 = wpath("dbg-back2");
+    g_autofree char *save = NULL, *restore = NULL, *libvirt = NULL;
+    g_autofree char *e1 = NULL, *e2 = NULL, *e3 = NULL;
+
+    if (g_str_equal(mode, "--direct") && !have_direct) {
+        g_test_skip("the test folder's file system refuses O_DIRECT");
+        return;
+    }
+    ioht_write_random_file(src, 2 * MiB + 11, 21);
+    save = g_strdup_printf("cat %s | G_MESSAGES_DEBUG=all $H %s - %s", src, mode, img);
+    restore = g_strdup_printf("G_MESSAGES_DEBUG=all $H %s %s - | cat > %s", mode, img, back);
+    libvirt = g_strdup_printf("G_MESSAGES_DEBUG=all $H %s 3 3<%s | cat > %s", img, img, back2);
+    g_assert_cmpint(run_shell(save, &e1), ==, 0);
+    g_assert_true(ioht_files_equal(src, img));
+    g_assert_cmpint(run_shell(restore, &e2), ==, 0);
+    g_assert_true(ioht_files_equal(src, back));
+    g_assert_cmpint(run_shell(libvirt, &e3), ==, 0);
+    g_assert_true(ioht_files_equal(src, back2));
+    g_assert_nonnull(strstr(e1, "iohelper-DEBUG"));
+    g_assert_nonnull(strstr(e1, "save in "));
+    g_assert_nonnull(strstr(e2, "restore in "));
+    g_assert_nonnull(strstr(e2, "stdout: pipe size "));
+    g_assert_nonnull(strstr(e3, "libvirt form: fd 3 is O_RDONLY"));
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(back);
+    g_unlink(back2);
+}
+
 static void
 add_cases(void)
 {
@@ -216,6 +254,9 @@ main(int argc, char **argv)
     g_test_add_func("/checksum/offset-length-copy", test_offset_length);
     g_test_add_func("/checksum/mismatch", test_mismatch);
     g_test_add_func("/checksum/usage", test_usage);
+    g_test_add_data_func("/debug/stdout-exact/buffered", "", test_debug_keeps_stdout);
+    g_test_add_data_func("/debug/stdout-exact/direct", "--direct", test_debug_keeps_stdout);
+    g_test_add_data_func("/debug/stdout-exact/fadvise", "--fadvise", test_debug_keeps_stdout);
     rc = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(workdir);

@@ -93,6 +93,12 @@ struct _IohCopy {
 #define IOH_ALIGN_DOWN(x, a) ((x) / (a) * (a))
 #define IOH_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
+/* The stream layers' accepts(): every end (they come last in ioh-layer-list.h). */
+gboolean ioh_layer_accepts_any(const IohEnd *end);
+
+/* The stream layers' prepare(): a pipe @end is raised to the pipe size. */
+void ioh_layer_raise_pipe(IohCopy *c, IohEnd *end);
+
 /* The first registered source (sink) that accepts @end. */
 const IohSourceClass *ioh_source_for(const IohEnd *end);
 const IohSinkClass *ioh_sink_for(const IohEnd *end);

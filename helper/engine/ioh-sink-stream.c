@@ -4,27 +4,16 @@
  * cancel. Nothing to make durable. */
 #include "ioh-layer.h"
 #include "ioh-error.h"
-#include "ioh-pipe.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <unistd.h>
 
 static gboolean
-stream_accepts(const IohEnd *end)
-{
-    (void)end;
-    return TRUE;
-}
-
-static gboolean
 stream_prepare(IohCopy *c, GError **error)
 {
     (void)error;
-    if (c->dst->kind == IOH_KIND_PIPE && c->opts->pipe_size > 0) {
-        int got = ioh_pipe_raise(c->dst->fd, c->opts->pipe_size);
-        g_debug("%s: pipe size %d (asked %u)", c->dst->name, got, c->opts->pipe_size);
-    }
+    ioh_layer_raise_pipe(c, c->dst);
     return TRUE;
 }
 
@@ -57,7 +46,7 @@ stream_finish(IohCopy *c, GError **error)
 
 const IohSinkClass ioh_sink_stream = {
     .name = "stream",
-    .accepts = stream_accepts,
+    .accepts = ioh_layer_accepts_any,
     .prepare = stream_prepare,
     .write = stream_write,
     .finish = stream_finish,

@@ -5,7 +5,6 @@
 #include "ioh-layer.h"
 #include "ioh-error.h"
 #include "ioh-fd.h"
-#include "ioh-pipe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,22 +12,12 @@
 #include <unistd.h>
 
 static gboolean
-stream_accepts(const IohEnd *end)
-{
-    (void)end;
-    return TRUE;
-}
-
-static gboolean
 stream_prepare(IohCopy *c, GError **error)
 {
     g_autoptr(GError) err = NULL;
     int mode = 0;
 
-    if (c->src->kind == IOH_KIND_PIPE && c->opts->pipe_size > 0) {
-        int got = ioh_pipe_raise(c->src->fd, c->opts->pipe_size);
-        g_debug("%s: pipe size %d (asked %u)", c->src->name, got, c->opts->pipe_size);
-    }
+    ioh_layer_raise_pipe(c, c->src);
     /* Only an fd open for reading: poll would wait forever for POLLIN on a write-only fd,
      * where read() fails at once with EBADF. */
     (void)error;
@@ -72,7 +61,7 @@ stream_finish(IohCopy *c)
 
 const IohSourceClass ioh_source_stream = {
     .name = "stream",
-    .accepts = stream_accepts,
+    .accepts = ioh_layer_accepts_any,
     .prepare = stream_prepare,
     .read = stream_read,
     .finish = stream_finish,

@@ -70,6 +70,19 @@ stats_checksum(const char *err)
     return g_strdup(json_object_get_string_member(o, "checksum"));
 }
 
+/* Runs @cmd, which runs the helper with --checksum=xxh3 --stats=json: it must succeed
+ * and report @want. */
+static void
+assert_reports(const char *cmd, const char *want)
+{
+    g_autofree char *err = NULL;
+    g_autofree char *got = NULL;
+
+    g_assert_cmpint(run_shell(cmd, &err), ==, 0);
+    got = stats_checksum(err);
+    g_assert_cmpstr(got, ==, want);
+}
+
 typedef struct {
     const char *mode;        /* "", "--direct" or "--fadvise" */
     guint64 size;
@@ -83,7 +96,7 @@ test_save_restore(gconstpointer data)
     const Case *k = data;
     g_autofree char *src = wpath("ck-src"), *img = wpath("ck-img"), *back = wpath("ck-back");
     g_autofree char *want = NULL, *save = NULL, *restore = NULL, *verify = NULL;
-    g_autofree char *e1 = NULL, *e2 = NULL, *e3 = NULL, *got1 = NULL, *got2 = NULL;
+    g_autofree char *e3 = NULL;
 
     if (g_str_equal(k->mode, "--direct") && !have_direct) {
         g_test_skip("the test folder's file system refuses O_DIRECT");
@@ -97,12 +110,8 @@ test_save_restore(gconstpointer data)
                               img, back);
     verify = g_strdup_printf("$H %s --verify-checksum=%s %s - | cat > %s", k->mode, want,
                              img, back);
-    g_assert_cmpint(run_shell(save, &e1), ==, 0);
-    got1 = stats_checksum(e1);
-    g_assert_cmpstr(got1, ==, want);
-    g_assert_cmpint(run_shell(restore, &e2), ==, 0);
-    got2 = stats_checksum(e2);
-    g_assert_cmpstr(got2, ==, want);
+    assert_reports(save, want);
+    assert_reports(restore, want);
     g_assert_true(ioht_files_equal(src, back));
     g_assert_cmpint(run_shell(verify, &e3), ==, 0);
     g_assert_cmpstr(e3, ==, "");
@@ -117,8 +126,7 @@ static void
 test_offset_length(void)
 {
     g_autofree char *src = wpath("ol-src"), *img = wpath("ol-img"), *copy = wpath("ol-copy");
-    g_autofree char *want = NULL, *save = NULL, *restore = NULL, *cp = NULL;
-    g_autofree char *e1 = NULL, *e2 = NULL, *e3 = NULL, *g1 = NULL, *g2 = NULL, *g3 = NULL;
+    g_autofree char *want = NULL, *save = NULL, *restore = NULL, *cp = NULL, *trail = NULL;
     const guint64 size = 3 * MiB + 4099;
 
     ioht_write_random_file(src, size, 5);
@@ -126,20 +134,14 @@ test_offset_length(void)
     g_assert_true(g_file_set_contents(img, "HEADER", -1, NULL));
     save = g_strdup_printf("cat %s | $H --offset=4096 --checksum=xxh3 --stats=json - %s",
                            src, img);
-    g_assert_cmpint(run_shell(save, &e1), ==, 0);
-    g1 = stats_checksum(e1);
-    g_assert_cmpstr(g1, ==, want);
-    g_autofree char *trail = g_strdup_printf("echo TRAILING >> %s", img);
+    assert_reports(save, want);
+    trail = g_strdup_printf("echo TRAILING >> %s", img);
     g_assert_cmpint(run_shell(trail, NULL), ==, 0);
     restore = g_strdup_printf("$H --offset=4096 --length=%" G_GUINT64_FORMAT " --checksum=xxh3"
                               " --stats=json %s - | cat > /dev/null", size, img);
-    g_assert_cmpint(run_shell(restore, &e2), ==, 0);
-    g2 = stats_checksum(e2);
-    g_assert_cmpstr(g2, ==, want);
+    assert_reports(restore, want);
     cp = g_strdup_printf("$H --checksum=xxh3 --stats=json %s %s", src, copy);
-    g_assert_cmpint(run_shell(cp, &e3), ==, 0);
-    g3 = stats_checksum(e3);
-    g_assert_cmpstr(g3, ==, want);
+    assert_reports(cp, want);
     g_unlink(src);
     g_unlink(img);
     g_unlink(copy);
@@ -223,22 +225,24 @@ test_debug_keeps_stdout(gconstpointer data)
     g_unlink(back2);
 }
 
+/* Every cache mode (its option, or none) with sizes around the alignment. */
 static void
 add_cases(void)
 {
-    static const char *modes[] = { "", "--direct", "--fadvise" };
-    static const char *names[] = { "buffered", "direct", "fadvise" };
+    static const struct {
+        const char *name, *option;
+    } modes[] = { { "buffered", "" }, { "direct", "--direct" }, { "fadvise", "--fadvise" } };
     static const guint64 sizes[] = { 0, 1, 4097, 3 * MiB + 5 };
+    static Case cases[G_N_ELEMENTS(modes) * G_N_ELEMENTS(sizes)];
 
-    for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
-        for (gsize s = 0; s < G_N_ELEMENTS(sizes); s++) {
-            Case *k = g_new0(Case, 1);
-            g_autofree char *path = g_strdup_printf("/checksum/%s/%" G_GUINT64_FORMAT,
-                                                    names[m], sizes[s]);
-            k->mode = modes[m];
-            k->size = sizes[s];
-            g_test_add_data_func_full(path, k, test_save_restore, g_free);
-        }
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *path = NULL;
+
+        cases[i].mode = modes[i / G_N_ELEMENTS(sizes)].option;
+        cases[i].size = sizes[i % G_N_ELEMENTS(sizes)];
+        path = g_strdup_printf("/checksum/%s/%" G_GUINT64_FORMAT,
+                               modes[i / G_N_ELEMENTS(sizes)].name, cases[i].size);
+        g_test_add_data_func(path, &cases[i], test_save_restore);
     }
 }
 

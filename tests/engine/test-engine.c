@@ -1,5 +1,6 @@
-/* test-engine.c - the copy engine's ring (ioh-copy.c) through its public header: every ring
- * and buffer size moves the exact bytes, and an error on either side stops both threads. */
+/* test-engine.c - the copy engine's strategies (ioh-ring.c, ioh-strategy-*.c) through its
+ * public header: every ring and buffer size moves the exact bytes, and an error on either
+ * side stops both threads. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -193,7 +193,8 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     stats->direction = direction(src, dst);
     /* Every check that could refuse the copy has passed before a save target opened by
      * path loses its old contents. */
-    ok = assemble(&c, error) && ioh_end_apply_truncate(dst, error) &&
+    ok = ioh_error_check_cancellable(opts->cancellable, "copy", NULL, error) &&
+         assemble(&c, error) && ioh_end_apply_truncate(dst, error) &&
          c.strategy->run(&c, error) && finish(&c, error);
     stats->end_us = g_get_monotonic_time();
     if (ok) {

@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 #include "ioh-cache-mode.h"
 #include "ioh-file.h"
@@ -32,6 +32,10 @@ typedef struct {
     gpointer progress_data;
     const char *const *filters; /* NULL-terminated names of the filters the stream passes
                                  * through, in order (ioh-filter.h); NULL: none */
+    GCancellable *cancellable;  /* cancelled from any thread, stops the copy with
+                                 * ECANCELED; NULL: none. A read waiting on a silent
+                                 * stream wakes; one blocking write() into a full pipe
+                                 * still waits for its reader (see ioh-fd.h) */
     gboolean has_expected_checksum;
     guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
                                  * checksum differs (EBADMSG) */

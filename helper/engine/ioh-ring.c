@@ -232,6 +232,17 @@ ring_threads(IohRing *r, IohReader *readers)
     return ok;
 }
 
+/* The caller's cancellable stops the ring like an error of its own. */
+static void
+on_cancelled(GCancellable *cancellable, gpointer data)
+{
+    GError *err = NULL;
+
+    (void)cancellable;
+    ioh_error_set_cancelled(&err, "copy", NULL);
+    ring_fail(data, err);
+}
+
 gboolean
 ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error)
 {
@@ -241,16 +252,21 @@ ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error)
                   .end_seq = G_MAXUINT64 };
     g_autoptr(GCancellable) cancel = g_cancellable_new();
     gboolean ok;
+    gulong handler;
 
     /* Held for the whole copy: each wait borrows the cancel's fd without making it anew. */
     c->cancel = cancel;
     g_cancellable_get_fd(cancel);
     g_mutex_init(&r.lock);
     g_cond_init(&r.cond);
+    handler = c->opts->cancellable ? g_cancellable_connect(c->opts->cancellable,
+                                                           G_CALLBACK(on_cancelled), &r, NULL)
+                                   : 0;
     g_debug("strategy: ring of %u buffers of %zu bytes, %u reader thread%s, writes of up to "
             "%u buffers", r.n, c->slot, n, n == 1 ? "" : "s",
             c->dst->direct ? CLAMP(r.n / 2, 1, IOH_RING_MAX_SPAN) : 1);
     ok = ring_threads(&r, readers);
+    g_cancellable_disconnect(c->opts->cancellable, handler);
     c->stats->reads = __atomic_load_n(&c->reads, __ATOMIC_RELAXED);
     g_mutex_clear(&r.lock);
     g_cond_clear(&r.cond);

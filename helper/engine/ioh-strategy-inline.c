@@ -8,6 +8,7 @@
  * write side, the disk busy) the ring wins. The buffer stays hot in this core's cache.
  */
 #include "ioh-layer.h"
+#include "ioh-error.h"
 
 static gboolean
 inline_run(IohCopy *c, GError **error)
@@ -16,6 +17,8 @@ inline_run(IohCopy *c, GError **error)
     IohReader rd = { .c = c, .fd = c->src->fd, .direct = c->src->direct };
 
     g_debug("strategy: inline, one buffer of %zu bytes", c->slot);
+    /* The caller's cancellable, if any, is what a read of a silent stream waits on. */
+    c->cancel = opts->cancellable;
     for (;;) {
         gsize want = c->slot;
         gssize got;
@@ -25,6 +28,9 @@ inline_run(IohCopy *c, GError **error)
                 break;
             }
             want = (gsize)MIN((guint64)want, opts->length - c->stats->bytes);
+        }
+        if (!ioh_error_check_cancellable(c->cancel, "copy", NULL, error)) {
+            return FALSE;
         }
         got = c->source->read(&rd, c->mem, want, -1, error);
         c->stats->reads = c->reads;

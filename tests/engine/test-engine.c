@@ -447,6 +447,72 @@ test_progress_throttled(void)
     g_unlink(img);
 }
 
+static gboolean
+cancel_later(gpointer data)
+{
+    g_cancellable_cancel(data);
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer
+run_loop(gpointer data)
+{
+    g_main_loop_run(data);
+    return NULL;
+}
+
+/* A silent producer holds the pipe open; the caller's cancellable, cancelled from another
+ * thread, stops the copy promptly with ECANCELED, in each strategy that reads a stream
+ * (inline: buffered save; ring: a direct save). Cancelled before the start, nothing is
+ * opened or truncated. */
+static void
+test_cancel(gconstpointer data)
+{
+    IohCacheMode mode = GPOINTER_TO_INT(data);
+    g_autofree char *img = g_build_filename(workdir, "cancel-img", NULL);
+    g_autoptr(GMainContext) ctx = g_main_context_new();
+    g_autoptr(GMainLoop) loop = g_main_loop_new(ctx, FALSE);
+    g_autoptr(GCancellable) cancel = g_cancellable_new();
+    g_autoptr(GSource) timer = g_timeout_source_new(200);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GError) again = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    GThread *t;
+    gint64 t0;
+    int fds[2];
+
+    if (mode == IOH_CACHE_DIRECT && !have_direct) {
+        g_test_skip("the test folder's file system refuses O_DIRECT");
+        return;
+    }
+    ioh_copy_options_init(&opts);
+    opts.mode = mode;
+    opts.cancellable = cancel;
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    g_assert_cmpint(write(fds[1], "some bytes", 10), ==, 10);
+    src = ioh_end_from_fd(fds[0], "silent", &error);
+    dst = ioh_end_open(img, TRUE, 0, &error);
+    g_assert_no_error(error);
+    g_source_set_callback(timer, cancel_later, cancel, NULL);
+    g_source_attach(timer, ctx);
+    t = g_thread_new("canceller", run_loop, loop);
+    t0 = g_get_monotonic_time();
+    g_assert_false(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_true(ioh_error_is_cancelled(error));
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+    g_main_loop_quit(loop);
+    g_thread_join(t);
+    /* Cancelled already: refused before anything. */
+    g_assert_false(ioh_copy(src, dst, &opts, &stats, &again));
+    g_assert_error(again, IOH_ERROR, ECANCELED);
+    g_assert_cmpstr(again->message, ==, "copy: Operation canceled");
+    close(fds[1]);
+    g_unlink(img);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -465,6 +531,9 @@ main(int argc, char **argv)
     g_test_add_func("/engine/ring/reader-error-stops-writer", test_reader_error_stops_writer);
     g_test_add_func("/engine/ring/position-kept", test_position_kept);
     g_test_add_func("/engine/ring/progress-throttled", test_progress_throttled);
+    g_test_add_data_func("/engine/cancel/inline", GINT_TO_POINTER(IOH_CACHE_BUFFERED),
+                         test_cancel);
+    g_test_add_data_func("/engine/cancel/ring", GINT_TO_POINTER(IOH_CACHE_DIRECT), test_cancel);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(workdir);

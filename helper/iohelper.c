@@ -80,13 +80,15 @@ static gboolean
 open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
 {
     gboolean direct = FALSE;
-    int mode = ioh_fd_access_mode(a->fd, &direct);
+    int mode = 0;
+    g_autoptr(GError) local = NULL;
     g_autoptr(IohEnd) file = NULL;
     g_autoptr(IohEnd) pipe = NULL;
 
-    if (mode < 0) {
-        g_autofree char *msg = g_strdup_printf("fd %d: %s", a->fd, g_strerror(-mode));
-        g_propagate_error(error, ioh_error_new_literal(-mode, "fcntl", a->path, msg));
+    if (!ioh_fd_access_mode(a->fd, &mode, &direct, &local)) {
+        /* the record's error line names the image (operation fcntl, path PATH) */
+        g_propagate_error(error, ioh_error_new_literal(local->code, "fcntl", a->path,
+                                                       local->message));
         return FALSE;
     }
     if (mode == O_RDWR) {
@@ -96,8 +98,11 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
         return FALSE;
     }
     if (direct) {
-        a->copy.mode = IOH_MODE_DIRECT;
+        a->copy.mode = IOH_CACHE_DIRECT;
     }
+    g_debug("libvirt form: fd %d is %s%s: a %s in %s mode", a->fd,
+            mode == O_WRONLY ? "O_WRONLY" : "O_RDONLY", direct ? " with O_DIRECT" : "",
+            mode == O_WRONLY ? "save" : "restore", ioh_cache_mode_to_string(a->copy.mode));
     file = ioh_end_from_fd(a->fd, a->path, error);
     if (!file) {
         return FALSE;
@@ -191,6 +196,9 @@ main(int argc, char **argv)
     g_auto(IohProtocolMsg) final = { 0 };
     gboolean ok;
 
+    /* stdout may be the stream: every log message (g_debug with G_MESSAGES_DEBUG=iohelper
+     * included) goes to stderr. */
+    g_log_writer_default_set_use_stderr(TRUE);
     /* A reader that goes away must give EPIPE and a message, not a silent death. */
     signal(SIGPIPE, SIG_IGN);
     /* Past RLIMIT_FSIZE, write() must fail with EFBIG and a message, not kill us. */

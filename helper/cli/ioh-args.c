@@ -1,5 +1,6 @@
 /* ioh-args.c - the iohelper command line */
 #include "ioh-args.h"
+#include "ioh-filter.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -29,6 +30,10 @@ static const char usage_text[] =
     "  --status-fd=N          write JSON progress lines to fd N\n"
     "  --status-interval=MS   period of --progress and --status-fd (default 1000)\n"
     "  --record=FILE          append a JSON line describing the copy to FILE\n"
+    "  --checksum=ALG         compute a checksum of the stream (xxh3: XXH3-64, as\n"
+    "                         'xxhsum -H3' prints it), reported by --stats\n"
+    "  --verify-checksum=HEX  compute the xxh3 checksum and fail (exit 1) when it is not\n"
+    "                         HEX (16 hex digits); the stream is already delivered then\n"
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
@@ -205,15 +210,51 @@ static const struct {
     { "stats", OPT_OPTIONAL },       { "progress", OPT_FLAG },
     { "status-fd", OPT_VALUE },      { "status-interval", OPT_VALUE },
     { "record", OPT_VALUE },         { "help", OPT_FLAG },
-    { "version", OPT_FLAG },
+    { "version", OPT_FLAG },         { "checksum", OPT_VALUE },
+    { "verify-checksum", OPT_VALUE },
 };
+
+/* --checksum=ALG and --verify-checksum=HEX (which implies --checksum=xxh3): the stream
+ * passes through the checksum filter of that name. */
+static gboolean
+apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
+{
+    const IohFilterClass *f;
+    guint64 v;
+    gsize n = 0;
+
+    if (g_str_equal(name, "checksum")) {
+        f = ioh_filter_lookup(val);
+        if (!f || !f->checksum) {
+            return usage_error(error, "--checksum: '%s' is not a known algorithm (%s)", val,
+                               ioh_filter_checksum_names());
+        }
+        a->checksum_filters[0] = f->name;
+        a->copy.filters = a->checksum_filters;
+        return TRUE;
+    }
+    while (g_ascii_isxdigit(val[n])) {
+        n++;
+    }
+    if (n != 16 || val[n] || !g_ascii_string_to_unsigned(val, 16, 0, G_MAXUINT64, &v, NULL)) {
+        return usage_error(error, "--verify-checksum: '%s' is not an xxh3 checksum (16 hex "
+                           "digits)", val);
+    }
+    a->checksum_filters[0] = "xxh3";
+    a->copy.filters = a->checksum_filters;
+    a->copy.has_expected_checksum = TRUE;
+    a->copy.expected_checksum = v;
+    return TRUE;
+}
 
 static gboolean
 apply_option(IohArgs *a, const char *name, const char *val, GError **error)
 {
     guint64 v;
 
-    if (g_str_equal(name, "direct")) {
+    if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
+        return apply_checksum(a, name, val, error);
+    } else if (g_str_equal(name, "direct")) {
         a->direct = TRUE;
     } else if (g_str_equal(name, "fadvise")) {
         a->fadvise = TRUE;
@@ -370,8 +411,8 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
     if (a->direct && a->fadvise) {
         return usage_error(error, "--direct and --fadvise cannot be combined");
     }
-    a->copy.mode = a->direct ? IOH_MODE_DIRECT
-                             : a->fadvise ? IOH_MODE_FADVISE : IOH_MODE_BUFFERED;
+    a->copy.mode = a->direct ? IOH_CACHE_DIRECT
+                             : a->fadvise ? IOH_CACHE_FADVISE : IOH_CACHE_BUFFERED;
     if (operands->len != 2) {
         return usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
                            operands->len, operands->len == 1 ? "" : "s");

@@ -54,6 +54,7 @@ typedef struct {
     gboolean progress;
     int status_fd;           /* -1: none */
     char *record;            /* append a JSON line per copy to this file */
+    const char *checksum_filters[2];  /* --checksum: { name, NULL }, copy.filters */
 } IohArgs;
 
 /* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */

@@ -1,4 +1,4 @@
-/* ioh-copy.h - the copy engine: move a stream between a pipe and a file
+/* ioh-copy.h - the copy engine: move a stream between a pipe and a file (docs/engine.md)
  *
  * The storage side (a regular file or block device) decides the cache mode; the pipe
  * side is raised to the pipe size. Success means every byte was delivered and, when
@@ -7,25 +7,18 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
+#include "ioh-cache-mode.h"
 #include "ioh-file.h"
 #include "ioh-stats.h"
 
 G_BEGIN_DECLS
 
-typedef enum {
-    IOH_MODE_BUFFERED,  /* page cache, fdatasync at the end */
-    IOH_MODE_DIRECT,    /* O_DIRECT with aligned buffers; the unaligned tail goes buffered */
-    IOH_MODE_FADVISE,   /* page cache, written back and dropped behind the head */
-} IohMode;
-
-const char *ioh_mode_name(IohMode mode);
-
 typedef void (*IohProgressFunc)(const IohStats *stats, gpointer user_data);
 
 typedef struct {
-    IohMode mode;
+    IohCacheMode mode;          /* of the storage side (ioh-cache-mode.h) */
     gsize buffer_size;          /* bytes per read/write, rounded up to the alignment */
     guint ring;                 /* buffers in flight */
     guint pipe_size;            /* size for pipe ends; 0 leaves them alone */
@@ -37,6 +30,15 @@ typedef struct {
     gint64 progress_interval_us;
     IohProgressFunc progress;   /* called at most once per interval, and once at the end */
     gpointer progress_data;
+    const char *const *filters; /* NULL-terminated names of the filters the stream passes
+                                 * through, in order (ioh-filter.h); NULL: none */
+    GCancellable *cancellable;  /* cancelled from any thread, stops the copy with
+                                 * ECANCELED; NULL: none. A read waiting on a silent
+                                 * stream wakes; one blocking write() into a full pipe
+                                 * still waits for its reader (see ioh-fd.h) */
+    gboolean has_expected_checksum;
+    guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
+                                 * checksum differs (EBADMSG) */
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)

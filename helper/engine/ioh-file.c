@@ -163,18 +163,20 @@ ioh_end_set_direct(IohEnd *end, gboolean direct, GError **error)
     return TRUE;
 }
 
-int
-ioh_fd_access_mode(int fd, gboolean *ret_direct)
+gboolean
+ioh_fd_access_mode(int fd, int *ret_mode, gboolean *ret_direct, GError **error)
 {
     int fl = fcntl(fd, F_GETFL);
 
     if (fl < 0) {
-        return -errno;
+        int errsv = errno;
+        return ioh_error_set(error, errsv, NULL, NULL, "fd %d: %s", fd, g_strerror(errsv));
     }
+    *ret_mode = fl & O_ACCMODE;
     if (ret_direct) {
         *ret_direct = (fl & O_DIRECT) != 0;
     }
-    return fl & O_ACCMODE;
+    return TRUE;
 }
 
 gboolean

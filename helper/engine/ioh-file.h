@@ -49,8 +49,10 @@ gboolean ioh_end_is_storage(const IohEnd *end);
  * file system refuses O_DIRECT. */
 gboolean ioh_end_set_direct(IohEnd *end, gboolean direct, GError **error);
 
-/* Access mode of @fd (O_RDONLY, O_WRONLY, O_RDWR) or -errno; *ret_direct tells O_DIRECT. */
-int ioh_fd_access_mode(int fd, gboolean *ret_direct);
+/* The access mode of @fd (O_RDONLY, O_WRONLY, O_RDWR) into *@ret_mode, and whether
+ * O_DIRECT is set into *@ret_direct (may be NULL). FALSE with "fd N: <cause>" (IOH_ERROR,
+ * errno) when F_GETFL fails. */
+gboolean ioh_fd_access_mode(int fd, int *ret_mode, gboolean *ret_direct, GError **error);
 
 /* Closes the fd (inherited ones too) and reports a failed close as an error. */
 gboolean ioh_end_close(IohEnd *end, GError **error);

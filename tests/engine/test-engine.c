@@ -1,5 +1,6 @@
-/* test-engine.c - the copy engine's ring (ioh-copy.c) through its public header: every ring
- * and buffer size moves the exact bytes, and an error on either side stops both threads. */
+/* test-engine.c - the copy engine's strategies (ioh-ring.c, ioh-strategy-*.c) through its
+ * public header: every ring and buffer size moves the exact bytes, and an error on either
+ * side stops both threads. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -96,7 +97,7 @@ random_bytes(gsize len, guint32 seed)
 /* Saves @len random bytes from a pipe into a file and restores them into a pipe with
  * @mode, @ring and @bufsize; both must give back the exact bytes. */
 static void
-roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
+roundtrip(IohCacheMode mode, guint ring, gsize bufsize, gsize len)
 {
     g_autofree char *img = g_build_filename(workdir, "rt-img", NULL);
     g_autofree char *data = random_bytes(len, (guint32)(len ^ ring ^ bufsize ^ mode));
@@ -127,6 +128,7 @@ roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
     g_thread_join(t);
     g_assert_cmpuint(stats.bytes, ==, len);
     g_assert_cmpuint(stats.synced, ==, len);
+    g_assert_cmpstr(stats.mode, ==, ioh_cache_mode_to_string(mode));
     g_assert_cmpuint(stats.reads, >=, 1);
     g_assert_cmpuint(stats.writes, >=, len > 0 ? 1 : 0);
     g_assert_true(ioh_end_close(dst, &error));
@@ -162,13 +164,13 @@ roundtrip(IohMode mode, guint ring, gsize bufsize, gsize len)
 static void
 test_roundtrip_rings(void)
 {
-    static const IohMode modes[] = { IOH_MODE_BUFFERED, IOH_MODE_DIRECT, IOH_MODE_FADVISE };
+    static const IohCacheMode modes[] = { IOH_CACHE_BUFFERED, IOH_CACHE_DIRECT, IOH_CACHE_FADVISE };
     static const guint rings[] = { 1, 2, 3, 4, 8 };
     static const gsize sizes[] = { 0, 1, 4096, 4097, 3 * MiB, 5 * MiB + 12345 };
     guint m, r, s;
 
     for (m = 0; m < G_N_ELEMENTS(modes); m++) {
-        if (modes[m] == IOH_MODE_DIRECT && !have_direct) {
+        if (modes[m] == IOH_CACHE_DIRECT && !have_direct) {
             continue;
         }
         for (r = 0; r < G_N_ELEMENTS(rings); r++) {
@@ -188,18 +190,18 @@ test_roundtrip_buffer_sizes(void)
     guint b;
 
     for (b = 0; b < G_N_ELEMENTS(bufs); b++) {
-        roundtrip(IOH_MODE_BUFFERED, 3, bufs[b], 2 * MiB + 777);
+        roundtrip(IOH_CACHE_BUFFERED, 3, bufs[b], 2 * MiB + 777);
         if (have_direct) {
-            roundtrip(IOH_MODE_DIRECT, 5, bufs[b], 2 * MiB + 777);
+            roundtrip(IOH_CACHE_DIRECT, 5, bufs[b], 2 * MiB + 777);
         }
-        roundtrip(IOH_MODE_FADVISE, 2, bufs[b], 2 * MiB + 777);
+        roundtrip(IOH_CACHE_FADVISE, 2, bufs[b], 2 * MiB + 777);
     }
 }
 
 /* A short input with --length: "read X: stream ended after A of B bytes", in every mode
  * (O_DIRECT with several readers at once too). */
 static void
-length_short(IohMode mode, guint ring)
+length_short(IohCacheMode mode, guint ring)
 {
     g_autofree char *img = g_build_filename(workdir, "ls-img", NULL);
     g_autofree char *data = random_bytes(3 * MiB, 7);
@@ -238,11 +240,11 @@ length_short(IohMode mode, guint ring)
 static void
 test_length_short(void)
 {
-    length_short(IOH_MODE_BUFFERED, 4);
-    length_short(IOH_MODE_FADVISE, 4);
+    length_short(IOH_CACHE_BUFFERED, 4);
+    length_short(IOH_CACHE_FADVISE, 4);
     if (have_direct) {
-        length_short(IOH_MODE_DIRECT, 1);
-        length_short(IOH_MODE_DIRECT, 8);
+        length_short(IOH_CACHE_DIRECT, 1);
+        length_short(IOH_CACHE_DIRECT, 8);
     }
 }
 
@@ -268,7 +270,7 @@ test_direct_parallel_range(void)
     }
     g_assert_true(g_file_set_contents(img, data, 9 * MiB, NULL));
     ioh_copy_options_init(&opts);
-    opts.mode = IOH_MODE_DIRECT;
+    opts.mode = IOH_CACHE_DIRECT;
     opts.ring = 8;
     opts.has_offset = TRUE;
     opts.offset = 2 * MiB;
@@ -445,6 +447,72 @@ test_progress_throttled(void)
     g_unlink(img);
 }
 
+static gboolean
+cancel_later(gpointer data)
+{
+    g_cancellable_cancel(data);
+    return G_SOURCE_REMOVE;
+}
+
+static gpointer
+run_loop(gpointer data)
+{
+    g_main_loop_run(data);
+    return NULL;
+}
+
+/* A silent producer holds the pipe open; the caller's cancellable, cancelled from another
+ * thread, stops the copy promptly with ECANCELED, in each strategy that reads a stream
+ * (inline: buffered save; ring: a direct save). Cancelled before the start, nothing is
+ * opened or truncated. */
+static void
+test_cancel(gconstpointer data)
+{
+    IohCacheMode mode = GPOINTER_TO_INT(data);
+    g_autofree char *img = g_build_filename(workdir, "cancel-img", NULL);
+    g_autoptr(GMainContext) ctx = g_main_context_new();
+    g_autoptr(GMainLoop) loop = g_main_loop_new(ctx, FALSE);
+    g_autoptr(GCancellable) cancel = g_cancellable_new();
+    g_autoptr(GSource) timer = g_timeout_source_new(200);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GError) again = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    IohStats stats;
+    GThread *t;
+    gint64 t0;
+    int fds[2];
+
+    if (mode == IOH_CACHE_DIRECT && !have_direct) {
+        g_test_skip("the test folder's file system refuses O_DIRECT");
+        return;
+    }
+    ioh_copy_options_init(&opts);
+    opts.mode = mode;
+    opts.cancellable = cancel;
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    g_assert_cmpint(write(fds[1], "some bytes", 10), ==, 10);
+    src = ioh_end_from_fd(fds[0], "silent", &error);
+    dst = ioh_end_open(img, TRUE, 0, &error);
+    g_assert_no_error(error);
+    g_source_set_callback(timer, cancel_later, cancel, NULL);
+    g_source_attach(timer, ctx);
+    t = g_thread_new("canceller", run_loop, loop);
+    t0 = g_get_monotonic_time();
+    g_assert_false(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_true(ioh_error_is_cancelled(error));
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+    g_main_loop_quit(loop);
+    g_thread_join(t);
+    /* Cancelled already: refused before anything. */
+    g_assert_false(ioh_copy(src, dst, &opts, &stats, &again));
+    g_assert_error(again, IOH_ERROR, ECANCELED);
+    g_assert_cmpstr(again->message, ==, "copy: Operation canceled");
+    close(fds[1]);
+    g_unlink(img);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -463,6 +531,9 @@ main(int argc, char **argv)
     g_test_add_func("/engine/ring/reader-error-stops-writer", test_reader_error_stops_writer);
     g_test_add_func("/engine/ring/position-kept", test_position_kept);
     g_test_add_func("/engine/ring/progress-throttled", test_progress_throttled);
+    g_test_add_data_func("/engine/cancel/inline", GINT_TO_POINTER(IOH_CACHE_BUFFERED),
+                         test_cancel);
+    g_test_add_data_func("/engine/cancel/ring", GINT_TO_POINTER(IOH_CACHE_DIRECT), test_cancel);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(workdir);

@@ -1,0 +1,147 @@
+/* ioh-cache-policy.c - what a copy does with the page cache behind the head
+ *
+ * - write-behind (buffered save): start write-back of each full window as soon as it is
+ *   written, without waiting and without dropping it (the pages stay cached: that is the
+ *   buffered mode). The kernel would wait for dirty_background_ratio (gigabytes here) and
+ *   leave it all to the final fdatasync; started early, the disk writes while the pipe is
+ *   read (1 GiB buffered save, median of 5 interleaved: 1.0 GB/s without, 1.5 GB/s with;
+ *   waiting for the window before, as --fadvise does, measured slower: 1.1 GB/s).
+ * - drop-behind (--fadvise): a save starts write-back of each full window as soon as it
+ *   is written, and waits for and drops the window before it, so the page cache holds
+ *   about two windows of the image whatever its size; a restore drops what has been read,
+ *   a window behind the head.
+ */
+#include "ioh-layer.h"
+#include "ioh-error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+static gboolean
+start_writeback(IohCopy *c, guint64 len, GError **error)
+{
+    if (sync_file_range(c->dst->fd, (off_t)(c->dst_start + c->cache.started), (off_t)len,
+                        SYNC_FILE_RANGE_WRITE) < 0) {
+        return ioh_error_set_errno(error, errno, "sync_file_range", c->dst->name);
+    }
+    c->cache.started += len;
+    return TRUE;
+}
+
+/* Waits for the write-back of everything started a window before, and drops it. */
+static gboolean
+drop_window_behind(IohCopy *c, guint64 win, GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    guint64 dlen = c->cache.started - win - c->cache.dropped;
+    off_t off = (off_t)(c->dst_start + c->cache.dropped);
+
+    if (sync_file_range(c->dst->fd, off, (off_t)dlen, SYNC_FILE_RANGE_WAIT_BEFORE |
+                        SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) < 0) {
+        return ioh_error_set_errno(error, errno, "sync_file_range", c->dst->name);
+    }
+    c->stats->sync_us += g_get_monotonic_time() - t0;
+    posix_fadvise(c->dst->fd, off, (off_t)dlen, POSIX_FADV_DONTNEED);
+    c->cache.dropped += dlen;
+    c->stats->synced = c->cache.dropped;
+    return TRUE;
+}
+
+/* --fadvise save, after each chunk (@final: once more at the end, before fdatasync). */
+static gboolean
+drop_behind_write(IohCopy *c, gboolean final, GError **error)
+{
+    guint64 win = c->opts->fadvise_window;
+    guint64 done = c->stats->bytes;
+
+    while (done - c->cache.started >= win || (final && done > c->cache.started)) {
+        if (!start_writeback(c, MIN(win, done - c->cache.started), error)) {
+            return FALSE;
+        }
+        if (final) {
+            break;
+        }
+        if (c->cache.started - c->cache.dropped > win && !drop_window_behind(c, win, error)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* --fadvise restore: drop what has been read, a window behind the head. */
+static void
+drop_behind_read(IohCopy *c, gboolean final)
+{
+    guint64 win = c->opts->fadvise_window;
+    guint64 done = c->stats->bytes;
+
+    if (done - c->cache.dropped >= win || (final && done > c->cache.dropped)) {
+        posix_fadvise(c->src->fd, (off_t)(c->src_start + c->cache.dropped),
+                      (off_t)(done - c->cache.dropped), POSIX_FADV_DONTNEED);
+        c->cache.dropped = done;
+    }
+}
+
+/* Buffered save: start write-back of each full window, never wait. */
+static gboolean
+write_behind(IohCopy *c, GError **error)
+{
+    guint64 win = MAX(c->opts->fadvise_window, 1);
+
+    while (!c->cache.no_writeback && c->stats->bytes - c->cache.started >= win) {
+        if (sync_file_range(c->dst->fd, (off_t)(c->dst_start + c->cache.started), (off_t)win,
+                            SYNC_FILE_RANGE_WRITE) < 0) {
+            if (errno == ESPIPE || errno == EINVAL || errno == ENOSYS) {
+                c->cache.no_writeback = TRUE;    /* not for this file: leave it to fdatasync */
+                return TRUE;
+            }
+            return ioh_error_set_errno(error, errno, "sync_file_range", c->dst->name);
+        }
+        c->cache.started += win;
+    }
+    return TRUE;
+}
+
+gboolean
+ioh_cache_after_chunk(IohCopy *c, gboolean write_behind_on, GError **error)
+{
+    if (c->opts->mode == IOH_CACHE_FADVISE) {
+        if (ioh_end_is_storage(c->dst) && !drop_behind_write(c, FALSE, error)) {
+            return FALSE;
+        }
+        if (ioh_end_is_storage(c->src)) {
+            drop_behind_read(c, FALSE);
+        }
+        return TRUE;
+    }
+    if (write_behind_on && ioh_end_is_storage(c->dst)) {
+        return write_behind(c, error);
+    }
+    return TRUE;
+}
+
+/* The file source's finish: the rest of a --fadvise restore is dropped. */
+void
+ioh_cache_finish_read(IohCopy *c)
+{
+    if (c->opts->mode == IOH_CACHE_FADVISE) {
+        drop_behind_read(c, TRUE);
+    }
+}
+
+/* The file sink's finish, before fdatasync: the last window's write-back is started. */
+gboolean
+ioh_cache_finish_write(IohCopy *c, GError **error)
+{
+    return c->opts->mode != IOH_CACHE_FADVISE || drop_behind_write(c, TRUE, error);
+}
+
+/* The file sink's finish, after fdatasync: a --fadvise save leaves nothing cached. */
+void
+ioh_cache_drop_written(IohCopy *c)
+{
+    if (c->opts->mode == IOH_CACHE_FADVISE) {
+        posix_fadvise(c->dst->fd, (off_t)c->dst_start, (off_t)c->stats->bytes,
+                      POSIX_FADV_DONTNEED);
+    }
+}

@@ -1,0 +1,145 @@
+/* ioh-layer.h - the layers of a copy, inside the engine (docs/engine.md)
+ *
+ * A copy is a source (reads the stream from its end), zero or more filters (see each
+ * byte, ioh-filter.h), and a sink (writes the stream to its end), run by a strategy
+ * (which threads read and write, and through which buffers), with the cache policy
+ * (write-behind, drop-behind) after each chunk the sink took. ioh-copy.c chooses them and
+ * runs the copy; each layer is one file with one job, registered in ioh-layer-list.h.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "ioh-copy.h"
+#include "ioh-filter.h"
+
+G_BEGIN_DECLS
+
+typedef struct _IohCopy IohCopy;
+
+/* One thread's way of reading the source: the source's own fd, or (parallel O_DIRECT
+ * readers) an fd of its own on the same file. */
+typedef struct {
+    IohCopy *c;
+    int fd;
+    gboolean own;            /* fd is ours (closed after the copy) */
+    gboolean direct;         /* O_DIRECT is set on fd */
+} IohReader;
+
+typedef struct {
+    const char *name;
+    gboolean (*accepts)(const IohEnd *end);
+    /* Before any byte moves: position, cache mode, pipe size. */
+    gboolean (*prepare)(IohCopy *c, GError **error);
+    /* Reads until @len bytes or the end of the stream, at stream offset @pos (< 0: where
+     * the fd is). Returns the bytes read, or -1 with @error set. */
+    gssize (*read)(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error);
+    /* The stream has been read whole. */
+    void (*finish)(IohCopy *c);
+} IohSourceClass;
+
+typedef struct {
+    const char *name;
+    gboolean (*accepts)(const IohEnd *end);
+    gboolean (*prepare)(IohCopy *c, GError **error);
+    /* Writes all @len bytes. */
+    gboolean (*write)(IohCopy *c, const char *buf, gsize len, GError **error);
+    /* Every byte was written: make them durable (storage). */
+    gboolean (*finish)(IohCopy *c, GError **error);
+} IohSinkClass;
+
+/* How the bytes move: one of ioh-strategy-*.c. */
+typedef struct {
+    const char *name;
+    gboolean (*run)(IohCopy *c, GError **error);
+} IohStrategy;
+
+extern const IohStrategy ioh_strategy_inline;    /* read then write, one thread */
+extern const IohStrategy ioh_strategy_ring;      /* a reader thread and a ring */
+extern const IohStrategy ioh_strategy_parallel;  /* parallel O_DIRECT readers, a ring */
+
+/* Write-behind and drop-behind: what the cache policy has done so far. */
+typedef struct {
+    guint64 dropped;         /* fadvise: stream bytes already written back and dropped */
+    guint64 started;         /* stream bytes whose write-back was started */
+    gboolean no_writeback;   /* sync_file_range does not apply to the destination */
+} IohCachePolicy;
+
+struct _IohCopy {
+    IohEnd *src;
+    IohEnd *dst;
+    const IohCopyOptions *opts;
+    IohStats *stats;
+    const IohSourceClass *source;
+    const IohSinkClass *sink;
+    IohFilterChain *filters;     /* run by the thread that writes the sink */
+    const IohStrategy *strategy;
+    char *mem;                   /* nslots buffers of slot bytes, aligned to align */
+    gsize slot;
+    guint nslots;
+    gsize align;
+    GCancellable *cancel;        /* a threaded strategy's stop (NULL: one thread) */
+    gboolean poll_src;           /* the source is a readable stream: wait on it with cancel */
+    guint64 reads;               /* read calls so far (atomic: parallel readers) */
+    guint64 src_start;           /* file offset where the stream starts (storage source) */
+    guint64 dst_start;           /* ... and in a storage destination */
+    IohCachePolicy cache;
+    gint64 last_progress_us;
+};
+
+/* Parallel O_DIRECT readers at most. */
+#define IOH_MAX_READERS 4
+
+#define IOH_ALIGN_DOWN(x, a) ((x) / (a) * (a))
+#define IOH_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+
+/* The stream layers' accepts(): every end (they come last in ioh-layer-list.h). */
+gboolean ioh_layer_accepts_any(const IohEnd *end);
+
+/* The stream layers' prepare(): a pipe @end is raised to the pipe size. */
+void ioh_layer_raise_pipe(IohCopy *c, IohEnd *end);
+
+/* The first registered source (sink) that accepts @end. */
+const IohSourceClass *ioh_source_for(const IohEnd *end);
+const IohSinkClass *ioh_sink_for(const IohEnd *end);
+
+/* One read call done (any thread). */
+void ioh_copy_count_read(IohCopy *c);
+
+/* Passes @len bytes written... first through the filters, then to the sink; then counts
+ * them and runs the cache policy (@write_behind: start write-back early, see
+ * ioh-cache-policy.c). The writing thread's one way to deliver a chunk. */
+gboolean ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write_behind,
+                          GError **error);
+
+/* Calls the progress callback, at most once per interval unless @final. */
+void ioh_copy_report_progress(IohCopy *c, gboolean final);
+
+/* Storage ends (ioh-storage.c): sets O_DIRECT in the direct mode, finds where the stream
+ * starts (--offset, the fd's position, or the end of an O_APPEND file) into *ret_start. */
+gboolean ioh_storage_prepare(IohCopy *c, IohEnd *end, guint64 *ret_start, GError **error);
+
+/* Waits until @fd (the end called @name) is ready for @events. FALSE with the cancelled
+ * error ("<what> NAME: Operation canceled") when the copy was stopped: the copy's first
+ * error is another, which the strategy keeps. A poll error is left for the read or write
+ * itself to report. */
+gboolean ioh_copy_wait(IohCopy *c, int fd, short events, const char *what,
+                       const char *name, GError **error);
+
+/* After a read or write of @fd failed with @errsv: TRUE when it is to be tried again
+ * (EINTR; EAGAIN once @fd is ready for @events), else FALSE with @error set: "<what>
+ * NAME: <cause>", or the cancelled error. */
+gboolean ioh_copy_retry(IohCopy *c, int errsv, int fd, short events, const char *what,
+                        const char *name, GError **error);
+
+/* The cache policy (ioh-cache-policy.c). */
+gboolean ioh_cache_after_chunk(IohCopy *c, gboolean write_behind, GError **error);
+void ioh_cache_finish_read(IohCopy *c);
+gboolean ioh_cache_finish_write(IohCopy *c, GError **error);
+void ioh_cache_drop_written(IohCopy *c);
+
+/* The ring strategies' common part (ioh-ring.c): @readers[0..n) read the source into the
+ * ring from threads of their own while the calling thread delivers. */
+gboolean ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error);
+
+G_END_DECLS

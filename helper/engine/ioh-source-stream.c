@@ -1,0 +1,68 @@
+/* ioh-source-stream.c - the stream source: reads the stream from a pipe (raised to the
+ * pipe size), a socket or a character device, as it comes. With a writer thread beside
+ * the reader, a read waits in poll() on the stream and the copy's cancel, so that a
+ * producer that stays silent cannot hold the copy once the writer has failed. */
+#include "ioh-layer.h"
+#include "ioh-error.h"
+#include "ioh-fd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+static gboolean
+stream_prepare(IohCopy *c, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    int mode = 0;
+
+    ioh_layer_raise_pipe(c, c->src);
+    /* Only an fd open for reading: poll would wait forever for POLLIN on a write-only fd,
+     * where read() fails at once with EBADF. */
+    (void)error;
+    c->poll_src = ioh_fd_access_mode(c->src->fd, &mode, NULL, &err) &&
+                  (mode == O_RDONLY || mode == O_RDWR);
+    return TRUE;
+}
+
+static gssize
+stream_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
+{
+    IohCopy *c = rd->c;
+    gsize have = 0;
+
+    (void)pos;
+    while (have < len) {
+        gssize n;
+
+        if (c->poll_src && c->cancel &&
+            !ioh_copy_wait(c, rd->fd, POLLIN, "read", c->src->name, error)) {
+            return -1;
+        }
+        n = read(rd->fd, buf + have, len - have);
+        ioh_copy_count_read(c);
+        if (n > 0) {
+            have += (gsize)n;
+        } else if (n == 0) {
+            break;
+        } else if (!ioh_copy_retry(c, errno, rd->fd, POLLIN, "read", c->src->name, error)) {
+            return -1;
+        }
+    }
+    return (gssize)have;
+}
+
+static void
+stream_finish(IohCopy *c)
+{
+    (void)c;
+}
+
+const IohSourceClass ioh_source_stream = {
+    .name = "stream",
+    .accepts = ioh_layer_accepts_any,
+    .prepare = stream_prepare,
+    .read = stream_read,
+    .finish = stream_finish,
+};

@@ -1,0 +1,51 @@
+/* ioh-strategy-inline.c - read then write in one thread, one buffer: for a save through
+ * the page cache (buffered, --fadvise)
+ *
+ * Both sides copy there (pipe -> buffer -> page cache), and on a 2-core machine that also
+ * runs the producer a second copying thread only adds a cross-core hand-over: measured,
+ * the ring cost 7% against this loop (1 GiB --fadvise save, helper wall time 0.53 s vs
+ * 0.57 s over 3 interleaved runs, same CPU time), while with O_DIRECT (no copy on the
+ * write side, the disk busy) the ring wins. The buffer stays hot in this core's cache.
+ */
+#include "ioh-layer.h"
+#include "ioh-error.h"
+
+static gboolean
+inline_run(IohCopy *c, GError **error)
+{
+    const IohCopyOptions *opts = c->opts;
+    IohReader rd = { .c = c, .fd = c->src->fd, .direct = c->src->direct };
+
+    g_debug("strategy: inline, one buffer of %zu bytes", c->slot);
+    /* The caller's cancellable, if any, is what a read of a silent stream waits on. */
+    c->cancel = opts->cancellable;
+    for (;;) {
+        gsize want = c->slot;
+        gssize got;
+
+        if (opts->has_length) {
+            if (c->stats->bytes >= opts->length) {
+                break;
+            }
+            want = (gsize)MIN((guint64)want, opts->length - c->stats->bytes);
+        }
+        if (!ioh_error_check_cancellable(c->cancel, "copy", NULL, error)) {
+            return FALSE;
+        }
+        got = c->source->read(&rd, c->mem, want, -1, error);
+        c->stats->reads = c->reads;
+        if (got < 0 || !ioh_copy_deliver(c, c->mem, (gsize)got, TRUE, error)) {
+            return FALSE;
+        }
+        ioh_copy_report_progress(c, FALSE);
+        if ((gsize)got < want) {
+            break;
+        }
+    }
+    return TRUE;
+}
+
+const IohStrategy ioh_strategy_inline = {
+    .name = "inline",
+    .run = inline_run,
+};

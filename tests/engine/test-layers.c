@@ -1,0 +1,164 @@
+/* test-layers.c - the engine's layers through its public API: the filter table (the
+ * example filter "count" of docs/engine.md and "xxh3"), a chain of two, an unknown name,
+ * and the layers chosen, as the g_debug lines tell them. File to file: no threads here. */
+#include <errno.h>
+#include <string.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "ioh-copy.h"
+#include "ioh-error.h"
+#include "ioh-filter.h"
+#include "ioh-test.h"
+
+static char *workdir;
+static GPtrArray *logged;    /* the engine's debug messages of the current copy */
+
+/* Keeps every message of the "iohelper" domain (debug ones included: no G_MESSAGES_DEBUG
+ * filtering without the default writer); anything above debug is printed as usual. */
+static GLogWriterOutput
+keep_messages(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
+{
+    const char *domain = NULL, *message = NULL;
+
+    (void)data;
+    for (gsize i = 0; i < n; i++) {
+        if (g_str_equal(fields[i].key, "GLIB_DOMAIN")) {
+            domain = fields[i].value;
+        } else if (g_str_equal(fields[i].key, "MESSAGE")) {
+            message = fields[i].value;
+        }
+    }
+    if (domain && message && g_str_equal(domain, "iohelper")) {
+        g_ptr_array_add(logged, g_strdup(message));
+    }
+    if (level & G_LOG_LEVEL_DEBUG) {
+        return G_LOG_WRITER_HANDLED;
+    }
+    return g_log_writer_default(level, fields, n, data);
+}
+
+static gboolean
+was_logged(const char *text)
+{
+    for (guint i = 0; i < logged->len; i++) {
+        if (strstr(g_ptr_array_index(logged, i), text)) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* Copies a new file of @size bytes through @filters; returns the result. */
+static gboolean
+copy_through(const char *const *filters, guint64 size, IohStats *stats, GError **error)
+{
+    g_autofree char *in = g_build_filename(workdir, "in", NULL);
+    g_autofree char *out = g_build_filename(workdir, "out", NULL);
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    IohCopyOptions opts;
+    gboolean ok;
+
+    ioht_write_random_file(in, size, 3);
+    src = ioh_end_open(in, FALSE, 0, NULL);
+    dst = ioh_end_open(out, TRUE, 0, NULL);
+    g_assert_nonnull(src);
+    g_assert_nonnull(dst);
+    ioh_copy_options_init(&opts);
+    opts.filters = filters;
+    g_ptr_array_set_size(logged, 0);
+    ok = ioh_copy(src, dst, &opts, stats, error);
+    if (ok) {
+        g_assert_true(ioht_files_equal(in, out));
+    }
+    g_unlink(in);
+    g_unlink(out);
+    return ok;
+}
+
+static void
+test_count(void)
+{
+    static const char *const filters[] = { "count", NULL };
+    g_autoptr(GError) error = NULL;
+    IohStats stats;
+
+    g_assert_true(copy_through(filters, 5 * 1024 * 1024 + 3, &stats, &error));
+    g_assert_no_error(error);
+    g_assert_true(was_logged("count: 5242883 bytes from "));
+    g_assert_null(stats.checksum_algorithm);
+    g_assert_true(copy_through(filters, 0, &stats, &error));
+    g_assert_true(was_logged("count: 0 bytes from "));
+}
+
+/* Two filters in a row both see the stream; "xxh3" of the empty stream is XXH3's seed-0
+ * value of nothing. */
+static void
+test_chain(void)
+{
+    static const char *const filters[] = { "count", "xxh3", NULL };
+    g_autoptr(GError) error = NULL;
+    IohStats stats;
+
+    g_assert_true(copy_through(filters, 0, &stats, &error));
+    g_assert_true(was_logged("count: 0 bytes"));
+    g_assert_cmpstr(stats.checksum_algorithm, ==, "xxh3");
+    g_assert_cmphex(stats.checksum, ==, 0x2d06800538d394c2ULL);
+    g_assert_true(copy_through(filters, 4097, &stats, &error));
+    g_assert_true(was_logged("count: 4097 bytes"));
+    g_assert_cmphex(stats.checksum, !=, 0x2d06800538d394c2ULL);
+}
+
+/* The table: registered names, the checksum ones, and an unknown name refused before
+ * anything is written. */
+static void
+test_table(void)
+{
+    static const char *const unknown[] = { "count", "zstd", NULL };
+    g_autoptr(GError) error = NULL;
+    IohStats stats;
+
+    g_assert_nonnull(ioh_filter_lookup("count"));
+    g_assert_false(ioh_filter_lookup("count")->checksum);
+    g_assert_true(ioh_filter_lookup("xxh3")->checksum);
+    g_assert_null(ioh_filter_lookup("zstd"));
+    g_assert_cmpstr(ioh_filter_checksum_names(), ==, "xxh3");
+    g_assert_false(copy_through(unknown, 10, &stats, &error));
+    g_assert_error(error, IOH_ERROR, EINVAL);
+    g_assert_cmpstr(error->message, ==, "filter 'zstd': no such filter");
+}
+
+/* The decisions are logged: the layers and strategy chosen, and the alignment. */
+static void
+test_decisions_logged(void)
+{
+    g_autoptr(GError) error = NULL;
+    IohStats stats;
+
+    g_assert_true(copy_through(NULL, 100, &stats, &error));
+    g_assert_true(was_logged("copy in buffered mode: file source "));
+    g_assert_true(was_logged(", file sink "));
+    g_assert_true(was_logged("strategy inline, alignment 4096, buffers of 1048576 bytes"));
+}
+
+int
+main(int argc, char **argv)
+{
+    int rc;
+
+    g_test_init(&argc, &argv, NULL);
+    g_log_set_writer_func(keep_messages, NULL, NULL);
+    logged = g_ptr_array_new_with_free_func(g_free);
+    workdir = ioht_workdir();
+    g_test_add_func("/layers/filter/count", test_count);
+    g_test_add_func("/layers/filter/chain", test_chain);
+    g_test_add_func("/layers/filter/table", test_table);
+    g_test_add_func("/layers/decisions-logged", test_decisions_logged);
+    rc = g_test_run();
+    ioht_workdir_remove(workdir);
+    g_free(workdir);
+    g_ptr_array_unref(logged);
+    return rc;
+}

@@ -1,10 +1,11 @@
 /* qg-migrate.h - save a QEMU to an image file and restore it, through the helper
  * (prefix qg_migrate_)
  *
- * Save:    QEMU --fd:--> pipe --> relay (XXH3) --> libwrap pipe --> iohelper --> file
- * Restore: file --> iohelper --> libwrap pipe --> relay (XXH3) --> pipe --fd:--> QEMU
+ * Save:    QEMU --fd:--> libwrap's pipe --> iohelper (--checksum=xxh3) --> file
+ * Restore: file --> iohelper (--length, --verify-checksum) --> libwrap's pipe --fd:--> QEMU
  *
- * QEMU always gets a pipe, never the file. The image format is in qg-image.h.
+ * One hop: QEMU always gets the helper's pipe, never the file; this process moves no
+ * byte of the stream. The image format is in qg-image.h.
  */
 #pragma once
 
@@ -68,8 +69,8 @@ typedef struct {
     double qemu_seconds;    /* until QEMU said "completed" */
     gint64 downtime_ms;     /* save: QEMU's reported downtime; -1 unknown */
     gboolean running;       /* save: guest was running; restore: guest was resumed */
-    gboolean helper;        /* an iohelper process served the file: always TRUE (the
-                             * relay hashes between two pipes; docs/qemu-glue.md) */
+    gboolean helper;        /* an iohelper process served the file: always TRUE (it
+                             * computes the checksum; docs/qemu-glue.md) */
 } QgMigrateStats;
 
 /**
@@ -88,16 +89,18 @@ gboolean qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *o
 /**
  * qg_migrate_restore:
  * @qmp: a QEMU started with `-incoming defer` (and the same devices as the source).
- * Checks the header, feeds the stream, verifies length and checksum, and resumes the
- * guest if it was running when saved. On a checksum mismatch the guest stays paused
+ * Checks the header, has the helper feed the stream and verify length and checksum
+ * (--length, --verify-checksum), awaits its verdict after QEMU's, and resumes the guest
+ * if it was running when saved. On a checksum mismatch the guest stays paused
  * (start the destination with -S: without it QEMU runs the guest as soon as the stream
  * is loaded, before the checksum is known; a guest that then proves bad is stopped).
  * A QEMU that fails to load the stream exits; the error then says so.
- * While QEMU loads, the helper and the relay are watched too (QEMU 7.2 gives no verdict
- * on a stream cut short: it spins on its pipe): a helper that fails, or a stream that
- * ends before the header's length, ends the wait at once with the helper's own message
- * ("restore failed: read /x.img: Input/output error"), also when QEMU failed as well.
- * Any failure after `migrate-incoming` and before QEMU loaded the stream (helper, relay,
+ * While QEMU loads, the helper is watched too (QEMU 7.2 gives no verdict on a stream
+ * cut short: it spins on its pipe): a helper that fails reading ends the wait at once
+ * with its own message ("restore failed: read /x.img: Input/output error"), also when
+ * QEMU failed as well; a checksum mismatch (the whole stream went to QEMU) waits for
+ * QEMU's verdict and leaves the guest paused.
+ * Any failure after `migrate-incoming` and before QEMU loaded the stream (helper,
  * QEMU, @opts->cancellable) leaves QEMU with a half-loaded guest it can neither run nor
  * load again: it is then told to `quit` (QMP), and waited for up to 5 s. The guest is
  * resumed only after a load that QEMU completed and that passed every check.

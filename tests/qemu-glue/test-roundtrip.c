@@ -226,7 +226,7 @@ test_damaged_images(void)
     image[hit - image + 10] ^= 0x01;
     store_file(bad, image, ilen);
     dst = qgt_qemu_start_full(other_file, TRUE, FALSE);
-    restore_fails(dst, bad, "checksum mismatch");
+    restore_fails(dst, bad, "xxh3 checksum mismatch");   /* the helper's verify */
     assert_status(dst, "paused");
     qgt_qemu_stop(dst);
     image[hit - image + 10] ^= 0x01;

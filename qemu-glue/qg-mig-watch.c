@@ -106,8 +106,8 @@ qg_mig_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
         return -1;
     }
     if (g_str_equal(st, "cancelled")) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_CANCELLED,
-                    "%s cancelled in QEMU", w->what);
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s cancelled in QEMU",
+                    w->what);
         return -1;
     }
     return 0;

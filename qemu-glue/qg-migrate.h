@@ -19,13 +19,16 @@ G_BEGIN_DECLS
 #define QG_MIGRATE_ERROR (qg_migrate_error_quark())
 GQuark qg_migrate_error_quark(void);
 
+/* What is QEMU's side of a migration. The rest is in other domains: the image's files
+ * (create, open, O_DIRECT refused, rename, sync) are IOH_ERROR with errno, operation and
+ * path as fields; the helper's failures are libwrap's IOH_WRAP_ERROR (the same fields,
+ * from its final status line; a checksum mismatch is its "verify" operation); the header
+ * is QG_IMAGE_ERROR, the QMP connection QG_QMP_ERROR. Every cancellation, ours
+ * (opts->cancellable: "save interrupted") or QEMU's ("save cancelled in QEMU"), is
+ * G_IO_ERROR_CANCELLED, as libwrap's (ioh_error_is_cancelled() knows it). */
 typedef enum {
     QG_MIGRATE_ERROR_STATE,     /* QEMU is not in a state that allows this */
     QG_MIGRATE_ERROR_FAILED,    /* QEMU reported the migration failed */
-    QG_MIGRATE_ERROR_CANCELLED, /* the migration was cancelled */
-    QG_MIGRATE_ERROR_IO,        /* the image's file system refuses O_DIRECT; creating,
-                                 * renaming and syncing the image fail with IOH_ERROR
-                                 * (errno, operation and path as fields) */
     QG_MIGRATE_ERROR_STALLED,   /* no byte of the stream moved for stall_timeout_s */
 } QgMigrateError;
 

@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "ioh-error.h"
 #include "ioh-fd.h"
 #include "qg-file.h"
 
@@ -90,9 +91,12 @@ qg_restore_open(QgRestore *r, GError **error)
     }
     if (r->job.opts->cache == IOH_CACHE_DIRECT &&
         !qg_file_probe_direct(r->job.path, O_RDONLY, &local)) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot restore from %s bypassing the cache with O_DIRECT: %s", r->job.path,
-                    local->message);
+        g_autofree char *msg = g_strdup_printf("cannot restore from %s bypassing the cache "
+                                               "with O_DIRECT: %s", r->job.path,
+                                               local->message);
+
+        g_propagate_error(error, ioh_error_new_literal(ioh_error_get_errno(local), "open",
+                                                       r->job.path, msg));
         return FALSE;
     }
     return TRUE;

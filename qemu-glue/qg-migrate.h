@@ -36,7 +36,7 @@ typedef enum {
 #define QG_MIGRATE_STALL_TIMEOUT_S 120
 
 typedef struct {
-    guint64 bytes;      /* stream bytes that went through so far */
+    guint64 bytes;      /* stream bytes the helper moved so far (as written) */
     guint64 written;    /* bytes the helper wrote (save) or delivered (restore) */
     guint64 synced;     /* save: bytes the helper knows are durable */
     guint64 total;      /* restore: the stream length; save: 0 */

@@ -1861,66 +1861,88 @@ restore_summed(const char *saved, const char *out, const char *checksum, const c
     return ok;
 }
 
+/* The files of a checksum test, in a work folder of their own. */
+typedef struct {
+    char *dir;
+    char *src;      /* the stream */
+    char *saved;    /* the image */
+    char *back;     /* what a restore delivered */
+} SumFixture;
+
 static void
-test_checksum_roundtrip(void)
+sum_setup(SumFixture *f, gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
-    g_autofree char *src = tpath(dir, "src");
-    g_autofree char *saved = tpath(dir, "vm.save");
-    g_autofree char *back = tpath(dir, "restored");
+    (void)data;
+    f->dir = ioht_workdir();
+    f->src = tpath(f->dir, "src");
+    f->saved = tpath(f->dir, "vm.save");
+    f->back = tpath(f->dir, "restored");
+}
+
+static void
+sum_teardown(SumFixture *f, gconstpointer data)
+{
+    (void)data;
+    ioht_workdir_remove(f->dir);
+    g_free(f->dir);
+    g_free(f->src);
+    g_free(f->saved);
+    g_free(f->back);
+}
+
+static void
+test_checksum_roundtrip(SumFixture *f, gconstpointer data)
+{
     g_autofree char *want = NULL;
-    g_autofree char *saved_sum = NULL;
-    g_autofree char *restored_sum = NULL;
-    g_autofree char *verified_sum = NULL;
+    g_autofree char *sum = NULL;
     g_autofree char *upper = NULL;
     g_autoptr(GError) error = NULL;
 
-    ioht_write_random_file(src, 3 * MIB + 7, 11);
-    want = xxh3_of(src);
-    saved_sum = save_summed(src, saved);
-    g_assert_cmpstr(saved_sum, ==, want);
-    g_assert_true(ioht_files_equal(src, saved));
+    (void)data;
+    ioht_write_random_file(f->src, 3 * MIB + 7, 11);
+    want = xxh3_of(f->src);
+    sum = save_summed(f->src, f->saved);
+    g_assert_cmpstr(sum, ==, want);
+    g_assert_true(ioht_files_equal(f->src, f->saved));
+    g_clear_pointer(&sum, g_free);
 
-    g_assert_true(restore_summed(saved, back, "xxh3", NULL, &restored_sum, &error));
+    g_assert_true(restore_summed(f->saved, f->back, "xxh3", NULL, &sum, &error));
     g_assert_no_error(error);
-    g_assert_cmpstr(restored_sum, ==, want);
-    g_assert_true(ioht_files_equal(src, back));
+    g_assert_cmpstr(sum, ==, want);
+    g_assert_true(ioht_files_equal(f->src, f->back));
+    g_clear_pointer(&sum, g_free);
 
     /* Verification takes either case; it implies the checksum. */
     upper = g_ascii_strup(want, -1);
-    g_assert_true(restore_summed(saved, back, NULL, upper, &verified_sum, &error));
+    g_assert_true(restore_summed(f->saved, f->back, NULL, upper, &sum, &error));
     g_assert_no_error(error);
-    g_assert_cmpstr(verified_sum, ==, want);
-    ioht_workdir_remove(dir);
+    g_assert_cmpstr(sum, ==, want);
 }
 
 /* A stream that does not have the expected checksum: the finish fails with the helper's
  * own message, and no checksum is reported. */
 static void
-test_checksum_mismatch(void)
+test_checksum_mismatch(SumFixture *f, gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
-    g_autofree char *src = tpath(dir, "vm.save");
-    g_autofree char *back = tpath(dir, "restored");
     g_autofree char *sum = NULL;
     g_autoptr(GError) error = NULL;
-    g_autofree char *prefix = g_strdup_printf("verify %s: xxh3 checksum mismatch", src);
+    g_autofree char *prefix = g_strdup_printf("verify %s: xxh3 checksum mismatch", f->saved);
 
-    ioht_write_random_file(src, MIB + 3, 12);
-    g_assert_false(restore_summed(src, back, NULL, "0123456789abcdef", &sum, &error));
+    (void)data;
+    ioht_write_random_file(f->saved, MIB + 3, 12);
+    g_assert_false(restore_summed(f->saved, f->back, NULL, "0123456789abcdef", &sum, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
     g_test_message("GError: %s", error->message);
     g_assert_true(g_str_has_prefix(error->message, prefix));
     g_assert_nonnull(strstr(error->message, "0123456789abcdef"));
     g_assert_null(strstr(error->message, "iohelper:"));
     g_assert_null(sum);
-    ioht_workdir_remove(dir);
 }
 
 /* Refused up front: an unknown algorithm, a malformed value, a verification on a save;
  * no checksum from a wrap that asked for none, nor from NULL. */
 static void
-test_checksum_refuses(void)
+test_checksum_refuses(SumFixture *f, gconstpointer data)
 {
     static const struct {
         gboolean save;
@@ -1932,35 +1954,30 @@ test_checksum_refuses(void)
         { FALSE, NULL, "0123456789abcdeX", "is not an xxh3 checksum" },
         { TRUE, NULL, "0123456789abcdef", "verify_checksum is for a restore" },
     };
-    g_autofree char *dir = ioht_workdir();
-    g_autofree char *path = tpath(dir, "vm.save");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd;
 
-    ioht_write_random_file(path, 4096, 13);
+    (void)data;
+    ioht_write_random_file(f->saved, 4096, 13);
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
-        g_autoptr(GError) error = NULL;
-        int fd = bad[i].save ? open_save(path) : open_restore(path);
-        int before = fd;
+        int before = fd = bad[i].save ? open_save(f->saved) : open_restore(f->saved);
 
-        g_assert_null(ioh_wrap_new_full(&fd, path, IOH_WRAP_POLLABLE, NULL, bad[i].checksum,
-                                        bad[i].verify, &error));
+        g_assert_null(ioh_wrap_new_full(&fd, f->saved, IOH_WRAP_POLLABLE, NULL,
+                                        bad[i].checksum, bad[i].verify, &error));
         g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
         g_assert_nonnull(strstr(error->message, bad[i].needle));
         g_assert_cmpint(fd, ==, before);
         close(fd);
+        g_clear_error(&error);
     }
     g_assert_null(ioh_wrap_get_checksum(NULL));
-    {
-        g_autoptr(GError) error = NULL;
-        g_autoptr(IohWrap) wrap = NULL;
-        int fd = open_save(path);
-
-        wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
-        g_assert_no_error(error);
-        close(fd);
-        g_assert_true(ioh_wrap_finish(wrap, &error));
-        g_assert_null(ioh_wrap_get_checksum(wrap));
-    }
-    ioht_workdir_remove(dir);
+    fd = open_save(f->saved);
+    wrap = ioh_wrap_new(&fd, f->saved, IOH_WRAP_POLLABLE, NULL, &error);
+    g_assert_no_error(error);
+    close(fd);
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_null(ioh_wrap_get_checksum(wrap));
 }
 
 int
@@ -2014,9 +2031,12 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/free/running-helper", test_free_running);
     g_test_add_func("/libwrap/finish/spares-reused-fd", test_finish_spares_reused_fd);
     g_test_add_func("/libwrap/concurrent/8-wraps", test_concurrent);
-    g_test_add_func("/libwrap/checksum/roundtrip", test_checksum_roundtrip);
-    g_test_add_func("/libwrap/checksum/verify-mismatch", test_checksum_mismatch);
-    g_test_add_func("/libwrap/checksum/refuses", test_checksum_refuses);
+    g_test_add("/libwrap/checksum/roundtrip", SumFixture, NULL, sum_setup,
+               test_checksum_roundtrip, sum_teardown);
+    g_test_add("/libwrap/checksum/verify-mismatch", SumFixture, NULL, sum_setup,
+               test_checksum_mismatch, sum_teardown);
+    g_test_add("/libwrap/checksum/refuses", SumFixture, NULL, sum_setup,
+               test_checksum_refuses, sum_teardown);
     g_test_add_data_func("/libwrap/async/progress/fadvise",
                          GUINT_TO_POINTER(IOH_WRAP_FADVISE), test_async_progress);
     g_test_add_data_func("/libwrap/async/progress/direct",

@@ -362,6 +362,31 @@ iohw_check_new(int fd, const char *path, IohWrapFlags flags, const IohWrapParams
     return TRUE;
 }
 
+gboolean
+iohw_check_checksum(gboolean save, const char *checksum, const char *verify,
+                    GError **error)
+{
+    gsize n = 0;
+
+    if (checksum && !g_str_equal(checksum, "xxh3")) {
+        return invalid(error, "checksum '%s' is not a known algorithm (xxh3)", checksum);
+    }
+    if (!verify) {
+        return TRUE;
+    }
+    if (save) {
+        return invalid(error, "verify_checksum is for a restore (the fd is open for writing)");
+    }
+    while (g_ascii_isxdigit(verify[n])) {
+        n++;
+    }
+    if (n != 16 || verify[n]) {
+        return invalid(error, "verify_checksum '%s' is not an xxh3 checksum (16 hex digits)",
+                       verify);
+    }
+    return TRUE;
+}
+
 IohCacheMode
 iohw_flags_cache_mode(IohWrapFlags flags)
 {

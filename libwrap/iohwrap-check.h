@@ -40,4 +40,9 @@ IohCacheMode iohw_flags_cache_mode(IohWrapFlags flags);
 gboolean iohw_check_new(int fd, const char *path, IohWrapFlags flags,
                         const IohWrapParams *params, IohwPlan *ret_plan, GError **error);
 
+/* The checksum arguments of ioh_wrap_new_full(): @checksum NULL or "xxh3", @verify NULL
+ * or 16 hex digits and only on a restore. FALSE with IOH_WRAP_ERROR_INVALID otherwise. */
+gboolean iohw_check_checksum(gboolean save, const char *checksum, const char *verify,
+                             GError **error);
+
 G_END_DECLS

@@ -38,6 +38,7 @@ typedef struct {
     gboolean got_result;       /* a result line was read */
     gboolean got_final;        /* a final line (result or error) was read */
     GError *final_error;       /* the error line, as IOH_WRAP_ERROR_FAILED */
+    char *checksum;            /* the result line's checksum (hex), NULL without one */
 
     int err_fd;
     gboolean err_eof;
@@ -114,6 +115,8 @@ struct _IohWrap {
     int file_fd;              /* the caller's file, kept (CLOEXEC) until the end */
     guint64 start;            /* file offset where the stream starts */
     guint64 length;           /* 0: to EOF */
+    char *checksum_algorithm; /* the helper's --checksum, NULL: none */
+    char *verify_checksum;    /* the helper's --verify-checksum, NULL: none */
 
     int caller_fd;            /* our end of the data pipe, as handed out in *fd */
     dev_t caller_dev;

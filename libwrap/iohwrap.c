@@ -55,6 +55,8 @@ iohw_unref(gpointer data)
     g_clear_pointer(&wrap->context, g_main_context_unref);
     g_free(wrap->path);
     g_free(wrap->helper);
+    g_free(wrap->checksum_algorithm);
+    g_free(wrap->verify_checksum);
     g_mutex_clear(&wrap->lock);
     g_free(wrap);
 }
@@ -77,8 +79,9 @@ wrap_new(const char *path, int fd, const IohwPlan *plan)
 }
 
 IohWrap *
-ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams *params,
-             GError **error)
+ioh_wrap_new_full(int *fd, const char *path, IohWrapFlags flags,
+                  const IohWrapParams *params, const char *checksum,
+                  const char *verify_checksum, GError **error)
 {
     g_autoptr(IohWrap) wrap = NULL;
     IohwPlan plan;
@@ -90,16 +93,43 @@ ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams 
         return NULL;
     }
     /* Everything the helper would refuse, refused now: nothing is touched before. */
-    if (!iohw_check_new(*fd, path, flags, params, &plan, error)) {
+    if (!iohw_check_new(*fd, path, flags, params, &plan, error) ||
+        !iohw_check_checksum(plan.save, checksum, verify_checksum, error)) {
         return NULL;
     }
     wrap = wrap_new(path, *fd, &plan);
-    helper = (plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0;
+    wrap->checksum_algorithm = g_strdup(verify_checksum ? "xxh3" : checksum);
+    wrap->verify_checksum = verify_checksum ? g_ascii_strdown(verify_checksum, -1) : NULL;
+    /* The checksum is computed by the helper: asking for one spawns it. */
+    helper = (plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0 ||
+             wrap->checksum_algorithm;
     if (helper ? !iohw_spawn(wrap, fd, &plan, error)
                : !iohw_nohelper_start(wrap, *fd, &plan, error)) {
         return NULL;
     }
     return g_steal_pointer(&wrap);
+}
+
+IohWrap *
+ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams *params,
+             GError **error)
+{
+    return ioh_wrap_new_full(fd, path, flags, params, NULL, NULL, error);
+}
+
+const char *
+ioh_wrap_get_checksum(IohWrap *wrap)
+{
+    const char *sum = NULL;
+
+    if (wrap && wrap->spawned) {
+        g_mutex_lock(&wrap->lock);
+        if (wrap->finished && !wrap->result) {
+            sum = wrap->monitor->checksum;
+        }
+        g_mutex_unlock(&wrap->lock);
+    }
+    return sum;
 }
 
 gboolean

@@ -42,6 +42,9 @@
  *    O_DIRECT or an unaligned start with DIRECT, an offset the file system cannot seek
  *    to, a restore past the end of its file. ioh_wrap_finish_finish() checks the result
  *    is of its wrap. A progress callback's data is freed on every path that drops it.
+ *  - (0.2, issue 11) ioh_wrap_new_full() and ioh_wrap_get_checksum(): the helper computes
+ *    (and on a restore verifies) an XXH3-64 checksum of the stream. Version node
+ *    IOHWRAP_0.2.
  */
 #pragma once
 
@@ -186,6 +189,56 @@ typedef struct _IohWrap IohWrap;
  */
 IohWrap *ioh_wrap_new(int *fd, const char *path, IohWrapFlags flags,
                       const IohWrapParams *params, GError **error);
+
+/**
+ * ioh_wrap_new_full:
+ * @fd: (inout): as for ioh_wrap_new().
+ * @path: (nullable): as for ioh_wrap_new().
+ * @flags: as for ioh_wrap_new().
+ * @params: (nullable): as for ioh_wrap_new().
+ * @checksum: (nullable): "xxh3" to have the helper compute XXH3-64 (seed 0, as
+ *     `xxhsum -H3`) of the stream as it passes, on a save or a restore; read it with
+ *     ioh_wrap_get_checksum() after a successful finish. NULL: none.
+ * @verify_checksum: (nullable): restore only: the XXH3-64 the stream must have, 16 hex
+ *     digits (either case). The helper computes it as the bytes pass and, when the stream
+ *     (IohWrapParams.length bytes, or to EOF) ends with another value, exits 1: the finish
+ *     then fails with IOH_WRAP_ERROR_FAILED and the helper's message, "verify PATH: xxh3
+ *     checksum mismatch: ...". Implies @checksum "xxh3". NULL: no verification.
+ * @error: return location for a #GError.
+ *
+ * ioh_wrap_new() with a checksum (since 0.2). The helper's command line is fixed when it
+ * is spawned, which ioh_wrap_new() does, so the checksum is asked for here rather than by
+ * a setter afterwards. A checksum always needs a helper: with @checksum or
+ * @verify_checksum set, one is spawned whatever @flags say (buffered, as with
+ * IOH_WRAP_POLLABLE, unless DIRECT or FADVISE ask otherwise).
+ *
+ * Besides what ioh_wrap_new() refuses, refuses with IOH_WRAP_ERROR_INVALID an unknown
+ * @checksum, a @verify_checksum that is not 16 hex digits, and a @verify_checksum on a
+ * save.
+ *
+ * Note that the helper hands the bytes on as they pass: a restore that fails its
+ * verification has delivered the whole stream already. The caller must not trust what
+ * it loaded (e.g. not resume a guest) before ioh_wrap_finish() returned TRUE.
+ *
+ * Returns: (transfer full): as ioh_wrap_new().
+ */
+IohWrap *ioh_wrap_new_full(int *fd, const char *path, IohWrapFlags flags,
+                           const IohWrapParams *params, const char *checksum,
+                           const char *verify_checksum, GError **error);
+
+/**
+ * ioh_wrap_get_checksum:
+ * @wrap: (nullable): a wrap.
+ *
+ * The checksum the helper computed, as the final line of its status protocol gave it:
+ * lower-case hex, XXH3-64 as 16 digits (`xxhsum -H3` prints the same). Available once
+ * ioh_wrap_finish() (or ioh_wrap_finish_finish()) returned TRUE for a wrap made by
+ * ioh_wrap_new_full() with a checksum; NULL before that, after a failure, for a NULL
+ * @wrap and when no checksum was asked for. (Since 0.2.)
+ *
+ * Returns: (transfer none) (nullable): owned by @wrap, valid until ioh_wrap_free().
+ */
+const char *ioh_wrap_get_checksum(IohWrap *wrap);
 
 /**
  * ioh_wrap_is_spawned:

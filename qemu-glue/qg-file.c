@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <gio/gio.h>
 
+#include "ioh-error.h"
+
 /* Links followed at most, as the kernel's MAXSYMLINKS. */
 #define QG_FILE_MAX_LINKS 40
 
@@ -154,12 +156,11 @@ qg_file_probe_direct(const char *path, int access, GError **error)
 
     if (fd < 0) {
         int e = errno;
-        if (e == EINVAL) {
-            g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                        "its file system refuses O_DIRECT (%s)", g_strerror(e));
-        } else {
-            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e), "%s", g_strerror(e));
-        }
+        g_autofree char *msg = e == EINVAL
+            ? g_strdup_printf("its file system refuses O_DIRECT (%s)", g_strerror(e))
+            : g_strdup(g_strerror(e));
+
+        g_propagate_error(error, ioh_error_new_literal(e, "open", path, msg));
         return FALSE;
     }
     close(fd);

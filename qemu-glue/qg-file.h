@@ -23,8 +23,9 @@ char *qg_file_save_target(const char *path, GError **error);
 int qg_file_open_image(const char *path, GError **error);
 
 /* Opens @path with O_DIRECT and @access (O_RDONLY or O_WRONLY), closes it again: FALSE
- * with @error (G_IO_ERROR_NOT_SUPPORTED for EINVAL: "its file system refuses O_DIRECT
- * (Invalid argument)", without the path: the caller names the file) when that fails. */
+ * with @error (IOH_ERROR, the errno, operation "open", @path; for EINVAL the message "its
+ * file system refuses O_DIRECT (Invalid argument)", without the path: the caller names
+ * the file) when that fails. */
 gboolean qg_file_probe_direct(const char *path, int access, GError **error);
 
 G_END_DECLS

@@ -1,9 +1,14 @@
-/* qg-mig-helper.c - supervising the helper and the relay during a restore
+/* qg-mig-helper.c - supervising the helper during a restore
  *
  * The helper's verdict comes from ioh_wrap_finish_async(), run in a main context of our
- * own that only the restore iterates (between two looks at QEMU).
+ * own that only the restore iterates (between two looks at QEMU). QEMU reads the
+ * helper's pipe itself: what the helper says is all we know of the stream.
  */
 #include "qg-migrate-private.h"
+
+#include <errno.h>
+
+#include "ioh-error.h"
 
 static void
 qg_mig_helper_on_exit(GObject *source, GAsyncResult *res, gpointer data)
@@ -98,49 +103,43 @@ qg_mig_helper_failure(QgWatch *w)
     return w->helper_error;
 }
 
-gboolean
-qg_mig_stream_failed(QgWatch *w, guint wait_ms, GError **error)
+/* A failure that is not the stream's: QEMU stopped reading (EPIPE), or the whole
+ * stream went to QEMU and the helper refused its checksum. QEMU's verdict comes next. */
+static gboolean
+qg_mig_helper_awaits_qemu(const GError *herr)
 {
-    g_autoptr(GError) rerr = NULL;
-    const GError *herr;
-    guint64 bytes = 0;
-    gboolean cut = FALSE;
-
-    qg_mig_helper_iterate(w, 0);
-    if (qg_relay_has_ended(w->relay)) {
-        if (qg_relay_wait(w->relay, &bytes, NULL, &rerr)) {
-            cut = bytes < w->total;
-        } else if (rerr->code != QG_RELAY_ERROR_READ) {
-            /* WRITE: QEMU closed its end. CANCELLED: cannot happen while we wait. */
-            if (!w->qemu_stopped_at) {
-                w->qemu_stopped_at = g_get_monotonic_time();
-            }
-            return FALSE;
-        }
-        if (cut || rerr) {
-            qg_mig_helper_wait(w, (gint)wait_ms, TRUE);
-        }
-    }
-    herr = qg_mig_helper_failure(w);
-    if (herr) {
-        g_set_error(error, herr->domain, herr->code, "%s failed: %s", w->what,
-                    herr->message);
-        return TRUE;
-    }
-    if (cut) {
-        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
-                    "%s failed: the stream from %s ended after %" G_GUINT64_FORMAT " of %"
-                    G_GUINT64_FORMAT " bytes", w->what, w->path, bytes, w->total);
-        return TRUE;
-    }
-    if (rerr) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED, "%s failed: %s",
-                    w->what, rerr->message);
-        return TRUE;
-    }
-    return FALSE;
+    return ioh_error_get_errno(herr) == EPIPE ||
+           g_strcmp0(ioh_error_get_operation(herr), "verify") == 0;
 }
 
+gboolean
+qg_mig_stream_failed(QgWatch *w, GError **error)
+{
+    const GError *herr;
+
+    qg_mig_helper_iterate(w, 0);
+    herr = qg_mig_helper_failure(w);
+    if (!herr) {
+        return FALSE;
+    }
+    if (qg_mig_helper_awaits_qemu(herr)) {
+        if (!w->qemu_stopped_at) {
+            w->qemu_stopped_at = g_get_monotonic_time();
+        }
+        return FALSE;
+    }
+    g_set_error(error, herr->domain, herr->code, "%s failed: %s", w->what, herr->message);
+    return TRUE;
+}
+
+guint64
+qg_mig_bytes(QgWatch *w)
+{
+    guint64 written = 0;
+
+    ioh_wrap_get_progress(w->wrap, &written, NULL);
+    return written;
+}
 
 void
 qg_mig_watch_clear(QgWatch *w)

@@ -2,6 +2,7 @@
  * progress reports, the stall timeout and the caller's cancel */
 #include "qg-migrate-private.h"
 
+#include "ioh-error.h"
 #include "qg-json.h"
 
 static void
@@ -9,8 +10,8 @@ qg_mig_watch_progress(QgWatch *w, gboolean save)
 {
     QgProgress p = { 0 };
 
-    p.bytes = qg_relay_get_bytes(w->relay);
     ioh_wrap_get_progress(w->wrap, &p.written, &p.synced);
+    p.bytes = p.written;
     p.total = w->total;
     p.seconds = (g_get_monotonic_time() - w->start) / 1e6;
     if (w->total) {
@@ -34,14 +35,14 @@ qg_mig_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
 {
     if (!save && err->domain == QG_QMP_ERROR && err->code == QG_QMP_ERROR_CLOSED) {
         w->qemu_gone = TRUE;
-        if (qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+        if (qg_mig_stream_failed(w, error)) {
             g_error_free(err);
             return;
         }
         g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
                     "restore failed: QEMU exited while loading the stream "
                     "(%" G_GUINT64_FORMAT " bytes fed): %s",
-                    qg_relay_get_bytes(w->relay), err->message);
+                    qg_mig_bytes(w), err->message);
         g_error_free(err);
     } else {
         g_propagate_prefixed_error(error, err, "%s: ", w->what);
@@ -52,7 +53,15 @@ qg_mig_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
 static void
 qg_mig_watch_failed(QgWatch *w, gboolean save, GError **error)
 {
-    if (!save && qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+    const GError *herr;
+
+    if (!save && qg_mig_stream_failed(w, error)) {
+        return;
+    }
+    herr = save ? NULL : qg_mig_helper_failure(w);
+    if (herr && g_strcmp0(ioh_error_get_operation(herr), "verify") == 0) {
+        /* the stream was bad, and QEMU found out too: the checksum says it first */
+        g_set_error(error, herr->domain, herr->code, "restore failed: %s", herr->message);
         return;
     }
     g_free(w->qemu_desc);
@@ -68,7 +77,7 @@ qg_mig_watch_failed(QgWatch *w, gboolean save, GError **error)
         g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
                     "restore failed: QEMU could not load the stream after "
                     "%" G_GUINT64_FORMAT " bytes (its log says why; it exits now)",
-                    qg_relay_get_bytes(w->relay));
+                    qg_mig_bytes(w));
     }
 }
 
@@ -97,50 +106,47 @@ qg_mig_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
         return -1;
     }
     if (g_str_equal(st, "cancelled")) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_CANCELLED,
-                    "%s cancelled in QEMU", w->what);
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "%s cancelled in QEMU",
+                    w->what);
         return -1;
     }
     return 0;
 }
 
-/* Restore: the helper or the relay failed, or QEMU stopped reading without a word. */
+/* Restore: the helper failed, or its stream ended (QEMU stopped reading, or the helper
+ * refused the checksum) and QEMU gave no verdict in time. */
 static gboolean
 qg_mig_watch_restore_failed(QgWatch *w, gint64 now, GError **error)
 {
-    g_autoptr(GError) rerr = NULL;
+    const GError *herr;
 
-    if (qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, error)) {
+    if (qg_mig_stream_failed(w, error)) {
         return TRUE;
     }
     if (!w->qemu_stopped_at || now - w->qemu_stopped_at <= QG_QEMU_VERDICT_WAIT_MS * 1000LL) {
         return FALSE;
     }
-    qg_relay_wait(w->relay, NULL, NULL, &rerr);
+    herr = qg_mig_helper_failure(w);
     g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                "restore failed: QEMU stopped reading the stream and gave no verdict within "
-                "%d s (%s)", QG_QEMU_VERDICT_WAIT_MS / 1000,
-                rerr ? rerr->message : "relay ended");
+                "restore failed: the stream ended and QEMU gave no verdict within %d s (%s)",
+                QG_QEMU_VERDICT_WAIT_MS / 1000, herr ? herr->message : "helper done");
     return TRUE;
 }
 
 /* TRUE (and @error) when no byte of the stream moved for opts->stall_timeout_s: QEMU
- * sends or takes nothing, or the helper is stuck. Progress is any byte through the
- * relay, or written by the helper. */
+ * sends or takes nothing, or the helper is stuck. Progress is any byte the helper
+ * moved. */
 static gboolean
 qg_mig_watch_stalled(QgWatch *w, gint64 now, GError **error)
 {
-    guint64 bytes = qg_relay_get_bytes(w->relay);
-    guint64 written = 0, synced = 0;
+    guint64 bytes = qg_mig_bytes(w);
 
-    ioh_wrap_get_progress(w->wrap, &written, &synced);
     if (!w->last_progress) {
         w->last_progress = w->start;   /* the job's start: nothing moved yet */
     }
-    if (bytes != w->last_bytes || written != w->last_written) {
+    if (bytes != w->last_written) {
         w->last_progress = now;
-        w->last_bytes = bytes;
-        w->last_written = written;
+        w->last_written = bytes;
         return FALSE;
     }
     if (!w->opts->stall_timeout_s ||

@@ -2,7 +2,7 @@
  * (prefix qg_mig_, QgSaveFile qg_save_file_; not installed, not for callers of qg-migrate.h)
  *
  *   qg-mig-qmp.c     the QMP commands of a migration, every reply checked for its shape
- *   qg-mig-helper.c  supervising the helper and the relay: their verdict, a stream cut short
+ *   qg-mig-helper.c  supervising the helper: its verdict, and whose side a failure is on
  *   qg-mig-watch.c   waiting for QEMU's MIGRATION event: progress, stall timeout, cancel
  *   qg-save-file.c   the new image (prefix qg_save_file_): "FILE.part-XXXXXX", then header, rename, fsync
  *   qg-save.c, qg-restore.c  the two jobs, step by step
@@ -14,7 +14,6 @@
 #include "iohwrap.h"
 #include "qg-image.h"
 #include "qg-migrate.h"
-#include "qg-relay.h"
 
 G_BEGIN_DECLS
 
@@ -22,8 +21,7 @@ G_BEGIN_DECLS
 #define QG_FDNAME_RESTORE "qg-restore"
 /* "Unlimited": QEMU takes bytes/s; 1 TiB/s is far above any pipe. */
 #define QG_BANDWIDTH_UNLIMITED (G_GUINT64_CONSTANT(1) << 40)
-/* While QEMU loads a stream, the restore also looks at the helper and the relay this
- * often: QEMU 7.2 does not notice a stream that ends early (it spins on POLLHUP). */
+/* While QEMU loads a stream, the restore also looks at the helper this often: QEMU 7.2 does not notice a stream that ends early (it spins on POLLHUP). */
 #define QG_RESTORE_POLL_MS 50
 /* How long the helper may take to exit once its end of the stream closed. */
 #define QG_HELPER_EXIT_WAIT_MS 5000
@@ -65,7 +63,6 @@ typedef struct {
     const char *path;
     QgQmp *qmp;
     const QgMigrateOptions *opts;
-    QgRelay *relay;
     IohWrap *wrap;
     guint64 total;              /* restore: the stream length; save: 0 */
     gint64 start;
@@ -74,11 +71,11 @@ typedef struct {
     GCancellable *helper_cancel;
     gboolean helper_pending;    /* the finish is started and has not called back yet */
     GError *helper_error;       /* its result once !helper_pending: NULL is success */
-    gint64 qemu_stopped_at;     /* when the relay could no longer write to QEMU; 0: not */
+    gint64 qemu_stopped_at;     /* when the helper's stream ended (QEMU stopped reading,
+                                 * or the helper refused the checksum); 0: not */
     gboolean qemu_gone;         /* QEMU closed the QMP connection */
     char *qemu_desc;            /* QEMU's own words on a failed migration (error-desc) */
     /* the stall watch: the figures last seen to change, and when */
-    guint64 last_bytes;
     guint64 last_written;
     gint64 last_progress;
 } QgWatch;
@@ -96,15 +93,16 @@ gboolean qg_mig_helper_wait(QgWatch *w, gint timeout_ms, gboolean kill);
 void qg_mig_helper_end(QgWatch *w);
 /* The helper's own failure, or NULL: not run yet, succeeded, or killed by us. */
 const GError *qg_mig_helper_failure(QgWatch *w);
-/* Restore: did the stream fail on our side of QEMU's pipe? That is: the helper failed,
- * or the relay's input (the helper's pipe) ended before the header's stream length, or
- * could not be read. Then sets @error, preferring the helper's own message
- * ("restore failed: read /x.img: Input/output error"), and returns TRUE. Waits up to
- * @wait_ms for the helper's verdict once its pipe ended early.
- * A relay that can no longer write to QEMU is QEMU's side (QEMU stopped reading, and a
- * helper failing with EPIPE after that is a consequence): it notes the time and returns
- * FALSE, so that QEMU's own verdict is awaited. */
-gboolean qg_mig_stream_failed(QgWatch *w, guint wait_ms, GError **error);
+/* Restore: did the stream fail on our side of QEMU's pipe, that is did the helper fail
+ * reading the image? Then sets @error with the helper's own message ("restore failed:
+ * read /x.img: Input/output error") and returns TRUE. A helper that failed writing with
+ * EPIPE (QEMU stopped reading: QEMU's side, the EPIPE a consequence) or that refused the
+ * checksum (the stream went whole to QEMU, which may load it: the guest must then be
+ * left paused, not QEMU quit) notes the time in qemu_stopped_at and returns FALSE, so
+ * that QEMU's own verdict is awaited. */
+gboolean qg_mig_stream_failed(QgWatch *w, GError **error);
+/* The stream bytes the helper has moved so far. */
+guint64 qg_mig_bytes(QgWatch *w);
 
 /* What a save and a restore both carry: the QEMU, FILE, the options, the watch, the
  * figures. */
@@ -129,7 +127,7 @@ gboolean qg_mig_cancelled(QgWatch *w, GError **error);
 
 /* Waits for the MIGRATION event that ends the job, for no longer than the stream keeps
  * moving (the stall timeout) and until opts->cancellable is cancelled. A restore also
- * watches the helper and the relay (qg_mig_stream_failed()): QEMU 7.2 gives no verdict
+ * watches the helper (qg_mig_stream_failed()): QEMU 7.2 gives no verdict
  * on a stream cut short, and when both failed the helper's message is the one that
  * says why. QEMU's own reason for a failure is kept in w->qemu_desc. */
 gboolean qg_mig_wait(QgWatch *w, gboolean save, GError **error);
@@ -159,9 +157,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgSaveFile, qg_save_file_free)
 
 /* libwrap's flags for @cache. */
 IohWrapFlags qg_mig_wrap_flags(IohCacheMode cache);
-/* A pipe for QEMU, sized by the core (ioh_pipe_open(), pipe-max-size respected). */
-gboolean qg_mig_make_pipe(int fds[2], GError **error);
-/* A copy of @fd (O_CLOEXEC) for the relay: libwrap closes the original. */
+/* The checksum libwrap's helper reported (16 hex digits) as a number; FALSE (@error)
+ * when it reported none. */
+gboolean qg_mig_helper_checksum(IohWrap *wrap, guint64 *ret_sum, GError **error);
+/* A copy of @fd, the caller's end of libwrap's pipe (O_CLOEXEC), for QEMU: libwrap
+ * closes the original at its finish. */
 int qg_mig_dup(int fd, GError **error);
 
 G_END_DECLS

@@ -1,9 +1,10 @@
 /* qg-migrate.c - what the save and the restore share: the error domain, libwrap's flags,
- * the pipe QEMU gets */
+ * the helper's checksum */
 #include "qg-migrate-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 
 #include "ioh-error.h"
 #include "ioh-pipe.h"
@@ -13,8 +14,8 @@ G_DEFINE_QUARK(qg-migrate-error-quark, qg_migrate_error)
 IohWrapFlags
 qg_mig_wrap_flags(IohCacheMode cache)
 {
-    /* Always a helper: the relay computes the image's checksum between QEMU's pipe and
-     * the helper's (docs/qemu-glue.md, "Always through the helper"). */
+    /* Always a helper: it computes the image's checksum as the stream passes, and QEMU
+     * gets its pipe (docs/qemu-glue.md, "One hop"). */
     IohWrapFlags f = IOH_WRAP_POLLABLE;
 
     if (cache == IOH_CACHE_DIRECT) {
@@ -28,13 +29,16 @@ qg_mig_wrap_flags(IohCacheMode cache)
 }
 
 gboolean
-qg_mig_make_pipe(int fds[2], GError **error)
+qg_mig_helper_checksum(IohWrap *wrap, guint64 *ret_sum, GError **error)
 {
-    if (!ioh_pipe_open(fds, 0, IOH_PIPE_DEFAULT_SIZE, error)) {
-        return FALSE;
+    const char *hex = ioh_wrap_get_checksum(wrap);
+
+    if (!hex || strlen(hex) != 16 ||
+        !g_ascii_string_to_unsigned(hex, 16, 0, G_MAXUINT64, ret_sum, NULL)) {
+        return ioh_error_set(error, EPROTO, NULL, NULL,
+                             "the helper reported no xxh3 checksum (got '%s')",
+                             hex ? hex : "none");
     }
-    g_debug("QEMU's pipe: %d bytes (asked %d, pipe-max-size %u)",
-            fcntl(fds[1], F_GETPIPE_SZ), IOH_PIPE_DEFAULT_SIZE, ioh_pipe_max_size());
     return TRUE;
 }
 
@@ -45,7 +49,10 @@ qg_mig_dup(int fd, GError **error)
 
     if (copy < 0) {
         ioh_error_set_errno(error, errno, "dup", NULL);
+        return -1;
     }
+    g_debug("QEMU's pipe: libwrap's own, straight to the helper, %d bytes (pipe-max-size %u)",
+            fcntl(copy, F_GETPIPE_SZ), ioh_pipe_max_size());
     return copy;
 }
 

@@ -1,10 +1,11 @@
 /* qg-migrate.h - save a QEMU to an image file and restore it, through the helper
  * (prefix qg_migrate_)
  *
- * Save:    QEMU --fd:--> pipe --> relay (XXH3) --> libwrap pipe --> iohelper --> file
- * Restore: file --> iohelper --> libwrap pipe --> relay (XXH3) --> pipe --fd:--> QEMU
+ * Save:    QEMU --fd:--> libwrap's pipe --> iohelper (--checksum=xxh3) --> file
+ * Restore: file --> iohelper (--length, --verify-checksum) --> libwrap's pipe --fd:--> QEMU
  *
- * QEMU always gets a pipe, never the file. The image format is in qg-image.h.
+ * One hop: QEMU always gets the helper's pipe, never the file; this process moves no
+ * byte of the stream. The image format is in qg-image.h.
  */
 #pragma once
 
@@ -18,13 +19,16 @@ G_BEGIN_DECLS
 #define QG_MIGRATE_ERROR (qg_migrate_error_quark())
 GQuark qg_migrate_error_quark(void);
 
+/* What is QEMU's side of a migration. The rest is in other domains: the image's files
+ * (create, open, O_DIRECT refused, rename, sync) are IOH_ERROR with errno, operation and
+ * path as fields; the helper's failures are libwrap's IOH_WRAP_ERROR (the same fields,
+ * from its final status line; a checksum mismatch is its "verify" operation); the header
+ * is QG_IMAGE_ERROR, the QMP connection QG_QMP_ERROR. Every cancellation, ours
+ * (opts->cancellable: "save interrupted") or QEMU's ("save cancelled in QEMU"), is
+ * G_IO_ERROR_CANCELLED, as libwrap's (ioh_error_is_cancelled() knows it). */
 typedef enum {
     QG_MIGRATE_ERROR_STATE,     /* QEMU is not in a state that allows this */
     QG_MIGRATE_ERROR_FAILED,    /* QEMU reported the migration failed */
-    QG_MIGRATE_ERROR_CANCELLED, /* the migration was cancelled */
-    QG_MIGRATE_ERROR_IO,        /* the image's file system refuses O_DIRECT; creating,
-                                 * renaming and syncing the image fail with IOH_ERROR
-                                 * (errno, operation and path as fields) */
     QG_MIGRATE_ERROR_STALLED,   /* no byte of the stream moved for stall_timeout_s */
 } QgMigrateError;
 
@@ -32,7 +36,7 @@ typedef enum {
 #define QG_MIGRATE_STALL_TIMEOUT_S 120
 
 typedef struct {
-    guint64 bytes;      /* stream bytes that went through so far */
+    guint64 bytes;      /* stream bytes the helper moved so far (as written) */
     guint64 written;    /* bytes the helper wrote (save) or delivered (restore) */
     guint64 synced;     /* save: bytes the helper knows are durable */
     guint64 total;      /* restore: the stream length; save: 0 */
@@ -68,8 +72,8 @@ typedef struct {
     double qemu_seconds;    /* until QEMU said "completed" */
     gint64 downtime_ms;     /* save: QEMU's reported downtime; -1 unknown */
     gboolean running;       /* save: guest was running; restore: guest was resumed */
-    gboolean helper;        /* an iohelper process served the file: always TRUE (the
-                             * relay hashes between two pipes; docs/qemu-glue.md) */
+    gboolean helper;        /* an iohelper process served the file: always TRUE (it
+                             * computes the checksum; docs/qemu-glue.md) */
 } QgMigrateStats;
 
 /**
@@ -88,16 +92,18 @@ gboolean qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *o
 /**
  * qg_migrate_restore:
  * @qmp: a QEMU started with `-incoming defer` (and the same devices as the source).
- * Checks the header, feeds the stream, verifies length and checksum, and resumes the
- * guest if it was running when saved. On a checksum mismatch the guest stays paused
+ * Checks the header, has the helper feed the stream and verify length and checksum
+ * (--length, --verify-checksum), awaits its verdict after QEMU's, and resumes the guest
+ * if it was running when saved. On a checksum mismatch the guest stays paused
  * (start the destination with -S: without it QEMU runs the guest as soon as the stream
  * is loaded, before the checksum is known; a guest that then proves bad is stopped).
  * A QEMU that fails to load the stream exits; the error then says so.
- * While QEMU loads, the helper and the relay are watched too (QEMU 7.2 gives no verdict
- * on a stream cut short: it spins on its pipe): a helper that fails, or a stream that
- * ends before the header's length, ends the wait at once with the helper's own message
- * ("restore failed: read /x.img: Input/output error"), also when QEMU failed as well.
- * Any failure after `migrate-incoming` and before QEMU loaded the stream (helper, relay,
+ * While QEMU loads, the helper is watched too (QEMU 7.2 gives no verdict on a stream
+ * cut short: it spins on its pipe): a helper that fails reading ends the wait at once
+ * with its own message ("restore failed: read /x.img: Input/output error"), also when
+ * QEMU failed as well; a checksum mismatch (the whole stream went to QEMU) waits for
+ * QEMU's verdict and leaves the guest paused.
+ * Any failure after `migrate-incoming` and before QEMU loaded the stream (helper,
  * QEMU, @opts->cancellable) leaves QEMU with a half-loaded guest it can neither run nor
  * load again: it is then told to `quit` (QMP), and waited for up to 5 s. The guest is
  * resumed only after a load that QEMU completed and that passed every check.

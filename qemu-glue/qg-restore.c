@@ -1,25 +1,28 @@
-/* qg-restore.c - qg_migrate_restore(): the image -> helper -> relay (XXH3) -> pipe -> QEMU
+/* qg-restore.c - qg_migrate_restore(): the image -> helper (verifies XXH3) -> pipe -> QEMU
  *
- * Steps: check QEMU and the image, start the helper and the relay, wait for the first
- * bytes, hand QEMU its pipe, wait for QEMU while watching the helper, verify length and
- * checksum, resume. Everything a step set up is undone by qg_restore_free() (a QEMU left
+ * Steps: check QEMU and the image, start the helper (told the header's length and
+ * checksum), wait for the first bytes, hand QEMU the helper's pipe, wait for QEMU while
+ * watching the helper, await the helper's verdict on length and checksum, resume.
+ * Everything a step set up is undone by qg_restore_free() (a QEMU left
  * with a half-loaded guest is told to quit; a loaded guest that proved bad is stopped).
  */
 #include "qg-migrate-private.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "ioh-error.h"
 #include "ioh-fd.h"
 #include "qg-file.h"
 
 typedef struct {
     QgJob job;              /* qmp, path, opts, the watch, the figures */
     QgImageInfo *info;
-    int fd;                 /* the image; then the wrap's end of its pipe (the wrap's) */
-    int qemu_fd;            /* the read end of QEMU's pipe until QEMU has its own */
+    int fd;                 /* the image, until the wrap takes it */
+    int qemu_fd;            /* the read end of the helper's pipe until QEMU has its own */
     IohWrap *wrap;
-    QgRelay *relay;
     gboolean loading;       /* migrate-incoming was started */
     gboolean loaded;        /* QEMU said "completed" */
     gboolean done;
@@ -40,7 +43,6 @@ qg_restore_free(QgRestore *r)
         qg_mig_quit(r->job.qmp);
     }
     ioh_fd_clear(&r->qemu_fd);
-    g_clear_pointer(&r->relay, qg_relay_free);
     qg_mig_watch_clear(&r->job.w);   /* kills a helper still running, waits for its exit */
     g_clear_pointer(&r->wrap, ioh_wrap_free);
     ioh_fd_clear(&r->fd);
@@ -89,44 +91,39 @@ qg_restore_open(QgRestore *r, GError **error)
     }
     if (r->job.opts->cache == IOH_CACHE_DIRECT &&
         !qg_file_probe_direct(r->job.path, O_RDONLY, &local)) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot restore from %s bypassing the cache with O_DIRECT: %s", r->job.path,
-                    local->message);
+        g_autofree char *msg = g_strdup_printf("cannot restore from %s bypassing the cache "
+                                               "with O_DIRECT: %s", r->job.path,
+                                               local->message);
+
+        g_propagate_error(error, ioh_error_new_literal(ioh_error_get_errno(local), "open",
+                                                       r->job.path, msg));
         return FALSE;
     }
     return TRUE;
 }
 
-/* The helper on the image, the relay from its pipe into QEMU's, the helper's watch. */
+/* The helper on the image, told the header's length and checksum; its watch. */
 static gboolean
 qg_restore_plumb(QgRestore *r, GError **error)
 {
     IohWrapParams params = { .offset = r->info->stream_offset,
                              .length = r->info->stream_length,
                              .progress_interval_ms = 250 };
-    int p[2], in_fd;
+    g_autofree char *sum = g_strdup_printf("%016" G_GINT64_MODIFIER "x", r->info->checksum);
 
-    r->wrap = ioh_wrap_new(&r->fd, r->job.path, qg_mig_wrap_flags(r->job.opts->cache), &params,
-                           error);
+    r->wrap = ioh_wrap_new_full(&r->fd, r->job.path, qg_mig_wrap_flags(r->job.opts->cache),
+                                &params, NULL, sum, error);
     if (!r->wrap) {
         return FALSE;
     }
     r->job.stats.helper = ioh_wrap_is_spawned(r->wrap);   /* always: POLLABLE */
-    in_fd = qg_mig_dup(r->fd, error);
-    r->fd = -1;   /* the wrap's end of its pipe: the wrap closes it */
-    if (in_fd < 0) {
+    /* The read end of the helper's pipe: the wrap closes it when its finish starts
+     * (now); QEMU gets a copy. */
+    r->qemu_fd = qg_mig_dup(r->fd, error);
+    r->fd = -1;
+    if (r->qemu_fd < 0) {
         return FALSE;
     }
-    if (!qg_mig_make_pipe(p, error)) {
-        close(in_fd);
-        return FALSE;
-    }
-    r->qemu_fd = p[0];
-    r->relay = qg_relay_start(in_fd, p[1], "restore", error);
-    if (!r->relay) {
-        return FALSE;
-    }
-    r->job.w.relay = r->relay;
     r->job.w.wrap = r->wrap;
     r->job.w.total = r->info->stream_length;
     r->job.w.start = g_get_monotonic_time();
@@ -135,18 +132,40 @@ qg_restore_plumb(QgRestore *r, GError **error)
     return TRUE;
 }
 
-/* Before QEMU gets the pipe: waits until the helper has delivered the stream's first
- * bytes (it opened the image, set its cache mode and read), the whole stream, or
- * failed. A failure says that QEMU was not touched: it still waits for a stream. */
+/* Are the helper's first bytes in its pipe? A pipe at its end without a byte means the
+ * helper exited: waits for its verdict (it failed, or had nothing to send). */
 static gboolean
-qg_restore_wait_start(QgWatch *w, GError **error)
+qg_restore_has_bytes(QgWatch *w, int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int n = 0;
+
+    if (poll(&p, 1, 0) <= 0) {
+        return FALSE;
+    }
+    if (ioctl(fd, FIONREAD, &n) == 0 && n > 0) {
+        return TRUE;
+    }
+    qg_mig_helper_wait(w, QG_HELPER_EXIT_WAIT_MS, TRUE);
+    return FALSE;
+}
+
+/* Before QEMU gets the pipe: waits until the helper has delivered the stream's first
+ * bytes (it opened the image, set its cache mode and read), or failed. A failure says
+ * that QEMU was not touched: it still waits for a stream. */
+static gboolean
+qg_restore_wait_start(QgWatch *w, int fd, GError **error)
 {
     g_autoptr(GError) local = NULL;
     gint64 start = g_get_monotonic_time();
 
-    while (qg_relay_get_bytes(w->relay) == 0 && w->total > 0) {
-        if (qg_mig_stream_failed(w, QG_HELPER_EXIT_WAIT_MS, &local) ||
-            qg_mig_cancelled(w, &local)) {
+    while (w->total > 0 && !qg_restore_has_bytes(w, fd)) {
+        if (qg_mig_stream_failed(w, &local) || qg_mig_cancelled(w, &local)) {
+            break;
+        }
+        if (!w->helper_pending) {
+            g_set_error(&local, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
+                        "restore failed: the helper ended without a byte of %s", w->path);
             break;
         }
         if (w->opts->stall_timeout_s &&
@@ -171,7 +190,7 @@ qg_restore_wait_start(QgWatch *w, GError **error)
 static gboolean
 qg_restore_load(QgRestore *r, GError **error)
 {
-    if (!qg_restore_wait_start(&r->job.w, error) ||
+    if (!qg_restore_wait_start(&r->job.w, r->qemu_fd, error) ||
         !qg_mig_pass_fd(r->job.qmp, QG_FDNAME_RESTORE, r->qemu_fd, error)) {
         return FALSE;
     }
@@ -188,60 +207,37 @@ qg_restore_load(QgRestore *r, GError **error)
     return TRUE;
 }
 
-/* QEMU loaded the stream: the relay and the helper must have ended well too. */
+/* QEMU loaded the stream: the helper's verdict decides. It delivered exactly the
+ * header's length (--length) and found the header's checksum (--verify-checksum), or it
+ * failed: "verify IMAGE: xxh3 checksum mismatch: ...", a short read. */
 static gboolean
-qg_restore_check_stream(QgRestore *r, guint64 *ret_bytes, guint64 *ret_sum, GError **error)
+qg_restore_verify(QgRestore *r, GError **error)
 {
-    g_autoptr(GError) rerr = NULL;
-    gboolean relayed = qg_relay_wait(r->relay, ret_bytes, ret_sum, &rerr);
     const GError *herr;
+    guint64 bytes = 0;
 
     qg_mig_helper_wait(&r->job.w, -1, FALSE);
-    /* The helper's message says more than the relay's; a helper killed by us (its
-     * verdict CANCELLED) cannot happen here, but would fail too. */
-    herr = qg_mig_helper_failure(&r->job.w);
-    if (!herr && relayed) {
-        herr = r->job.w.helper_error;
-    }
+    /* A helper killed by us (its verdict CANCELLED) cannot happen here, but fails too. */
+    herr = r->job.w.helper_error;
     if (herr) {
         g_set_error(error, herr->domain, herr->code,
                     "restore failed (guest left paused): %s", herr->message);
         return FALSE;
     }
-    if (!relayed) {
-        g_propagate_prefixed_error(error, g_steal_pointer(&rerr),
-                                   "restore failed (guest left paused): ");
-        return FALSE;
-    }
-    return TRUE;
-}
-
-/* Length and checksum against the header. */
-static gboolean
-qg_restore_verify(QgRestore *r, GError **error)
-{
-    guint64 bytes = 0, sum = 0;
-
-    if (!qg_restore_check_stream(r, &bytes, &sum, error)) {
-        return FALSE;
-    }
+    /* What the helper checked, checked again from its result line. */
+    ioh_wrap_get_progress(r->wrap, &bytes, NULL);
     if (bytes != r->info->stream_length) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
-                    "image truncated %s: %" G_GUINT64_FORMAT " bytes of stream read, the "
-                    "header says %" G_GUINT64_FORMAT " (guest left paused)", r->job.path, bytes,
-                    r->info->stream_length);
+                    "restore failed (guest left paused): the helper delivered %"
+                    G_GUINT64_FORMAT " bytes of %s, the header says %" G_GUINT64_FORMAT,
+                    bytes, r->job.path, r->info->stream_length);
         return FALSE;
     }
-    if (sum != r->info->checksum) {
-        g_autofree char *got = qg_image_checksum_to_string(sum);
-        g_autofree char *want = qg_image_checksum_to_string(r->info->checksum);
-        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CHECKSUM,
-                    "checksum mismatch in %s: the stream has %s, the header says %s "
-                    "(guest left paused)", r->job.path, got, want);
+    if (!qg_mig_helper_checksum(r->wrap, &r->job.stats.checksum, error)) {
+        g_prefix_error(error, "restore failed (guest left paused): ");
         return FALSE;
     }
     r->job.stats.stream_length = bytes;
-    r->job.stats.checksum = sum;
     return TRUE;
 }
 

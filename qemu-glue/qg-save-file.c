@@ -60,10 +60,9 @@ qg_save_file_prepare(QgSaveFile *file, IohCacheMode cache, GError **error)
     }
     if (cache == IOH_CACHE_DIRECT &&
         !qg_file_probe_direct(file->tmp_path, O_WRONLY, &local)) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_IO,
-                    "cannot save to %s bypassing the cache with O_DIRECT: %s", file->path,
-                    local->message);
-        return FALSE;
+        return qg_save_file_error(error, ioh_error_get_errno(local), "open", file->tmp_path,
+                                  "cannot save to %s bypassing the cache with O_DIRECT: %s",
+                                  file->path, local->message);
     }
     return qg_image_write_placeholder(file->hdr_fd, file->path, error);
 }

@@ -1,12 +1,10 @@
-/* qg-save.c - qg_migrate_save(): QEMU -> pipe -> relay (XXH3) -> helper -> the new image
+/* qg-save.c - qg_migrate_save(): QEMU -> the helper's pipe -> helper (XXH3) -> the new image
  *
  * Steps: check QEMU and FILE (nothing touched yet), make the image and the plumbing,
  * pause and migrate, wait for QEMU, wait for the helper's durable file, header + rename.
  * Everything a step set up is undone by qg_save_free() unless the save completed.
  */
 #include "qg-migrate-private.h"
-
-#include <unistd.h>
 
 #include "ioh-fd.h"
 #include "qg-file.h"
@@ -18,8 +16,7 @@ typedef struct {
     QgImageInfo *info;
     QgSaveFile *file;
     IohWrap *wrap;
-    QgRelay *relay;
-    int qemu_fd;            /* the write end of QEMU's pipe until QEMU has its own */
+    int qemu_fd;            /* the write end of the helper's pipe until QEMU has its own */
     guint64 old_bw;
     gboolean bw_changed;    /* QEMU's max-bandwidth is to be put back */
     gboolean stopped;       /* we paused the guest: resume it on failure */
@@ -37,7 +34,6 @@ qg_save_free(QgSave *s)
         qg_qmp_run(s->job.qmp, "migrate_cancel", NULL, NULL);
     }
     ioh_fd_clear(&s->qemu_fd);
-    g_clear_pointer(&s->relay, qg_relay_free);
     g_clear_pointer(&s->wrap, ioh_wrap_free);   /* kills a helper still running */
     g_clear_pointer(&s->file, qg_save_file_free);   /* removes the .part file */
     if (s->stopped && !s->done) {
@@ -80,35 +76,25 @@ qg_save_check_qemu(QgSave *s, GError **error)
     return TRUE;
 }
 
-/* The helper on the image, QEMU's pipe, the relay between them. */
+/* The helper on the image, computing the checksum; its pipe is QEMU's. */
 static gboolean
 qg_save_plumb(QgSave *s, GError **error)
 {
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
-    int p[2], out_fd;
 
-    s->wrap = ioh_wrap_new(&s->file->fd, s->file->tmp_path,
-                           qg_mig_wrap_flags(s->job.opts->cache), &params, error);
+    s->wrap = ioh_wrap_new_full(&s->file->fd, s->file->tmp_path,
+                                qg_mig_wrap_flags(s->job.opts->cache), &params, "xxh3", NULL,
+                                error);
     if (!s->wrap) {
         return FALSE;
     }
     s->job.stats.helper = ioh_wrap_is_spawned(s->wrap);   /* always: POLLABLE */
-    /* Our fd is now the wrap's end of its pipe: the wrap closes it. The relay gets its
-     * own copy. */
-    out_fd = qg_mig_dup(s->file->fd, error);
+    /* The file's fd is now the write end of the wrap's pipe: the wrap closes it at its
+     * finish; QEMU gets a copy. */
+    s->qemu_fd = qg_mig_dup(s->file->fd, error);
     s->file->fd = -1;
-    if (out_fd < 0) {
-        return FALSE;
-    }
-    if (!qg_mig_make_pipe(p, error)) {
-        close(out_fd);
-        return FALSE;
-    }
-    s->qemu_fd = p[1];
-    s->relay = qg_relay_start(p[0], out_fd, "save", error);
-    s->job.w.relay = s->relay;
     s->job.w.wrap = s->wrap;
-    return s->relay != NULL;
+    return s->qemu_fd >= 0;
 }
 
 /* The image file, QEMU's migration settings, the plumbing: before the guest pauses. */
@@ -133,7 +119,7 @@ qg_save_prepare(QgSave *s, GError **error)
 static void
 qg_save_failed(QgSave *s, GError *qerr, GError **error)
 {
-    g_autoptr(GError) herr = NULL;
+    const GError *herr;
 
     if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
         g_error_matches(qerr, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED)) {
@@ -141,8 +127,13 @@ qg_save_failed(QgSave *s, GError *qerr, GError **error)
         g_propagate_error(error, qerr);
         return;
     }
-    g_clear_pointer(&s->relay, qg_relay_free);
-    if (ioh_wrap_finish(s->wrap, &herr)) {
+    /* QEMU holds the helper's pipe: a QEMU that keeps it open after its failure would
+     * keep the helper waiting for the stream's end. Its verdict is awaited for a while,
+     * then it is killed (a verdict of ours, not a failure of its own). */
+    qg_mig_helper_start(&s->job.w);
+    qg_mig_helper_wait(&s->job.w, QG_HELPER_EXIT_WAIT_MS, TRUE);
+    herr = qg_mig_helper_failure(&s->job.w);
+    if (!herr) {
         g_propagate_error(error, qerr);
         return;
     }
@@ -188,13 +179,12 @@ qg_save_complete(QgSave *s, GError **error)
     gint64 t_qemu = g_get_monotonic_time();
     g_autoptr(JsonObject) mig = qg_mig_query_migrate(s->job.qmp, 0, NULL);
 
-    if (!qg_relay_wait(s->relay, &s->info->stream_length, &s->info->checksum, error)) {
-        return FALSE;
-    }
-    if (!ioh_wrap_finish(s->wrap, error)) {
+    if (!ioh_wrap_finish(s->wrap, error) ||
+        !qg_mig_helper_checksum(s->wrap, &s->info->checksum, error)) {
         g_prefix_error(error, "save failed: ");
         return FALSE;
     }
+    ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     if (!qg_save_file_commit(s->file, s->info, error)) {
         return FALSE;
     }

@@ -183,11 +183,11 @@ run_lintian() {
     fi
 }
 
-# The symbols file lists exactly what the library exports, all under the version node of
+# The symbols file lists exactly what the library exports, each under a version node of
 # libwrap/iohwrap.map (the build checks the first half too: DPKG_GENSYMBOLS_CHECK_LEVEL=4).
 check_symbols() {
-    local node lib
-    node=$(sed -n 's/^\([A-Z0-9_.]*\) *{.*/\1/p' "$SRC/libwrap/iohwrap.map" | head -n 1)
+    local nodes lib node
+    nodes=$(sed -n 's/^\([A-Z0-9_.]*\) *{.*/\1/p' "$SRC/libwrap/iohwrap.map" | paste -sd '|')
     mkdir -p "$STATE/x" && dpkg-deb -x "${DEB[libiohwrap0]}" "$STATE/x" || return 1
     lib=$(find "$STATE/x" -name 'libiohwrap.so.0.*' | head -n 1)
     # nm: "A IOHWRAP_0.1" for the node, "T name@@IOHWRAP_0.1"; the symbols file: name@node
@@ -195,12 +195,15 @@ check_symbols() {
         awk '$2 == "A" { print $3 "@" $3; next } { sub(/@@/, "@", $3); print $3 }' |
         sort >"$STATE/exported"
     sed -n 's/^ \([^ ]*\) .*/\1/p' "$SRC/debian/libiohwrap0.symbols" | sort >"$STATE/listed"
-    echo "# version node of iohwrap.map: $node"
+    echo "# version nodes of iohwrap.map: $nodes"
     diff "$STATE/listed" "$STATE/exported" | sed 's/^/# symbols vs exported: /'
+    for node in ${nodes//|/ }; do
+        grep -qx "$node@$node" "$STATE/listed" || return 1
+    done
     cmp -s "$STATE/listed" "$STATE/exported" &&
-        ! grep -v "@$node\$" "$STATE/listed" &&
-        grep -v "^$node@" "$STATE/listed" | grep -q "^ioh_wrap_" &&
-        ! grep -v "^$node@" "$STATE/listed" | grep -v "^ioh_wrap_"
+        ! grep -Ev "@($nodes)\$" "$STATE/listed" &&
+        grep -Ev "^($nodes)@" "$STATE/listed" | grep -q "^ioh_wrap_" &&
+        ! grep -Ev "^($nodes)@" "$STATE/listed" | grep -v "^ioh_wrap_"
 }
 
 build_packages

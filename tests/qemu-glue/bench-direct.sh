@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench-direct.sh - issue 11 item 6: a paused guest saved without --bypass-cache, through
-# qemu-iohelper (relay + iohelper) versus QEMU writing straight into the file (QMP getfd of
+# qemu-iohelper (iohelper computing XXH3) versus QEMU writing straight into the file (QMP getfd of
 # the file itself, then fdatasync), plus what computing the XXH3 checksum afterwards would
 # cost the direct path (xxhsum -H3 over the file, still in the page cache).
 #
@@ -34,7 +34,7 @@ cleanup() { [ -n "$QPID" ] && kill -9 "$QPID" 2>/dev/null; rm -rf "$DIR"; }
 trap cleanup EXIT
 # Copies of the binaries: a rebuild during the run must not change them.
 cp "$BUILD/qemu-glue/qemu-iohelper" "$BUILD/helper/iohelper" "$DIR/"
-cp -P "$BUILD"/libwrap/libiohwrap.so "$BUILD"/libwrap/libiohwrap.so.0 "$BUILD"/libwrap/libiohwrap.so.0.1.0 "$DIR/"
+cp -P "$BUILD"/libwrap/libiohwrap.so "$BUILD"/libwrap/libiohwrap.so.0 "$BUILD"/libwrap/libiohwrap.so.0.*.0 "$DIR/"
 export IOHELPER_PATH=$DIR/iohelper LD_LIBRARY_PATH=$DIR
 head -c "$((BLOB_MIB << 20))" /dev/urandom >"$DIR/blob.bin"
 

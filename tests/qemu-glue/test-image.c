@@ -1,4 +1,4 @@
-/* test-image.c - the image header format and the checksumming relay */
+/* test-image.c - the image header format */
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,7 +8,6 @@
 
 #include "ioh-test.h"
 #include "qg-image.h"
-#include "qg-relay.h"
 
 static QgImageInfo *
 sample_info(void)
@@ -149,154 +148,6 @@ test_checksum_format(void)
     g_assert_cmpstr(s, ==, "xxh3-64:2d06800538d394c2");
 }
 
-typedef struct {
-    int fd;
-    guint8 *data;
-    gsize len;
-} Writer;
-
-static gpointer
-writer_thread(gpointer p)
-{
-    Writer *w = p;
-    gsize done = 0;
-
-    while (done < w->len) {
-        ssize_t n = write(w->fd, w->data + done, MIN(w->len - done, 300000));
-        g_assert_cmpint(n, >, 0);
-        done += n;
-    }
-    close(w->fd);
-    return NULL;
-}
-
-static gpointer
-reader_thread(gpointer p)
-{
-    Writer *w = p;
-    GByteArray *got = g_byte_array_new();
-    guint8 buf[65536];
-    ssize_t n;
-
-    while ((n = read(w->fd, buf, sizeof(buf))) > 0) {
-        g_byte_array_append(got, buf, n);
-    }
-    close(w->fd);
-    return got;
-}
-
-/* Pipe to pipe (tee(2)): bytes go through unchanged, the checksum is XXH3-64 of them. */
-static void
-test_relay_copy(void)
-{
-    const gsize len = 5 * 1024 * 1024 + 4099;
-    g_autofree guint8 *data = g_malloc(len);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GByteArray) got = NULL;
-    QgRelay *relay;
-    int a[2], b[2];
-    guint64 bytes = 0, sum = 0;
-    Writer w, r;
-    GThread *wt, *rt;
-
-    for (gsize i = 0; i < len; i++) {
-        data[i] = (guint8)(g_random_int() >> 7);
-    }
-    g_assert_true(g_unix_open_pipe(a, FD_CLOEXEC, NULL));
-    g_assert_true(g_unix_open_pipe(b, FD_CLOEXEC, NULL));
-    relay = qg_relay_start(a[0], b[1], "test", &error);
-    g_assert_no_error(error);
-    w = (Writer){ a[1], data, len };
-    r = (Writer){ b[0], NULL, 0 };
-    wt = g_thread_new("w", writer_thread, &w);
-    rt = g_thread_new("r", reader_thread, &r);
-    g_assert_true(qg_relay_wait(relay, &bytes, &sum, &error));
-    g_assert_no_error(error);
-    g_thread_join(wt);
-    got = g_thread_join(rt);
-    g_assert_cmpuint(bytes, ==, len);
-    g_assert_cmpuint(sum, ==, XXH3_64bits(data, len));
-    g_assert_cmpmem(got->data, got->len, data, len);
-    qg_relay_free(relay);
-}
-
-/* Not two pipes (a file in): the plain copy path, same result. */
-static void
-test_relay_from_file(void)
-{
-    const gsize len = 3 * 1024 * 1024 + 17;
-    g_autofree char *dir = ioht_workdir();
-    g_autofree char *path = g_build_filename(dir, "in", NULL);
-    g_autofree guint8 *data = g_malloc(len);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GByteArray) got = NULL;
-    guint64 bytes = 0, sum = 0;
-    QgRelay *relay;
-    GThread *rt;
-    Writer r;
-    int b[2], fd;
-
-    for (gsize i = 0; i < len; i++) {
-        data[i] = (guint8)(i * 7 + (i >> 12));
-    }
-    g_assert_true(g_file_set_contents(path, (char *)data, len, NULL));
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_true(g_unix_open_pipe(b, FD_CLOEXEC, NULL));
-    relay = qg_relay_start(fd, b[1], "test", &error);
-    g_assert_no_error(error);
-    r = (Writer){ b[0], NULL, 0 };
-    rt = g_thread_new("r", reader_thread, &r);
-    g_assert_true(qg_relay_wait(relay, &bytes, &sum, &error));
-    g_assert_no_error(error);
-    got = g_thread_join(rt);
-    g_assert_cmpuint(bytes, ==, len);
-    g_assert_cmpuint(sum, ==, XXH3_64bits(data, len));
-    g_assert_cmpmem(got->data, got->len, data, len);
-    qg_relay_free(relay);
-    ioht_workdir_remove(dir);
-}
-
-/* A reader that goes away is an EPIPE error, not a SIGPIPE death. */
-static void
-test_relay_epipe(void)
-{
-    g_autoptr(GError) error = NULL;
-    QgRelay *relay;
-    guint8 buf[4096] = { 0 };
-    int a[2], b[2];
-
-    g_assert_true(g_unix_open_pipe(a, FD_CLOEXEC, NULL));
-    g_assert_true(g_unix_open_pipe(b, FD_CLOEXEC, NULL));
-    close(b[0]);
-    relay = qg_relay_start(a[0], b[1], "test", &error);
-    g_assert_no_error(error);
-    g_assert_cmpint(write(a[1], buf, sizeof(buf)), ==, sizeof(buf));
-    g_assert_false(qg_relay_wait(relay, NULL, NULL, &error));
-    g_assert_error(error, QG_RELAY_ERROR, QG_RELAY_ERROR_WRITE);
-    g_test_message("error: %s", error->message);
-    close(a[1]);
-    qg_relay_free(relay);
-}
-
-/* Freeing a relay blocked on a silent input stops it. */
-static void
-test_relay_cancel(void)
-{
-    g_autoptr(GError) error = NULL;
-    QgRelay *relay;
-    int a[2], b[2];
-
-    g_assert_true(g_unix_open_pipe(a, FD_CLOEXEC, NULL));
-    g_assert_true(g_unix_open_pipe(b, FD_CLOEXEC, NULL));
-    relay = qg_relay_start(a[0], b[1], "test", &error);
-    g_assert_no_error(error);
-    g_usleep(50000);
-    qg_relay_free(relay);
-    close(a[1]);
-    close(b[0]);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -305,9 +156,5 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/image/header-errors", test_header_errors);
     g_test_add_func("/qemu/image/truncated-file", test_header_file);
     g_test_add_func("/qemu/image/checksum-format", test_checksum_format);
-    g_test_add_func("/qemu/relay/copy-and-hash", test_relay_copy);
-    g_test_add_func("/qemu/relay/copy-from-file", test_relay_from_file);
-    g_test_add_func("/qemu/relay/epipe-is-error", test_relay_epipe);
-    g_test_add_func("/qemu/relay/cancel", test_relay_cancel);
     return g_test_run();
 }

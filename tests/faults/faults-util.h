@@ -4,6 +4,7 @@
 #pragma once
 
 #include <glib.h>
+#include "ioh-test.h"
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -22,19 +23,8 @@ typedef struct {
     guint64 fsize_limit;       /* RLIMIT_FSIZE; 0: unlimited */
 } FtSpawn;
 
-typedef struct {
-    GPid pid;
-    int err_fd;                /* read end of the child's stderr */
-    void (*before_reap)(gpointer data);  /* run once stderr is at EOF, before waiting */
-    gpointer before_reap_data;
-} FtChild;
-
-typedef struct {
-    int status;                /* wait status */
-    int code;                  /* exit code, or 128 + signal */
-    char *err;                 /* all the child wrote on stderr */
-    struct rusage ru;
-} FtResult;
+typedef IohtChild FtChild;
+typedef IohtResult FtResult;
 
 void ft_result_clear(FtResult *r);
 
@@ -55,14 +45,14 @@ void ft_pipe(int fds[2]);
 /* Writes @path's bytes (up to @max, G_MAXUINT64: all) into @fd from a thread, pausing
  * @stall_ms after @stall_at bytes when @stall_ms > 0, then closes @fd unless @keep_open.
  * Stops quietly at EPIPE. ft_feed_join() returns the bytes written. */
-typedef struct FtFeed FtFeed;
+typedef IohtPump FtFeed;
 FtFeed *ft_feed_start(int fd, const char *path, guint64 max, guint64 stall_at,
                       guint stall_ms, gboolean keep_open);
 guint64 ft_feed_join(FtFeed *f);
 
 /* Reads @fd into @path (NULL: discard) from a thread until EOF, or until @max bytes when
  * @max != G_MAXUINT64, then closes @fd. Pauses @stall_ms after @stall_at bytes. */
-typedef struct FtDrain FtDrain;
+typedef IohtPump FtDrain;
 FtDrain *ft_drain_start(int fd, const char *path, guint64 max, guint64 stall_at,
                         guint stall_ms);
 guint64 ft_drain_join(FtDrain *d);

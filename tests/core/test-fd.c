@@ -199,7 +199,7 @@ check_read_full(gboolean nonblock, gboolean with_cancellable, gboolean signals)
     g_autofree guint8 *got = g_malloc(len + 10);
     Pester pe;
     GThread *pt = signals ? pester_start(&pe) : NULL;
-    GThread *feed;
+    IohtPump *feed;
     gssize n;
     int p[2];
 
@@ -209,7 +209,7 @@ check_read_full(gboolean nonblock, gboolean with_cancellable, gboolean signals)
     g_assert_no_error(e);
     g_assert_cmpint(n, ==, (gssize)len);    /* all of it, and fewer only at end of file */
     g_assert_cmpmem(got, len, data, len);
-    g_thread_join(feed);
+    ioht_pump_join(feed, NULL);
     if (pt) {
         pester_stop(&pe, pt);
     }

@@ -10,18 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef struct {
-    guint64 fsize;
-} ChildData;
-
 static void
 child_setup(gpointer data)
 {
-    ChildData *cd = data;
+    const IohtSpawn *s = data;
 
-    if (cd->fsize) {
-        struct rlimit rl = { cd->fsize, cd->fsize };
+    if (s->fsize_limit) {
+        struct rlimit rl = { s->fsize_limit, s->fsize_limit };
         setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    if (s->setup) {
+        s->setup(s->setup_data);
     }
 }
 
@@ -46,7 +45,6 @@ ioht_spawn(const IohtSpawn *s)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) argv = spawn_argv(s);
-    ChildData cd = { s->fsize_limit };
     IohtChild c = { 0, -1, NULL, NULL };
     GSpawnFlags flags = G_SPAWN_DO_NOT_REAP_CHILD;
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -58,7 +56,7 @@ ioht_spawn(const IohtSpawn *s)
         flags |= G_SPAWN_LEAVE_DESCRIPTORS_OPEN;
     }
     g_assert_true(g_spawn_async_with_pipes_and_fds(
-        NULL, (const char *const *)argv->pdata, s->env, flags, child_setup, &cd, in_fd,
+        NULL, (const char *const *)argv->pdata, s->env, flags, child_setup, (gpointer)s, in_fd,
         out_fd, s->err_fd > 0 ? s->err_fd : -1, s->extra_fds, s->extra_targets ? s->extra_targets : s->extra_fds,
         (gsize)s->n_extra, &c.pid, NULL, NULL, s->err_fd > 0 ? NULL : &c.err_fd, &error));
     g_assert_no_error(error);
@@ -145,22 +143,47 @@ ioht_wait_exit_code(GPid pid)
 }
 
 int
-ioht_run(char **argv, int stdin_fd, int stdout_fd, char **ret_stderr)
+ioht_spawn_wait(const IohtSpawn *s, char **ret_stderr)
 {
-    IohtSpawn s = { .argv = (const char *const *)argv, .in_fd = stdin_fd,
-                    .out_fd = stdout_fd, .err_fd = -1, .leave_fds_open = TRUE };
-    IohtChild c = ioht_spawn(&s);
+    IohtChild c = ioht_spawn(s);
     IohtResult r;
 
     ioht_child_wait(&c, &r);
     if (*r.err) {
-        g_test_message("%s: stderr: %s", argv[0], r.err);
+        g_test_message("%s: stderr: %s", s->argv ? s->argv[0] : "iohelper", r.err);
     }
     if (ret_stderr) {
         *ret_stderr = g_steal_pointer(&r.err);
     }
     ioht_result_clear(&r);
     return r.status;
+}
+
+int
+ioht_run(char **argv, int stdin_fd, int stdout_fd, char **ret_stderr)
+{
+    IohtSpawn s = { .argv = (const char *const *)argv, .in_fd = stdin_fd,
+                    .out_fd = stdout_fd, .err_fd = -1, .leave_fds_open = TRUE };
+
+    return ioht_spawn_wait(&s, ret_stderr);
+}
+
+int
+ioht_run_output(char **argv, char **ret_stdout)
+{
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    IohtPumpOpts o = { .keep = out };
+    IohtPump *drain;
+    int p[2], status;
+
+    g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+    drain = ioht_drain_start(p[0], &o);
+    status = ioht_run(argv, -1, p[1], NULL);
+    close(p[1]);
+    ioht_pump_join(drain, NULL);
+    g_byte_array_append(out, (const guint8 *)"", 1);
+    *ret_stdout = g_strdup((const char *)out->data);
+    return ioht_exit_code(status);
 }
 
 int

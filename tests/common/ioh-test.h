@@ -56,6 +56,8 @@ typedef struct {
     int n_extra;
     guint64 fsize_limit;       /* RLIMIT_FSIZE; 0: unlimited */
     gboolean leave_fds_open;   /* else every other fd is closed */
+    GSpawnChildSetupFunc setup;  /* run in the child last (e.g. drop privileges) */
+    gpointer setup_data;
 } IohtSpawn;
 
 typedef struct {
@@ -76,6 +78,10 @@ IohtChild ioht_spawn(const IohtSpawn *s);
 /* Reads the child's stderr to EOF, then reaps it. */
 void ioht_child_wait(IohtChild *c, IohtResult *r);
 void ioht_result_clear(IohtResult *r);
+/* Spawns @s, waits, returns the wait status; *ret_stderr (if not NULL) gets stderr. */
+int ioht_spawn_wait(const IohtSpawn *s, char **ret_stderr);
+/* Runs @argv (stdin /dev/null) and returns its exit code; *ret_stdout gets its stdout. */
+int ioht_run_output(char **argv, char **ret_stdout);
 
 /* Waits up to @timeout_ms for @pid; on timeout kills it (SIGKILL), reaps it and returns
  * FALSE. *ret_status gets the wait status either way. */

@@ -56,9 +56,10 @@ ioht_spawn(const IohtSpawn *s)
         flags |= G_SPAWN_LEAVE_DESCRIPTORS_OPEN;
     }
     g_assert_true(g_spawn_async_with_pipes_and_fds(
-        NULL, (const char *const *)argv->pdata, s->env, flags, child_setup, (gpointer)s, in_fd,
-        out_fd, s->err_fd > 0 ? s->err_fd : -1, s->extra_fds, s->extra_targets ? s->extra_targets : s->extra_fds,
-        (gsize)s->n_extra, &c.pid, NULL, NULL, s->err_fd > 0 ? NULL : &c.err_fd, &error));
+        NULL, (const char *const *)argv->pdata, s->env, flags, child_setup, (gpointer)s,
+        in_fd, out_fd, s->err_fd > 0 ? s->err_fd : -1, s->extra_fds,
+        s->extra_targets ? s->extra_targets : s->extra_fds, (gsize)s->n_extra, &c.pid,
+        NULL, NULL, s->err_fd > 0 ? NULL : &c.err_fd, &error));
     g_assert_no_error(error);
     close(null_fd);
     return c;

@@ -156,6 +156,13 @@ ioht_dir_teardown(IohtDir *fx, gconstpointer data)
     g_clear_pointer(&fx->dir, g_free);
 }
 
+void
+ioht_dir_add(const char *path, gconstpointer data,
+             void (*test)(IohtDir *fx, gconstpointer data))
+{
+    g_test_add(path, IohtDir, data, ioht_dir_setup, test, ioht_dir_teardown);
+}
+
 char *
 ioht_dir_path(const IohtDir *fx, const char *name)
 {

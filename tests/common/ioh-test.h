@@ -40,6 +40,9 @@ typedef struct {
 } IohtDir;
 void ioht_dir_setup(IohtDir *fx, gconstpointer data);
 void ioht_dir_teardown(IohtDir *fx, gconstpointer data);
+/* g_test_add() of @test with that fixture. */
+void ioht_dir_add(const char *path, gconstpointer data,
+                  void (*test)(IohtDir *fx, gconstpointer data));
 /* @name inside the fixture's folder (free it). */
 char *ioht_dir_path(const IohtDir *fx, const char *name);
 

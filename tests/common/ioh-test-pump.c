@@ -253,28 +253,35 @@ ioht_pump_join(IohtPump *p, gboolean *ret_ok)
     return done;
 }
 
+/* Runs a pump in this thread; *ret_ok as ioht_pump_join() says. */
+static guint64
+pump_here(int fd, gboolean feed, const IohtPumpOpts *o, gboolean *ret_ok)
+{
+    IohtPump *p = pump_new(fd, feed, o);
+    guint64 done;
+
+    pump_run(p);
+    done = p->done;
+    *ret_ok = p->ok;
+    pump_free(p);
+    return done;
+}
+
 gboolean
 ioht_feed(int fd, const IohtPumpOpts *o)
 {
-    IohtPump *p = pump_new(fd, TRUE, o);
     gboolean ok;
 
-    pump_run(p);
-    ok = p->ok;
-    pump_free(p);
+    pump_here(fd, TRUE, o, &ok);
     return ok;
 }
 
 guint64
 ioht_drain(int fd, const IohtPumpOpts *o)
 {
-    IohtPump *p = pump_new(fd, FALSE, o);
-    guint64 done;
+    gboolean ok;
 
-    pump_run(p);
-    done = p->done;
-    pump_free(p);
-    return done;
+    return pump_here(fd, FALSE, o, &ok);
 }
 
 gboolean

@@ -189,15 +189,17 @@ join_args(const char *const *opts, const char *in, const char *out)
     return (const char **)g_ptr_array_free(a, FALSE);
 }
 
-void
-ft_save(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
-        FtResult *r, guint64 *ret_moved)
+/* A save (@save: pipe -> @dst, fed from @src) or a restore (@src -> pipe, drained into
+ * @dst) of the helper as @how says. */
+static void
+run_pumped(gboolean save, const char *src, const char *dst, const char *const *opts,
+           const FtSpawn *how, FtResult *r, guint64 *ret_moved)
 {
-    g_autofree const char **args = join_args(opts, "-", dst);
+    g_autofree const char **args = join_args(opts, save ? "-" : src, save ? dst : "-");
     FtSpawn s = { 0 };
     int p[2];
     FtChild c;
-    FtFeed *f;
+    IohtPump *pump;
     guint64 moved;
 
     if (how) {
@@ -206,47 +208,32 @@ ft_save(const char *src, const char *dst, const char *const *opts, const FtSpawn
     s.args = args;
     s.in_fd = -1;
     s.out_fd = -1;
-    s.fault_path = s.fault_path ? s.fault_path : dst;
+    s.fault_path = s.fault_path ? s.fault_path : save ? dst : src;
     ft_pipe(p);
-    s.in_fd = p[0];
+    *(save ? &s.in_fd : &s.out_fd) = p[save ? 0 : 1];
     c = ft_spawn(&s);
-    close(p[0]);
-    f = ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE);
+    close(p[save ? 0 : 1]);
+    pump = save ? ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE)
+                : ft_drain_start(p[0], dst, G_MAXUINT64, 0, 0);
     ft_wait(&c, r);
-    moved = ft_feed_join(f);
+    moved = ioht_pump_join(pump, NULL);
     if (ret_moved) {
         *ret_moved = moved;
     }
 }
 
 void
+ft_save(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
+        FtResult *r, guint64 *ret_moved)
+{
+    run_pumped(TRUE, src, dst, opts, how, r, ret_moved);
+}
+
+void
 ft_restore(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
            FtResult *r, guint64 *ret_moved)
 {
-    g_autofree const char **args = join_args(opts, src, "-");
-    FtSpawn s = { 0 };
-    int p[2];
-    FtChild c;
-    FtDrain *d;
-    guint64 moved;
-
-    if (how) {
-        s = *how;
-    }
-    s.args = args;
-    s.in_fd = -1;
-    s.out_fd = -1;
-    s.fault_path = s.fault_path ? s.fault_path : src;
-    ft_pipe(p);
-    s.out_fd = p[1];
-    c = ft_spawn(&s);
-    close(p[1]);
-    d = ft_drain_start(p[0], dst, G_MAXUINT64, 0, 0);
-    ft_wait(&c, r);
-    moved = ft_drain_join(d);
-    if (ret_moved) {
-        *ret_moved = moved;
-    }
+    run_pumped(FALSE, src, dst, opts, how, r, ret_moved);
 }
 
 guint
@@ -356,6 +343,15 @@ ft_fill(const char *dir, const char *name)
     fsync(fd);
     close(fd);
     return path;
+}
+
+char *
+ft_make_source(const char *name, guint64 size, guint32 seed)
+{
+    char *p = g_build_filename(ft_workdir(), name, NULL);
+
+    ioht_write_random_file(p, size, seed);
+    return p;
 }
 
 guint64

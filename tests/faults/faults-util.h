@@ -90,6 +90,9 @@ char *ft_fill(const char *dir, const char *name);
 
 guint64 ft_file_size(const char *path);
 
+/* A new file @name of @size random bytes (from @seed) in the work dir: its path. */
+char *ft_make_source(const char *name, guint64 size, guint32 seed);
+
 /* The suite's totals, printed at the end by ft_report(). */
 extern guint ft_total_faults;
 extern guint ft_total_bad_inputs;

@@ -64,22 +64,13 @@ assert_failed_with(const FtResult *r, const char *needle)
     }
 }
 
-static char *
-make_source(const char *name, guint64 size, guint32 seed)
-{
-    char *p = g_build_filename(ft_workdir(), name, NULL);
-
-    ioht_write_random_file(p, size, seed);
-    return p;
-}
-
 /* ---- success is synced: the trace of the image fd ends in a good fdatasync ---- */
 
 static void
 test_success_synced(gconstpointer data)
 {
     const Mode *m = data;
-    g_autofree char *src = make_source("src", 8 * MiB + 123, 1);
+    g_autofree char *src = ft_make_source("src", 8 * MiB + 123, 1);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *tr = g_build_filename(ft_workdir(), "trace", NULL);
     g_autofree char *text = NULL;
@@ -136,7 +127,7 @@ static void
 test_inject(gconstpointer data)
 {
     const Inject *t = data;
-    g_autofree char *src = make_source("src", t->size, 2);
+    g_autofree char *src = ft_make_source("src", t->size, 2);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     g_autofree char *needle = NULL;
@@ -265,7 +256,7 @@ test_enospc(gconstpointer data)
         close(fd);
         size = 2 * MiB + 100;
     }
-    src = make_source("src", size, 3);
+    src = ft_make_source("src", size, 3);
     ft_save(src, dst, mode_opts(t->mode, NULL), NULL, &r, NULL);
     ft_count_faults(1);
     assert_failed_with(&r, "No space left on device");
@@ -289,7 +280,7 @@ static void
 test_efbig(gconstpointer data)
 {
     const Mode *m = data;
-    g_autofree char *src = make_source("src", 8 * MiB, 4);
+    g_autofree char *src = ft_make_source("src", 8 * MiB, 4);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     FtSpawn how = { .fsize_limit = 3 * MiB + 5 };
     FtResult r;

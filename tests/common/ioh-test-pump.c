@@ -14,6 +14,7 @@ struct IohtPump {
     char *path;
     int fd;
     gboolean feed;
+    gboolean threaded;         /* set before the thread starts: it closes the fd */
     GThread *thread;
     GMutex lock;
     gboolean released;
@@ -178,7 +179,7 @@ pump_run(IohtPump *p)
     } else {
         pump_drain(p);
     }
-    if (p->thread && !p->o.keep_open) {
+    if (p->threaded && !p->o.keep_open) {
         close(p->fd);
     }
 }
@@ -218,6 +219,7 @@ ioht_feed_start(int fd, const IohtPumpOpts *o)
 {
     IohtPump *p = pump_new(fd, TRUE, o);
 
+    p->threaded = TRUE;
     p->thread = g_thread_new("feed", pump_thread, p);
     return p;
 }
@@ -227,6 +229,7 @@ ioht_drain_start(int fd, const IohtPumpOpts *o)
 {
     IohtPump *p = pump_new(fd, FALSE, o);
 
+    p->threaded = TRUE;
     p->thread = g_thread_new("drain", pump_thread, p);
     return p;
 }

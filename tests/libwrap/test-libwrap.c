@@ -848,6 +848,30 @@ wait_helper_copying(IohWrap *wrap, int fd, gboolean restore)
     g_assert_cmpuint(written, >, 0);
 }
 
+/* The helper @pid inherited exactly fds 0 to 3: the fds without O_CLOEXEC. */
+static void
+assert_inherited_0_to_3(GPid pid)
+{
+    g_autoptr(GList) fds = list_fds(pid);
+    GList *inherited = NULL;
+
+    for (GList *l = fds; l; l = l->next) {
+        int n = GPOINTER_TO_INT(l->data);
+        g_autofree char *t = fd_target(pid, n);
+        gboolean cloexec = fd_has_cloexec(pid, n);
+        g_test_message("helper %d fd %d -> %s%s", (int)pid, n, t,
+                       cloexec ? " (its own, O_CLOEXEC)" : " (inherited)");
+        if (!cloexec) {
+            inherited = g_list_append(inherited, l->data);
+        }
+    }
+    g_assert_cmpuint(g_list_length(inherited), ==, 4);
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmpint(GPOINTER_TO_INT(g_list_nth_data(inherited, (guint)i)), ==, i);
+    }
+    g_list_free(inherited);
+}
+
 static void
 test_no_fd_leak(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
@@ -864,7 +888,6 @@ test_no_fd_leak(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     for (int restore = 0; restore <= 1; restore++) {
         g_autoptr(GError) error = NULL;
         g_autoptr(IohWrap) wrap = NULL;
-        g_autoptr(GList) fds = NULL;
         g_autofree char *file_link = NULL;
         g_autofree char *pipe_link = NULL;
         g_autofree char *want = g_build_filename(real, "leak.save", NULL);
@@ -887,25 +910,7 @@ test_no_fd_leak(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
          * its start: it copies already). What it opened itself (its reader thread's
          * eventfd, ...) carries O_CLOEXEC, as every fd of ours does; an fd that crossed
          * the exec cannot. So the fds without O_CLOEXEC are exactly what it inherited. */
-        fds = list_fds(pid);
-        {
-            GList *inherited = NULL;
-            for (GList *l = fds; l; l = l->next) {
-                int n = GPOINTER_TO_INT(l->data);
-                g_autofree char *t = fd_target(pid, n);
-                gboolean cloexec = fd_has_cloexec(pid, n);
-                g_test_message("helper %d fd %d -> %s%s", (int)pid, n, t,
-                               cloexec ? " (its own, O_CLOEXEC)" : " (inherited)");
-                if (!cloexec) {
-                    inherited = g_list_append(inherited, l->data);
-                }
-            }
-            g_assert_cmpuint(g_list_length(inherited), ==, 4);
-            for (int i = 0; i < 4; i++) {
-                g_assert_cmpint(GPOINTER_TO_INT(g_list_nth_data(inherited, (guint)i)), ==, i);
-            }
-            g_list_free(inherited);
-        }
+        assert_inherited_0_to_3(pid);
         file_link = fd_target(pid, file_no);
         pipe_link = fd_target(pid, 1 - file_no);
         g_test_message("helper %d: fd %d -> %s, fd %d -> %s", (int)pid, file_no, file_link,

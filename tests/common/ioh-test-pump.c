@@ -214,24 +214,26 @@ pump_free(IohtPump *p)
     g_free(p);
 }
 
+static IohtPump *
+pump_start(int fd, gboolean feed, const IohtPumpOpts *o)
+{
+    IohtPump *p = pump_new(fd, feed, o);
+
+    p->threaded = TRUE;
+    p->thread = g_thread_new(feed ? "feed" : "drain", pump_thread, p);
+    return p;
+}
+
 IohtPump *
 ioht_feed_start(int fd, const IohtPumpOpts *o)
 {
-    IohtPump *p = pump_new(fd, TRUE, o);
-
-    p->threaded = TRUE;
-    p->thread = g_thread_new("feed", pump_thread, p);
-    return p;
+    return pump_start(fd, TRUE, o);
 }
 
 IohtPump *
 ioht_drain_start(int fd, const IohtPumpOpts *o)
 {
-    IohtPump *p = pump_new(fd, FALSE, o);
-
-    p->threaded = TRUE;
-    p->thread = g_thread_new("drain", pump_thread, p);
-    return p;
+    return pump_start(fd, FALSE, o);
 }
 
 void

@@ -34,6 +34,25 @@ random_bytes(gsize len, guint32 seed)
     return b;
 }
 
+/* The ends of a restore of @img into a pipe, and the thread that drains the pipe into
+ * @got. */
+static IohtPump *
+restore_into_pipe(const char *img, GByteArray *got, IohEnd **ret_src, IohEnd **ret_dst)
+{
+    g_autoptr(GError) error = NULL;
+    IohtPumpOpts drain = { .keep = got };
+    IohtPump *t;
+    int fds[2];
+
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    t = ioht_drain_start(fds[0], &drain);
+    *ret_src = ioh_end_open(img, FALSE, 0, &error);
+    g_assert_no_error(error);
+    *ret_dst = ioh_end_from_fd(fds[1], "pipe", &error);
+    g_assert_no_error(error);
+    return t;
+}
+
 /* Saves @len random bytes from a pipe into a file and restores them into a pipe with
  * @mode, @ring and @bufsize; both must give back the exact bytes. */
 static void
@@ -83,12 +102,7 @@ roundtrip(IohCacheMode mode, guint ring, gsize bufsize, gsize len)
         g_assert_true(memcmp(saved, data, len) == 0);
     }
 
-    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    t = ioht_drain_start(fds[0], &drain);
-    src = ioh_end_open(img, FALSE, 0, &error);
-    g_assert_no_error(error);
-    dst = ioh_end_from_fd(fds[1], "pipe", &error);
-    g_assert_no_error(error);
+    t = restore_into_pipe(img, drain.keep, &src, &dst);
     g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_no_error(error);
     g_assert_true(ioh_end_close(dst, &error));
@@ -150,7 +164,6 @@ length_short(IohCacheMode mode, guint ring)
     IohStats stats;
     IohtPumpOpts drain = { .keep = g_byte_array_new() };
     IohtPump *t;
-    int fds[2];
 
     g_assert_true(g_file_set_contents(img, data, 3 * MiB, NULL));
     ioh_copy_options_init(&opts);
@@ -158,11 +171,7 @@ length_short(IohCacheMode mode, guint ring)
     opts.ring = ring;
     opts.has_length = TRUE;
     opts.length = 4 * MiB;
-    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    t = ioht_drain_start(fds[0], &drain);
-    src = ioh_end_open(img, FALSE, 0, &error);
-    dst = ioh_end_from_fd(fds[1], "pipe", &error);
-    g_assert_no_error(error);
+    t = restore_into_pipe(img, drain.keep, &src, &dst);
     g_assert_false(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_error(error, IOH_ERROR, EIO);
     g_assert_true(g_str_has_suffix(error->message,
@@ -199,7 +208,6 @@ test_direct_parallel_range(void)
     IohStats stats;
     IohtPumpOpts drain = { .keep = g_byte_array_new() };
     IohtPump *t;
-    int fds[2];
 
     if (!have_direct) {
         g_test_skip("no O_DIRECT on the test file system");
@@ -213,11 +221,7 @@ test_direct_parallel_range(void)
     opts.offset = 2 * MiB;
     opts.has_length = TRUE;
     opts.length = 5 * MiB + 4096 * 3 + 17;
-    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    t = ioht_drain_start(fds[0], &drain);
-    src = ioh_end_open(img, FALSE, 0, &error);
-    dst = ioh_end_from_fd(fds[1], "pipe", &error);
-    g_assert_no_error(error);
+    t = restore_into_pipe(img, drain.keep, &src, &dst);
     g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_no_error(error);
     g_assert_cmpint(lseek(src->fd, 0, SEEK_CUR), ==, (off_t)(opts.offset + opts.length));

@@ -360,6 +360,36 @@ test_shim_covers_helper(void)
     g_assert_cmpuint(used, >, 3);
 }
 
+/* Full file systems (ENOSPC at the start, in the middle, at the tail) and RLIMIT_FSIZE,
+ * in each mode. */
+static void
+add_full_cases(void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
+        static const char *const wheres[] = { "start", "middle", "tail" };
+        for (int fs = 0; fs < 2; fs++) {
+            for (gsize w = 0; w < G_N_ELEMENTS(wheres); w++) {
+                Full *t;
+                g_autofree char *p = NULL;
+                /* The tail case is O_DIRECT's and needs tmpfs's exact accounting. */
+                if (g_str_equal(wheres[w], "tail") && (fs == 1 || i != 1)) {
+                    continue;
+                }
+                t = g_new0(Full, 1);
+                *t = (Full){ &modes[i], fs == 1, wheres[w] };
+                p = g_strdup_printf("/faults/save/enospc-%s/%s/%s", wheres[w],
+                                    fs ? "ext4" : "tmpfs", modes[i].name);
+                g_test_add_data_func_full(p, t, test_enospc, g_free);
+            }
+        }
+        {
+            g_autofree char *p = g_strdup_printf("/faults/save/efbig-rlimit/%s",
+                                                 modes[i].name);
+            g_test_add_data_func(p, &modes[i], test_efbig);
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -416,29 +446,7 @@ main(int argc, char **argv)
                FALSE);
     add_inject("read-EINTR-storm", "read:%2:EINTR", NULL, TRUE, FALSE, 8 * MiB + 3, FALSE);
 
-    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
-        static const char *const wheres[] = { "start", "middle", "tail" };
-        for (int fs = 0; fs < 2; fs++) {
-            for (gsize w = 0; w < G_N_ELEMENTS(wheres); w++) {
-                Full *t;
-                g_autofree char *p = NULL;
-                /* The tail case is O_DIRECT's and needs tmpfs's exact accounting. */
-                if (g_str_equal(wheres[w], "tail") && (fs == 1 || i != 1)) {
-                    continue;
-                }
-                t = g_new0(Full, 1);
-                *t = (Full){ &modes[i], fs == 1, wheres[w] };
-                p = g_strdup_printf("/faults/save/enospc-%s/%s/%s", wheres[w],
-                                    fs ? "ext4" : "tmpfs", modes[i].name);
-                g_test_add_data_func_full(p, t, test_enospc, g_free);
-            }
-        }
-        {
-            g_autofree char *p = g_strdup_printf("/faults/save/efbig-rlimit/%s",
-                                                 modes[i].name);
-            g_test_add_data_func(p, &modes[i], test_efbig);
-        }
-    }
+    add_full_cases();
     ret = g_test_run();
     ft_report();
     ft_cleanup();

@@ -345,6 +345,20 @@ ft_fill(const char *dir, const char *name)
     return path;
 }
 
+void
+ft_use_faulty_helper(const char *fault, const char *path, const char *real_helper)
+{
+    g_autofree char *log = g_build_filename(ft_workdir(), "fault.log", NULL);
+
+    g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
+    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
+    g_setenv("IOH_FAULT_HELPER", real_helper, TRUE);
+    g_setenv("IOH_FAULT", fault, TRUE);
+    g_setenv("IOH_FAULT_PATH", path, TRUE);
+    g_setenv("IOH_FAULT_LOG", log, TRUE);
+    g_setenv("IOHELPER_PATH", FAULTY_HELPER_PATH, TRUE);
+}
+
 char *
 ft_make_source(const char *name, guint64 size, guint32 seed)
 {

@@ -90,6 +90,11 @@ char *ft_fill(const char *dir, const char *name);
 
 guint64 ft_file_size(const char *path);
 
+/* Makes $IOHELPER_PATH the iohelper-faulty wrapper, which runs @real_helper under the
+ * shim with @fault on @path (the log in the work dir): for code that spawns the helper
+ * itself (libwrap, qemu-glue). The caller puts $IOHELPER_PATH back. */
+void ft_use_faulty_helper(const char *fault, const char *path, const char *real_helper);
+
 /* A new file @name of @size random bytes (from @seed) in the work dir: its path. */
 char *ft_make_source(const char *name, guint64 size, guint32 seed);
 

@@ -192,16 +192,9 @@ test_failure_message(gconstpointer data)
     g_autofree char *path = g_build_filename(ft_workdir(), "img", NULL);
     g_autoptr(GError) error = NULL;
     g_autofree char *saved = g_strdup(g_getenv("IOHELPER_PATH"));
-    g_autofree char *log = g_build_filename(ft_workdir(), "fault.log", NULL);
 
     /* libwrap spawns $IOHELPER_PATH: the wrapper runs the real helper under the shim. */
-    g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
-    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
-    g_setenv("IOH_FAULT_HELPER", saved, TRUE);
-    g_setenv("IOH_FAULT", fault, TRUE);
-    g_setenv("IOH_FAULT_PATH", path, TRUE);
-    g_setenv("IOH_FAULT_LOG", log, TRUE);
-    g_setenv("IOHELPER_PATH", FAULTY_HELPER_PATH, TRUE);
+    ft_use_faulty_helper(fault, path, saved);
     g_assert_false(wrap_save(path, IOH_WRAP_DIRECT, 2, 16 * MiB, &error));
     g_setenv("IOHELPER_PATH", saved, TRUE);
     g_unsetenv("IOH_FAULT");

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "iohwrap-check.h"
+#include "ioh-dio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +16,6 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define DIO_MIN_ALIGN 4096    /* the helper's floor for O_DIRECT alignment */
 
 typedef struct {
     int fd;
@@ -235,32 +234,6 @@ find_start(const FdInfo *fi, IohwPlan *plan, GError **error)
     return TRUE;
 }
 
-/* The helper's O_DIRECT alignment for this file, as probe_align() in
- * helper/engine/ioh-file.c finds it: at least 4096, more when the file system says so. */
-static guint
-dio_align(const FdInfo *fi)
-{
-    guint align = DIO_MIN_ALIGN;
-
-#ifdef HAVE_STATX_DIOALIGN
-    struct statx stx;
-
-    if (statx(fi->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
-        (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 0) {
-        return MAX(align, MAX(stx.stx_dio_offset_align, stx.stx_dio_mem_align));
-    }
-#endif
-    if (S_ISBLK(fi->st.st_mode)) {
-        int lbs = 0;
-        if (ioctl(fi->fd, BLKSSZGET, &lbs) == 0 && lbs > 0) {
-            align = MAX(align, (guint)lbs);
-        }
-    } else if (fi->st.st_blksize > 0 && fi->st.st_blksize <= (1 << 20)) {
-        align = MAX(align, (guint)fi->st.st_blksize);
-    }
-    return align;
-}
-
 /* The helper sets O_DIRECT on the file itself: try it now (and put the flags back), so
  * that a file system that refuses it is known before anything runs. */
 static gboolean
@@ -294,7 +267,7 @@ check_direct(const FdInfo *fi, const IohwPlan *plan, GError **error)
     if (!probe_direct(fi, error)) {
         return FALSE;
     }
-    align = dio_align(fi);
+    align = ioh_dio_align(fi->fd, S_ISBLK(fi->st.st_mode));    /* as the helper finds it */
     if (plan->start % align == 0) {
         return TRUE;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ioh-escape.h"
+#include "ioh-limits.h"
 
 G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
 
@@ -265,34 +266,37 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
     } else if (g_str_equal(name, "version")) {
         a->version = TRUE;
     } else if (g_str_equal(name, "pipe-size")) {
-        if (!parse_bounded("--pipe-size", val, 4096, 1ULL << 30, &v, error)) {
+        if (!parse_bounded("--pipe-size", val, IOH_PIPE_SIZE_MIN, IOH_PIPE_SIZE_MAX, &v,
+                           error)) {
             return FALSE;
         }
         a->copy.pipe_size = (guint)v;
     } else if (g_str_equal(name, "buffer-size")) {
-        if (!parse_bounded("--buffer-size", val, 4096, 256ULL << 20, &v, error)) {
+        if (!parse_bounded("--buffer-size", val, IOH_BUFFER_SIZE_MIN, IOH_BUFFER_SIZE_MAX,
+                           &v, error)) {
             return FALSE;
         }
         a->copy.buffer_size = (gsize)v;
     } else if (g_str_equal(name, "ring")) {
-        if (!parse_count("--ring", val, 1, 64, &v, error)) {
+        if (!parse_count("--ring", val, IOH_RING_MIN, IOH_RING_MAX, &v, error)) {
             return FALSE;
         }
         a->copy.ring = (guint)v;
     } else if (g_str_equal(name, "offset")) {
-        if (!parse_bounded("--offset", val, 0, G_MAXINT64, &v, error)) {
+        if (!parse_bounded("--offset", val, 0, IOH_OFFSET_MAX, &v, error)) {
             return FALSE;
         }
         a->copy.has_offset = TRUE;
         a->copy.offset = v;
     } else if (g_str_equal(name, "length")) {
-        if (!parse_bounded("--length", val, 0, G_MAXINT64, &v, error)) {
+        if (!parse_bounded("--length", val, 0, IOH_LENGTH_MAX, &v, error)) {
             return FALSE;
         }
         a->copy.has_length = TRUE;
         a->copy.length = v;
     } else if (g_str_equal(name, "fadvise-window")) {
-        if (!parse_bounded("--fadvise-window", val, 1ULL << 20, 1ULL << 30, &v, error)) {
+        if (!parse_bounded("--fadvise-window", val, IOH_FADVISE_WINDOW_MIN,
+                           IOH_FADVISE_WINDOW_MAX, &v, error)) {
             return FALSE;
         }
         a->copy.fadvise_window = (gsize)v;
@@ -310,7 +314,8 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
         }
         a->status_fd = (int)v;
     } else if (g_str_equal(name, "status-interval")) {
-        if (!parse_count("--status-interval", val, 10, 3600000, &v, error)) {
+        if (!parse_count("--status-interval", val, IOH_STATUS_INTERVAL_MIN_MS,
+                         IOH_STATUS_INTERVAL_MAX_MS, &v, error)) {
             return FALSE;
         }
         a->copy.progress_interval_us = (gint64)v * 1000;

@@ -1,47 +1,14 @@
 /* ioh-file.c - the two ends of a copy: opening, probing, closing */
 #include "config.h"
 #include "ioh-file.h"
+#include "ioh-dio.h"
 #include "ioh-error.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
-#include <linux/stat.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define IOH_MIN_ALIGN 4096
-
-static guint
-probe_align(int fd, IohKind kind)
-{
-    guint align = IOH_MIN_ALIGN;
-
-#ifdef HAVE_STATX_DIOALIGN
-    struct statx stx;
-    /* Kernels since 6.1 tell the real O_DIRECT constraints of the file system. */
-    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
-        (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 0) {
-        align = MAX(align, stx.stx_dio_offset_align);
-        align = MAX(align, stx.stx_dio_mem_align);
-        return align;
-    }
-#endif
-    if (kind == IOH_KIND_BLOCK) {
-        int lbs = 0;
-        if (ioctl(fd, BLKSSZGET, &lbs) == 0 && lbs > 0) {
-            align = MAX(align, (guint)lbs);
-        }
-    } else {
-        struct stat st;
-        if (fstat(fd, &st) == 0 && st.st_blksize > 0 && st.st_blksize <= (1 << 20)) {
-            align = MAX(align, (guint)st.st_blksize);
-        }
-    }
-    return align;
-}
 
 static IohEnd *
 end_new(int fd, const char *name, gboolean owned, GError **error)
@@ -73,7 +40,8 @@ end_new(int fd, const char *name, gboolean owned, GError **error)
         end->kind = IOH_KIND_OTHER;
     }
     end->direct = fl >= 0 && (fl & O_DIRECT);
-    end->align = ioh_end_is_storage(end) ? probe_align(fd, end->kind) : IOH_MIN_ALIGN;
+    end->align = ioh_end_is_storage(end) ? ioh_dio_align(fd, end->kind == IOH_KIND_BLOCK)
+                                         : IOH_DIO_MIN_ALIGN;
     return end;
 }
 

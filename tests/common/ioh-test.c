@@ -22,10 +22,10 @@ ioht_workdir(void)
     char *dir;
 
     if (!base || !*base) {
-        base = g_get_tmp_dir();
-        if (statfs(base, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC_) {
-            base = ".";
-        }
+        base = "/var/tmp";
+    }
+    if (statfs(base, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC_) {
+        base = ".";
     }
     g_mkdir_with_parents(base, 0755);
     tmpl = g_build_filename(base, "ioht-XXXXXX", NULL);
@@ -141,50 +141,30 @@ ioht_helper_path(void)
     return p;
 }
 
-typedef struct {
-    int in, out;
-} ChildFds;
-
-static void
-child_setup(gpointer data)
+void
+ioht_dir_setup(IohtDir *fx, gconstpointer data)
 {
-    ChildFds *f = data;
-    int null = open("/dev/null", O_RDWR);
-
-    dup2(f->in >= 0 ? f->in : null, 0);
-    dup2(f->out >= 0 ? f->out : null, 1);
-    /* dup2 clears FD_CLOEXEC on 0 and 1 */
+    (void)data;
+    fx->dir = ioht_workdir();
 }
 
-int
-ioht_run(char **argv, int stdin_fd, int stdout_fd, char **ret_stderr)
+void
+ioht_dir_teardown(IohtDir *fx, gconstpointer data)
 {
-    g_autoptr(GError) error = NULL;
-    ChildFds fds = { stdin_fd, stdout_fd };
-    g_autofree char *err_text = NULL;
-    int status = -1;
-
-    g_assert_true(g_spawn_sync(NULL, argv, NULL,
-                               G_SPAWN_LEAVE_DESCRIPTORS_OPEN | G_SPAWN_CHILD_INHERITS_STDIN,
-                               child_setup, &fds, NULL, &err_text, &status, &error));
-    g_assert_no_error(error);
-    if (err_text && *err_text) {
-        g_test_message("%s: stderr: %s", argv[0], err_text);
-    }
-    if (ret_stderr) {
-        *ret_stderr = g_steal_pointer(&err_text);
-    }
-    return status;
+    (void)data;
+    ioht_workdir_remove(fx->dir);
+    g_clear_pointer(&fx->dir, g_free);
 }
 
-int
-ioht_exit_code(int status)
+void
+ioht_dir_add(const char *path, gconstpointer data,
+             void (*test)(IohtDir *fx, gconstpointer data))
 {
-    if (WIFEXITED(status)) {
-        return WEXITSTATUS(status);
-    }
-    if (WIFSIGNALED(status)) {
-        return 128 + WTERMSIG(status);
-    }
-    return -1;
+    g_test_add(path, IohtDir, data, ioht_dir_setup, test, ioht_dir_teardown);
+}
+
+char *
+ioht_dir_path(const IohtDir *fx, const char *name)
+{
+    return g_build_filename(fx->dir, name, NULL);
 }

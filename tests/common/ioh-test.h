@@ -3,12 +3,14 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/resource.h>
+#include <sys/types.h>
 
 G_BEGIN_DECLS
 
 /* A new empty folder for this test process, on a file system that supports O_DIRECT
- * (below $IOH_TEST_DIR, which meson sets to the build tree; never tmpfs). Removed with
- * everything in it by ioht_workdir_remove(). */
+ * (below $IOH_TEST_DIR, which meson sets to the build tree, else /var/tmp; never tmpfs).
+ * Removed with everything in it by ioht_workdir_remove(). */
 char *ioht_workdir(void);
 void ioht_workdir_remove(const char *dir);
 
@@ -30,5 +32,100 @@ int ioht_run(char **argv, int stdin_fd, int stdout_fd, char **ret_stderr);
 
 /* Exit code of a wait status, or 128 + signal, like a shell. */
 int ioht_exit_code(int status);
+
+/* A GTest fixture for the tests that want a fresh work folder each:
+ * g_test_add(path, IohtDir, data, ioht_dir_setup, test, ioht_dir_teardown). */
+typedef struct {
+    char *dir;
+} IohtDir;
+void ioht_dir_setup(IohtDir *fx, gconstpointer data);
+void ioht_dir_teardown(IohtDir *fx, gconstpointer data);
+/* g_test_add() of @test with that fixture. */
+void ioht_dir_add(const char *path, gconstpointer data,
+                  void (*test)(IohtDir *fx, gconstpointer data));
+/* @name inside the fixture's folder (free it). */
+char *ioht_dir_path(const IohtDir *fx, const char *name);
+
+/* ---- spawning (ioh-test-spawn.c): the one way tests start a program ---- */
+
+typedef struct {
+    const char *const *argv;   /* the whole argv (argv[0] a path) ... */
+    const char *const *args;   /* ... or the helper's arguments after argv[0] */
+    const char *const *env;    /* NULL: this process's */
+    int in_fd, out_fd;         /* the child's 0 and 1; -1: /dev/null */
+    int err_fd;                /* the child's 2; 0 or -1: a pipe, IohtChild.err_fd */
+    const int *extra_fds;      /* passed on ... */
+    const int *extra_targets;  /* ... at these numbers (NULL: the same numbers) */
+    int n_extra;
+    guint64 fsize_limit;       /* RLIMIT_FSIZE; 0: unlimited */
+    gboolean leave_fds_open;   /* else every other fd is closed */
+    GSpawnChildSetupFunc setup;  /* run in the child last (e.g. drop privileges) */
+    gpointer setup_data;
+} IohtSpawn;
+
+typedef struct {
+    GPid pid;
+    int err_fd;                /* read end of the child's stderr, or -1 */
+    void (*before_reap)(gpointer data);  /* run once stderr is at EOF, before waiting */
+    gpointer before_reap_data;
+} IohtChild;
+
+typedef struct {
+    int status;                /* wait status */
+    int code;                  /* exit code, or 128 + signal */
+    char *err;                 /* all the child wrote on stderr ("" when not collected) */
+    struct rusage ru;
+} IohtResult;
+
+IohtChild ioht_spawn(const IohtSpawn *s);
+/* Reads the child's stderr to EOF, then reaps it. */
+void ioht_child_wait(IohtChild *c, IohtResult *r);
+void ioht_result_clear(IohtResult *r);
+/* Spawns @s, waits, returns the wait status; *ret_stderr (if not NULL) gets stderr. */
+int ioht_spawn_wait(const IohtSpawn *s, char **ret_stderr);
+/* Runs @argv (stdin /dev/null) and returns its exit code; *ret_stdout gets its stdout. */
+int ioht_run_output(char **argv, char **ret_stdout);
+
+/* Waits up to @timeout_ms for @pid; on timeout kills it (SIGKILL), reaps it and returns
+ * FALSE. *ret_status gets the wait status either way. */
+gboolean ioht_wait_timeout(GPid pid, guint timeout_ms, int *ret_status);
+/* Exit code of @pid, waited for up to IOHT_WAIT_MS (a hang fails the test). */
+#define IOHT_WAIT_MS 60000
+int ioht_wait_exit_code(GPid pid);
+
+/* ---- pumps (ioh-test-pump.c): a producer or consumer on a pipe, like QEMU ---- */
+
+#define IOHT_STALL_HELD G_MAXUINT    /* stall_ms: until ioht_pump_release() */
+
+typedef struct {
+    const char *path;          /* feed: this file's bytes; drain: write them here */
+    const void *data;          /* feed: these @len bytes when @path is NULL */
+    gsize len;
+    GByteArray *keep;          /* drain: append what was read here too */
+    guint64 max;               /* at most this many bytes; 0: to the end */
+    guint delay_ms;            /* sleep before the first byte */
+    guint64 stall_at;          /* with @stall_ms: pause once this many bytes moved */
+    guint stall_ms;            /* how long, or IOHT_STALL_HELD */
+    gboolean vary_pieces;      /* feed: writes of 1, 2, ... 4093 bytes, not 1 MiB */
+    gboolean strict;           /* feed: a failing write fails the test (else EPIPE stops) */
+    gboolean keep_open;        /* threads: leave the fd open at the end (else closed) */
+} IohtPumpOpts;
+
+typedef struct IohtPump IohtPump;
+/* Feeds or drains @fd from a new thread as @o says (NULL: the whole file or bytes), then
+ * closes @fd unless o->keep_open. */
+IohtPump *ioht_feed_start(int fd, const IohtPumpOpts *o);
+IohtPump *ioht_drain_start(int fd, const IohtPumpOpts *o);
+/* Ends an IOHT_STALL_HELD stall. */
+void ioht_pump_release(IohtPump *p);
+/* Joins the thread: the bytes moved; *ret_ok FALSE when a feed met EPIPE. */
+guint64 ioht_pump_join(IohtPump *p, gboolean *ret_ok);
+
+/* The same in this thread, leaving @fd open: FALSE when a write met EPIPE; bytes read. */
+gboolean ioht_feed(int fd, const IohtPumpOpts *o);
+guint64 ioht_drain(int fd, const IohtPumpOpts *o);
+/* The common cases: the whole of @src into @fd; @fd to EOF into a new file @dst. */
+gboolean ioht_feed_file(const char *src, int fd);
+guint64 ioht_drain_to_file(int fd, const char *dst);
 
 G_END_DECLS

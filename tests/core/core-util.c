@@ -39,99 +39,39 @@ coret_fill(int fd)
 }
 
 struct CoretDrain {
-    int fd;
-    guint delay_ms;
+    IohtPump *pump;
     GByteArray *got;
-    GThread *thread;
 };
-
-static gpointer
-drain_thread(gpointer data)
-{
-    CoretDrain *d = data;
-    guint8 buf[65536];
-
-    g_usleep(d->delay_ms * 1000);
-    for (;;) {
-        gssize n = read(d->fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 && errno == EAGAIN) {
-            g_usleep(1000);
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        g_byte_array_append(d->got, buf, (guint)n);
-    }
-    close(d->fd);
-    return NULL;
-}
 
 CoretDrain *
 coret_drain_start(int fd, guint delay_ms)
 {
     CoretDrain *d = g_new0(CoretDrain, 1);
+    IohtPumpOpts o = { .delay_ms = delay_ms };
 
-    d->fd = fd;
-    d->delay_ms = delay_ms;
     d->got = g_byte_array_new();
-    d->thread = g_thread_new("drain", drain_thread, d);
+    o.keep = d->got;
+    d->pump = ioht_drain_start(fd, &o);
     return d;
 }
 
 GByteArray *
 coret_drain_join(CoretDrain *d)
 {
-    GByteArray *got;
+    GByteArray *got = d->got;
 
-    g_thread_join(d->thread);
-    got = d->got;
+    ioht_pump_join(d->pump, NULL);
     g_free(d);
     return got;
 }
 
-typedef struct {
-    int fd;
-    const guint8 *data;
-    gsize len;
-    guint delay_ms;
-} Feed;
-
-static gpointer
-feed_thread(gpointer data)
-{
-    Feed *f = data;
-    gsize off = 0, piece = 1;
-
-    g_usleep(f->delay_ms * 1000);
-    while (off < f->len) {
-        gssize n = write(f->fd, f->data + off, MIN(piece, f->len - off));
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-            g_usleep(errno == EAGAIN ? 1000 : 0);
-            continue;
-        }
-        g_assert_cmpint(n, >, 0);
-        off += (gsize)n;
-        piece = piece * 3 % 4093 + 1;
-    }
-    close(f->fd);
-    g_free(f);
-    return NULL;
-}
-
-GThread *
+IohtPump *
 coret_feed_start(int fd, const guint8 *data, gsize len, guint delay_ms)
 {
-    Feed *f = g_new0(Feed, 1);
+    IohtPumpOpts o = { .data = data, .len = len, .delay_ms = delay_ms,
+                       .vary_pieces = TRUE, .strict = TRUE };
 
-    f->fd = fd;
-    f->data = data;
-    f->len = len;
-    f->delay_ms = delay_ms;
-    return g_thread_new("feed", feed_thread, f);
+    return ioht_feed_start(fd, &o);
 }
 
 typedef struct {

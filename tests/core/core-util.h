@@ -3,6 +3,8 @@
 
 #include <gio/gio.h>
 
+#include "ioh-test.h"
+
 G_BEGIN_DECLS
 
 /* A pipe, both ends O_CLOEXEC, @nonblock on both ends, F_SETPIPE_SZ @size (0: default). */
@@ -18,8 +20,9 @@ CoretDrain *coret_drain_start(int fd, guint delay_ms);
 GByteArray *coret_drain_join(CoretDrain *d);
 
 /* Starts a thread that sleeps @delay_ms, then writes @len bytes of @data into @fd in
- * pieces of 1, 2, ... 4093 bytes (whatever makes short reads likely), then closes @fd. */
-GThread *coret_feed_start(int fd, const guint8 *data, gsize len, guint delay_ms);
+ * pieces of 1, 2, ... 4093 bytes (whatever makes short reads likely), then closes @fd.
+ * Join with ioht_pump_join(). */
+IohtPump *coret_feed_start(int fd, const guint8 *data, gsize len, guint delay_ms);
 
 /* Cancels @c from another thread after @delay_ms. Join the returned thread. */
 GThread *coret_cancel_later(GCancellable *c, guint delay_ms);

@@ -199,7 +199,7 @@ check_read_full(gboolean nonblock, gboolean with_cancellable, gboolean signals)
     g_autofree guint8 *got = g_malloc(len + 10);
     Pester pe;
     GThread *pt = signals ? pester_start(&pe) : NULL;
-    GThread *feed;
+    IohtPump *feed;
     gssize n;
     int p[2];
 
@@ -209,7 +209,7 @@ check_read_full(gboolean nonblock, gboolean with_cancellable, gboolean signals)
     g_assert_no_error(e);
     g_assert_cmpint(n, ==, (gssize)len);    /* all of it, and fewer only at end of file */
     g_assert_cmpmem(got, len, data, len);
-    g_thread_join(feed);
+    ioht_pump_join(feed, NULL);
     if (pt) {
         pester_stop(&pe, pt);
     }
@@ -280,10 +280,9 @@ test_read_full_cancel(void)
 }
 
 static void
-test_read_full_error_names_file(void)
+test_read_full_error_names_file(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
-    g_autofree char *path = g_build_filename(dir, "wronly", NULL);
+    g_autofree char *path = ioht_dir_path(fx, "wronly");
     g_autofree char *want = NULL;
     g_autofree char *want_fd = NULL;
     g_autoptr(GError) e = NULL;
@@ -302,7 +301,6 @@ test_read_full_error_names_file(void)
     want_fd = g_strdup_printf("read fd %d: Bad file descriptor", fd);
     g_assert_cmpstr(e2->message, ==, want_fd);
     close(fd);
-    ioht_workdir_remove(dir);
 }
 
 /* ---- full writes ---------------------------------------------------------------- */
@@ -437,7 +435,7 @@ main(int argc, char **argv)
     g_test_add_func("/fd/read-full/eintr", test_read_full_eintr);
     g_test_add_func("/fd/read-full/eof-and-exact", test_read_full_eof_and_exact);
     g_test_add_func("/fd/read-full/cancel-silent-pipe", test_read_full_cancel);
-    g_test_add_func("/fd/read-full/error-names-file", test_read_full_error_names_file);
+    ioht_dir_add("/fd/read-full/error-names-file", NULL, test_read_full_error_names_file);
     g_test_add_func("/fd/write-full/blocking", test_write_full_blocking);
     g_test_add_func("/fd/write-full/nonblock-eagain", test_write_full_nonblock);
     g_test_add_func("/fd/write-full/eintr", test_write_full_eintr);

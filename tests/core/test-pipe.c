@@ -73,17 +73,15 @@ test_raise_capped(void)
 }
 
 static void
-test_raise_not_a_pipe(void)
+test_raise_not_a_pipe(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
-    g_autofree char *path = g_build_filename(dir, "file", NULL);
+    g_autofree char *path = ioht_dir_path(fx, "file");
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 
     g_assert_cmpint(fd, >=, 0);
     g_assert_cmpint(ioh_pipe_raise(fd, 1 << 20), ==, -ENOTSUP);
     g_assert_cmpint(ioh_pipe_raise(987654, 1 << 20), ==, -EBADF);
     close(fd);
-    ioht_workdir_remove(dir);
 }
 
 static void
@@ -158,7 +156,7 @@ main(int argc, char **argv)
     g_test_add_func("/pipe/raise/default", test_raise_default);
     g_test_add_func("/pipe/raise/never-shrinks", test_raise_never_shrinks);
     g_test_add_func("/pipe/raise/capped-by-pipe-max-size", test_raise_capped);
-    g_test_add_func("/pipe/raise/not-a-pipe", test_raise_not_a_pipe);
+    ioht_dir_add("/pipe/raise/not-a-pipe", NULL, test_raise_not_a_pipe);
     g_test_add_func("/pipe/open/cloexec-nonblock-size", test_open);
     g_test_add_func("/pipe/open/bad-flags", test_open_bad_flags);
     g_test_add_func("/pipe/open/emfile", test_open_emfile);

@@ -20,66 +20,6 @@
 static char *workdir;
 static gboolean have_direct;
 
-typedef struct {
-    int fd;
-    char *data;          /* feed: what to write; drain: what was read (GByteArray) */
-    gsize len;
-    gsize stall_after;   /* feed: after this many bytes, keep the pipe open without writing */
-    GByteArray *got;
-    GMutex lock;
-    gboolean release;    /* feed: stop stalling and close */
-} Pump;
-
-static gpointer
-feed_thread(gpointer data)
-{
-    Pump *p = data;
-    gsize off = 0, end = p->stall_after ? p->stall_after : p->len;
-
-    while (off < end) {
-        gssize n = write(p->fd, p->data + off, MIN((gsize)MiB, end - off));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        off += (gsize)n;
-    }
-    if (p->stall_after) {
-        for (;;) {
-            gboolean done;
-            g_mutex_lock(&p->lock);
-            done = p->release;
-            g_mutex_unlock(&p->lock);
-            if (done) {
-                break;
-            }
-            g_usleep(10000);
-        }
-    }
-    close(p->fd);
-    return NULL;
-}
-
-static gpointer
-drain_thread(gpointer data)
-{
-    Pump *p = data;
-    g_autofree char *buf = g_malloc(MiB);
-    gssize n;
-
-    while ((n = read(p->fd, buf, MiB)) != 0) {
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        g_assert_cmpint(n, >, 0);
-        g_byte_array_append(p->got, (guint8 *)buf, (guint)n);
-    }
-    close(p->fd);
-    return NULL;
-}
-
 static char *
 random_bytes(gsize len, guint32 seed)
 {
@@ -94,6 +34,25 @@ random_bytes(gsize len, guint32 seed)
     return b;
 }
 
+/* The ends of a restore of @img into a pipe, and the thread that drains the pipe into
+ * @got. */
+static IohtPump *
+restore_into_pipe(const char *img, GByteArray *got, IohEnd **ret_src, IohEnd **ret_dst)
+{
+    g_autoptr(GError) error = NULL;
+    IohtPumpOpts drain = { .keep = got };
+    IohtPump *t;
+    int fds[2];
+
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    t = ioht_drain_start(fds[0], &drain);
+    *ret_src = ioh_end_open(img, FALSE, 0, &error);
+    g_assert_no_error(error);
+    *ret_dst = ioh_end_from_fd(fds[1], "pipe", &error);
+    g_assert_no_error(error);
+    return t;
+}
+
 /* Saves @len random bytes from a pipe into a file and restores them into a pipe with
  * @mode, @ring and @bufsize; both must give back the exact bytes. */
 static void
@@ -106,9 +65,9 @@ roundtrip(IohCacheMode mode, guint ring, gsize bufsize, gsize len)
     g_autoptr(IohEnd) dst = NULL;
     IohCopyOptions opts;
     IohStats stats;
-    Pump feed = { .data = data, .len = len };
-    Pump drain = { .got = g_byte_array_new() };
-    GThread *t;
+    IohtPumpOpts feed = { .data = data, .len = len };
+    IohtPumpOpts drain = { .keep = g_byte_array_new() };
+    IohtPump *t;
     int fds[2];
 
     ioh_copy_options_init(&opts);
@@ -117,15 +76,14 @@ roundtrip(IohCacheMode mode, guint ring, gsize bufsize, gsize len)
     opts.buffer_size = bufsize;
 
     g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    feed.fd = fds[1];
-    t = g_thread_new("feed", feed_thread, &feed);
+    t = ioht_feed_start(fds[1], &feed);
     src = ioh_end_from_fd(fds[0], "pipe", &error);
     g_assert_no_error(error);
     dst = ioh_end_open(img, TRUE, 0, &error);
     g_assert_no_error(error);
     g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_no_error(error);
-    g_thread_join(t);
+    ioht_pump_join(t, NULL);
     g_assert_cmpuint(stats.bytes, ==, len);
     g_assert_cmpuint(stats.synced, ==, len);
     g_assert_cmpstr(stats.mode, ==, ioh_cache_mode_to_string(mode));
@@ -144,20 +102,14 @@ roundtrip(IohCacheMode mode, guint ring, gsize bufsize, gsize len)
         g_assert_true(memcmp(saved, data, len) == 0);
     }
 
-    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    drain.fd = fds[0];
-    t = g_thread_new("drain", drain_thread, &drain);
-    src = ioh_end_open(img, FALSE, 0, &error);
-    g_assert_no_error(error);
-    dst = ioh_end_from_fd(fds[1], "pipe", &error);
-    g_assert_no_error(error);
+    t = restore_into_pipe(img, drain.keep, &src, &dst);
     g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_no_error(error);
     g_assert_true(ioh_end_close(dst, &error));
-    g_thread_join(t);
-    g_assert_cmpuint(drain.got->len, ==, len);
-    g_assert_true(len == 0 || memcmp(drain.got->data, data, len) == 0);
-    g_byte_array_unref(drain.got);
+    ioht_pump_join(t, NULL);
+    g_assert_cmpuint(drain.keep->len, ==, len);
+    g_assert_true(len == 0 || memcmp(drain.keep->data, data, len) == 0);
+    g_byte_array_unref(drain.keep);
     g_unlink(img);
 }
 
@@ -210,9 +162,8 @@ length_short(IohCacheMode mode, guint ring)
     g_autoptr(IohEnd) dst = NULL;
     IohCopyOptions opts;
     IohStats stats;
-    Pump drain = { .got = g_byte_array_new() };
-    GThread *t;
-    int fds[2];
+    IohtPumpOpts drain = { .keep = g_byte_array_new() };
+    IohtPump *t;
 
     g_assert_true(g_file_set_contents(img, data, 3 * MiB, NULL));
     ioh_copy_options_init(&opts);
@@ -220,20 +171,15 @@ length_short(IohCacheMode mode, guint ring)
     opts.ring = ring;
     opts.has_length = TRUE;
     opts.length = 4 * MiB;
-    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    drain.fd = fds[0];
-    t = g_thread_new("drain", drain_thread, &drain);
-    src = ioh_end_open(img, FALSE, 0, &error);
-    dst = ioh_end_from_fd(fds[1], "pipe", &error);
-    g_assert_no_error(error);
+    t = restore_into_pipe(img, drain.keep, &src, &dst);
     g_assert_false(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_error(error, IOH_ERROR, EIO);
     g_assert_true(g_str_has_suffix(error->message,
                                    "stream ended after 3145728 of 4194304 bytes"));
     g_assert_true(ioh_end_close(dst, NULL));
-    g_thread_join(t);
-    g_assert_cmpuint(drain.got->len, ==, 3 * MiB);
-    g_byte_array_unref(drain.got);
+    ioht_pump_join(t, NULL);
+    g_assert_cmpuint(drain.keep->len, ==, 3 * MiB);
+    g_byte_array_unref(drain.keep);
     g_unlink(img);
 }
 
@@ -260,9 +206,8 @@ test_direct_parallel_range(void)
     g_autoptr(IohEnd) dst = NULL;
     IohCopyOptions opts;
     IohStats stats;
-    Pump drain = { .got = g_byte_array_new() };
-    GThread *t;
-    int fds[2];
+    IohtPumpOpts drain = { .keep = g_byte_array_new() };
+    IohtPump *t;
 
     if (!have_direct) {
         g_test_skip("no O_DIRECT on the test file system");
@@ -276,20 +221,15 @@ test_direct_parallel_range(void)
     opts.offset = 2 * MiB;
     opts.has_length = TRUE;
     opts.length = 5 * MiB + 4096 * 3 + 17;
-    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    drain.fd = fds[0];
-    t = g_thread_new("drain", drain_thread, &drain);
-    src = ioh_end_open(img, FALSE, 0, &error);
-    dst = ioh_end_from_fd(fds[1], "pipe", &error);
-    g_assert_no_error(error);
+    t = restore_into_pipe(img, drain.keep, &src, &dst);
     g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_no_error(error);
     g_assert_cmpint(lseek(src->fd, 0, SEEK_CUR), ==, (off_t)(opts.offset + opts.length));
     g_assert_true(ioh_end_close(dst, NULL));
-    g_thread_join(t);
-    g_assert_cmpuint(drain.got->len, ==, opts.length);
-    g_assert_true(memcmp(drain.got->data, data + opts.offset, opts.length) == 0);
-    g_byte_array_unref(drain.got);
+    ioht_pump_join(t, NULL);
+    g_assert_cmpuint(drain.keep->len, ==, opts.length);
+    g_assert_true(memcmp(drain.keep->data, data + opts.offset, opts.length) == 0);
+    g_byte_array_unref(drain.keep);
     g_unlink(img);
 }
 
@@ -304,8 +244,10 @@ test_writer_error_stops_reader(void)
     g_autoptr(IohEnd) dst = NULL;
     IohCopyOptions opts;
     IohStats stats;
-    Pump feed = { .data = data, .len = 3 * MiB, .stall_after = 2 * MiB };
-    GThread *t;
+    /* 2 MiB, then silence with the pipe open until released */
+    IohtPumpOpts feed = { .data = data, .len = 3 * MiB, .max = 2 * MiB,
+                          .stall_at = 2 * MiB, .stall_ms = IOHT_STALL_HELD };
+    IohtPump *t;
     gint64 t0;
     int in[2], out[2];
 
@@ -313,9 +255,7 @@ test_writer_error_stops_reader(void)
     g_assert_no_errno(pipe2(in, O_CLOEXEC));
     g_assert_no_errno(pipe2(out, O_CLOEXEC));
     close(out[0]);
-    feed.fd = in[1];
-    g_mutex_init(&feed.lock);
-    t = g_thread_new("feed", feed_thread, &feed);
+    t = ioht_feed_start(in[1], &feed);
     src = ioh_end_from_fd(in[0], "in", &error);
     dst = ioh_end_from_fd(out[1], "out", &error);
     g_assert_no_error(error);
@@ -324,11 +264,8 @@ test_writer_error_stops_reader(void)
     g_assert_error(error, IOH_ERROR, EPIPE);
     g_assert_cmpstr(error->message, ==, "write out: Broken pipe");
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
-    g_mutex_lock(&feed.lock);
-    feed.release = TRUE;
-    g_mutex_unlock(&feed.lock);
-    g_thread_join(t);
-    g_mutex_clear(&feed.lock);
+    ioht_pump_release(t);
+    ioht_pump_join(t, NULL);
     close(in[0]);
     close(out[1]);
 }
@@ -372,8 +309,8 @@ test_position_kept(void)
     g_autoptr(IohEnd) dst = NULL;
     IohCopyOptions opts;
     IohStats stats;
-    Pump feed = { .data = data, .len = MiB + 3 };
-    GThread *t;
+    IohtPumpOpts feed = { .data = data, .len = MiB + 3 };
+    IohtPump *t;
     gsize slen;
     int fds[2], fd;
 
@@ -382,14 +319,13 @@ test_position_kept(void)
     g_assert_cmpint(write(fd, "HEADER", 6), ==, 6);
     ioh_copy_options_init(&opts);
     g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    feed.fd = fds[1];
-    t = g_thread_new("feed", feed_thread, &feed);
+    t = ioht_feed_start(fds[1], &feed);
     src = ioh_end_from_fd(fds[0], "pipe", &error);
     dst = ioh_end_from_fd(fd, img, &error);
     g_assert_no_error(error);
     g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
     g_assert_no_error(error);
-    g_thread_join(t);
+    ioht_pump_join(t, NULL);
     close(fd);
     close(fds[0]);
     g_assert_true(g_file_get_contents(img, &saved, &slen, NULL));
@@ -423,8 +359,8 @@ test_progress_throttled(void)
         g_autoptr(IohEnd) dst = NULL;
         IohCopyOptions opts;
         IohStats stats;
-        Pump feed = { .data = data, .len = 8 * MiB };
-        GThread *t;
+        IohtPumpOpts feed = { .data = data, .len = 8 * MiB };
+        IohtPump *t;
         int fds[2];
 
         ioh_copy_options_init(&opts);
@@ -432,13 +368,12 @@ test_progress_throttled(void)
         opts.progress_data = pass == 0 ? &every : &seldom;
         opts.progress_interval_us = pass == 0 ? 0 : (gint64)3600 * G_USEC_PER_SEC;
         g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-        feed.fd = fds[1];
-        t = g_thread_new("feed", feed_thread, &feed);
+        t = ioht_feed_start(fds[1], &feed);
         src = ioh_end_from_fd(fds[0], "pipe", &error);
         dst = ioh_end_open(img, TRUE, 0, &error);
         g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
         g_assert_no_error(error);
-        g_thread_join(t);
+        ioht_pump_join(t, NULL);
         close(fds[0]);
     }
     g_assert_cmpuint(every, >=, 8);

@@ -56,22 +56,7 @@ ft_report(void)
 void
 ft_result_clear(FtResult *r)
 {
-    g_clear_pointer(&r->err, g_free);
-}
-
-typedef struct {
-    guint64 fsize;
-} ChildData;
-
-static void
-child_setup(gpointer data)
-{
-    ChildData *cd = data;
-
-    if (cd->fsize) {
-        struct rlimit rl = { cd->fsize, cd->fsize };
-        setrlimit(RLIMIT_FSIZE, &rl);
-    }
+    ioht_result_clear(r);
 }
 
 const char *
@@ -88,91 +73,56 @@ ft_asan_options(void)
     return opts;
 }
 
-FtChild
-ft_spawn(const FtSpawn *s)
+/* This process's environment without the shim's variables, plus the shim and its
+ * variables when @s asks for a fault. */
+static char **
+spawn_env(const FtSpawn *s)
 {
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_auto(GStrv) env = g_get_environ();
-    static ChildData cd;
-    FtChild c = { 0, -1, NULL, NULL };
-    int null_fd = -1;
-    int in_fd = s->in_fd, out_fd = s->out_fd;
-
-    g_ptr_array_add(argv, (gpointer)ioht_helper_path());
-    for (const char *const *a = s->args; a && *a; a++) {
-        g_ptr_array_add(argv, (gpointer)*a);
-    }
-    g_ptr_array_add(argv, NULL);
+    char **env = g_get_environ();
 
     env = g_environ_unsetenv(env, "IOH_FAULT");
     env = g_environ_unsetenv(env, "IOH_FAULT_PATH");
     env = g_environ_unsetenv(env, "IOH_FAULT_TRACE");
     env = g_environ_unsetenv(env, "LD_PRELOAD");
-    if (s->fault) {
-        ft_workdir();
-        env = g_environ_setenv(env, "LD_PRELOAD", FAULT_SHIM_PATH, TRUE);
-        env = g_environ_setenv(env, "IOH_FAULT", s->fault, TRUE);
-        env = g_environ_setenv(env, "IOH_FAULT_PATH", s->fault_path ? s->fault_path : "",
-                               TRUE);
-        env = g_environ_setenv(env, "IOH_FAULT_LOG", s->fault_log ? s->fault_log : fault_log,
-                               TRUE);
-        env = g_environ_setenv(env, "ASAN_OPTIONS", ft_asan_options(), TRUE);
-        if (s->fault_trace) {
-            env = g_environ_setenv(env, "IOH_FAULT_TRACE", s->fault_trace, TRUE);
-        }
+    if (!s->fault) {
+        return env;
     }
-    if (in_fd < 0 || out_fd < 0) {
-        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        g_assert_cmpint(null_fd, >=, 0);
-        in_fd = in_fd < 0 ? null_fd : in_fd;
-        out_fd = out_fd < 0 ? null_fd : out_fd;
+    ft_workdir();
+    env = g_environ_setenv(env, "LD_PRELOAD", FAULT_SHIM_PATH, TRUE);
+    env = g_environ_setenv(env, "IOH_FAULT", s->fault, TRUE);
+    env = g_environ_setenv(env, "IOH_FAULT_PATH", s->fault_path ? s->fault_path : "", TRUE);
+    env = g_environ_setenv(env, "IOH_FAULT_LOG", s->fault_log ? s->fault_log : fault_log,
+                           TRUE);
+    env = g_environ_setenv(env, "ASAN_OPTIONS", ft_asan_options(), TRUE);
+    if (s->fault_trace) {
+        env = g_environ_setenv(env, "IOH_FAULT_TRACE", s->fault_trace, TRUE);
     }
-    cd.fsize = s->fsize_limit;
-    g_assert_true(g_spawn_async_with_pipes_and_fds(
-        NULL, (const char *const *)argv->pdata, (const char *const *)env,
-        G_SPAWN_DO_NOT_REAP_CHILD, child_setup, &cd, in_fd, out_fd, -1,
-        s->extra_fds, s->extra_targets ? s->extra_targets : s->extra_fds, (gsize)s->n_extra, &c.pid, NULL, NULL, &c.err_fd,
-        &error));
-    g_assert_no_error(error);
-    if (null_fd >= 0) {
-        close(null_fd);
-    }
-    return c;
+    return env;
+}
+
+FtChild
+ft_spawn(const FtSpawn *s)
+{
+    g_auto(GStrv) env = spawn_env(s);
+    IohtSpawn is = {
+        .args = s->args, .env = (const char *const *)env, .in_fd = s->in_fd,
+        .out_fd = s->out_fd, .err_fd = -1, .extra_fds = s->extra_fds,
+        .extra_targets = s->extra_targets, .n_extra = s->n_extra,
+        .fsize_limit = s->fsize_limit,
+    };
+
+    return ioht_spawn(&is);
 }
 
 void
 ft_wait(FtChild *c, FtResult *r)
 {
-    GString *err = g_string_new(NULL);
-    char buf[4096];
-    ssize_t n;
+    /* TAP output must stay UTF-8: the bad-input tests feed the helper raw bytes */
+    g_autofree char *shown = NULL;
 
-    memset(r, 0, sizeof(*r));
-    while ((n = read(c->err_fd, buf, sizeof(buf))) != 0) {
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        g_assert_cmpint(n, >, 0);
-        g_string_append_len(err, buf, n);
-    }
-    close(c->err_fd);
-    c->err_fd = -1;
-    if (c->before_reap) {
-        c->before_reap(c->before_reap_data);
-    }
-    while (wait4(c->pid, &r->status, 0, &r->ru) < 0) {
-        g_assert_cmpint(errno, ==, EINTR);
-    }
-    g_spawn_close_pid(c->pid);
-    c->pid = 0;
-    r->code = ioht_exit_code(r->status);
-    r->err = g_string_free(err, FALSE);
-    {
-        /* TAP output must stay UTF-8: the bad-input tests feed the helper raw bytes */
-        g_autofree char *shown = g_utf8_make_valid(*r->err ? r->err : "(none)\n", -1);
-        g_test_message("iohelper exit %d, stderr: %s", r->code, shown);
-    }
+    ioht_child_wait(c, r);
+    shown = g_utf8_make_valid(*r->err ? r->err : "(none)\n", -1);
+    g_test_message("iohelper exit %d, stderr: %s", r->code, shown);
 }
 
 gboolean
@@ -194,178 +144,35 @@ ft_pipe(int fds[2])
     fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
 }
 
-struct FtFeed {
-    GThread *thread;
-    int fd;
-    char *path;
-    guint64 max, stall_at;
-    guint stall_ms;
-    gboolean keep_open;
-    guint64 done;
-};
-
-static gpointer
-feed_thread(gpointer data)
-{
-    FtFeed *f = data;
-    g_autofree char *buf = g_malloc(1 << 20);
-    int in = open(f->path, O_RDONLY | O_CLOEXEC);
-    gboolean stalled = FALSE;
-
-    g_assert_cmpint(in, >=, 0);
-    while (f->done < f->max) {
-        gsize want = (gsize)MIN((guint64)(1 << 20), f->max - f->done);
-        ssize_t n, off = 0;
-
-        if (f->stall_ms && !stalled && f->done >= f->stall_at) {
-            g_usleep(f->stall_ms * 1000);
-            stalled = TRUE;
-        }
-        if (f->stall_ms && !stalled) {
-            want = (gsize)MIN((guint64)want, f->stall_at - f->done);
-        }
-        n = read(in, buf, want);
-        g_assert_cmpint(n, >=, 0);
-        if (n == 0) {
-            break;
-        }
-        while (off < n) {
-            ssize_t w = write(f->fd, buf + off, (size_t)(n - off));
-            if (w < 0 && errno == EINTR) {
-                continue;
-            }
-            if (w < 0 && errno == EAGAIN) {
-                struct timespec ts = { 0, 1000000 };
-                nanosleep(&ts, NULL);
-                continue;
-            }
-            if (w < 0) {
-                g_assert_cmpint(errno, ==, EPIPE);
-                goto out;
-            }
-            off += w;
-            f->done += (guint64)w;
-        }
-    }
-out:
-    close(in);
-    if (!f->keep_open) {
-        close(f->fd);
-        f->fd = -1;
-    }
-    return NULL;
-}
-
 FtFeed *
 ft_feed_start(int fd, const char *path, guint64 max, guint64 stall_at, guint stall_ms,
               gboolean keep_open)
 {
-    FtFeed *f = g_new0(FtFeed, 1);
+    IohtPumpOpts o = { .path = path, .max = max, .stall_at = stall_at,
+                       .stall_ms = stall_ms, .keep_open = keep_open };
 
-    f->fd = fd;
-    f->path = g_strdup(path);
-    f->max = max;
-    f->stall_at = stall_at;
-    f->stall_ms = stall_ms;
-    f->keep_open = keep_open;
-    f->thread = g_thread_new("feed", feed_thread, f);
-    return f;
+    return ioht_feed_start(fd, &o);
 }
 
 guint64
 ft_feed_join(FtFeed *f)
 {
-    guint64 done;
-
-    g_thread_join(f->thread);
-    done = f->done;
-    g_free(f->path);
-    g_free(f);
-    return done;
-}
-
-struct FtDrain {
-    GThread *thread;
-    int fd;
-    char *path;
-    guint64 max, stall_at;
-    guint stall_ms;
-    guint64 done;
-};
-
-static gpointer
-drain_thread(gpointer data)
-{
-    FtDrain *d = data;
-    g_autofree char *buf = g_malloc(1 << 20);
-    int out = -1;
-    gboolean stalled = FALSE;
-
-    if (d->path) {
-        out = open(d->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        g_assert_cmpint(out, >=, 0);
-    }
-    while (d->done < d->max) {
-        gsize want = (gsize)MIN((guint64)(1 << 20), d->max - d->done);
-        ssize_t n;
-
-        if (d->stall_ms && !stalled && d->done >= d->stall_at) {
-            g_usleep(d->stall_ms * 1000);
-            stalled = TRUE;
-        }
-        if (d->stall_ms && !stalled) {
-            want = (gsize)MIN((guint64)want, d->stall_at - d->done);
-        }
-        n = read(d->fd, buf, want);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 && errno == EAGAIN) {
-            struct timespec ts = { 0, 1000000 };
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        g_assert_cmpint(n, >=, 0);
-        if (n == 0) {
-            break;
-        }
-        if (out >= 0) {
-            g_assert_cmpint(write(out, buf, (size_t)n), ==, n);
-        }
-        d->done += (guint64)n;
-    }
-    if (out >= 0) {
-        close(out);
-    }
-    close(d->fd);
-    d->fd = -1;
-    return NULL;
+    return ioht_pump_join(f, NULL);
 }
 
 FtDrain *
 ft_drain_start(int fd, const char *path, guint64 max, guint64 stall_at, guint stall_ms)
 {
-    FtDrain *d = g_new0(FtDrain, 1);
+    IohtPumpOpts o = { .path = path, .max = max, .stall_at = stall_at,
+                       .stall_ms = stall_ms };
 
-    d->fd = fd;
-    d->path = g_strdup(path);
-    d->max = max;
-    d->stall_at = stall_at;
-    d->stall_ms = stall_ms;
-    d->thread = g_thread_new("drain", drain_thread, d);
-    return d;
+    return ioht_drain_start(fd, &o);
 }
 
 guint64
 ft_drain_join(FtDrain *d)
 {
-    guint64 done;
-
-    g_thread_join(d->thread);
-    done = d->done;
-    g_free(d->path);
-    g_free(d);
-    return done;
+    return ioht_pump_join(d, NULL);
 }
 
 static const char **
@@ -382,15 +189,17 @@ join_args(const char *const *opts, const char *in, const char *out)
     return (const char **)g_ptr_array_free(a, FALSE);
 }
 
-void
-ft_save(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
-        FtResult *r, guint64 *ret_moved)
+/* A save (@save: pipe -> @dst, fed from @src) or a restore (@src -> pipe, drained into
+ * @dst) of the helper as @how says. */
+static void
+run_pumped(gboolean save, const char *src, const char *dst, const char *const *opts,
+           const FtSpawn *how, FtResult *r, guint64 *ret_moved)
 {
-    g_autofree const char **args = join_args(opts, "-", dst);
+    g_autofree const char **args = join_args(opts, save ? "-" : src, save ? dst : "-");
     FtSpawn s = { 0 };
     int p[2];
     FtChild c;
-    FtFeed *f;
+    IohtPump *pump;
     guint64 moved;
 
     if (how) {
@@ -399,47 +208,32 @@ ft_save(const char *src, const char *dst, const char *const *opts, const FtSpawn
     s.args = args;
     s.in_fd = -1;
     s.out_fd = -1;
-    s.fault_path = s.fault_path ? s.fault_path : dst;
+    s.fault_path = s.fault_path ? s.fault_path : save ? dst : src;
     ft_pipe(p);
-    s.in_fd = p[0];
+    *(save ? &s.in_fd : &s.out_fd) = p[save ? 0 : 1];
     c = ft_spawn(&s);
-    close(p[0]);
-    f = ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE);
+    close(p[save ? 0 : 1]);
+    pump = save ? ft_feed_start(p[1], src, G_MAXUINT64, 0, 0, FALSE)
+                : ft_drain_start(p[0], dst, G_MAXUINT64, 0, 0);
     ft_wait(&c, r);
-    moved = ft_feed_join(f);
+    moved = ioht_pump_join(pump, NULL);
     if (ret_moved) {
         *ret_moved = moved;
     }
 }
 
 void
+ft_save(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
+        FtResult *r, guint64 *ret_moved)
+{
+    run_pumped(TRUE, src, dst, opts, how, r, ret_moved);
+}
+
+void
 ft_restore(const char *src, const char *dst, const char *const *opts, const FtSpawn *how,
            FtResult *r, guint64 *ret_moved)
 {
-    g_autofree const char **args = join_args(opts, src, "-");
-    FtSpawn s = { 0 };
-    int p[2];
-    FtChild c;
-    FtDrain *d;
-    guint64 moved;
-
-    if (how) {
-        s = *how;
-    }
-    s.args = args;
-    s.in_fd = -1;
-    s.out_fd = -1;
-    s.fault_path = s.fault_path ? s.fault_path : src;
-    ft_pipe(p);
-    s.out_fd = p[1];
-    c = ft_spawn(&s);
-    close(p[1]);
-    d = ft_drain_start(p[0], dst, G_MAXUINT64, 0, 0);
-    ft_wait(&c, r);
-    moved = ft_drain_join(d);
-    if (ret_moved) {
-        *ret_moved = moved;
-    }
+    run_pumped(FALSE, src, dst, opts, how, r, ret_moved);
 }
 
 guint
@@ -549,6 +343,29 @@ ft_fill(const char *dir, const char *name)
     fsync(fd);
     close(fd);
     return path;
+}
+
+void
+ft_use_faulty_helper(const char *fault, const char *path, const char *real_helper)
+{
+    g_autofree char *log = g_build_filename(ft_workdir(), "fault.log", NULL);
+
+    g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
+    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
+    g_setenv("IOH_FAULT_HELPER", real_helper, TRUE);
+    g_setenv("IOH_FAULT", fault, TRUE);
+    g_setenv("IOH_FAULT_PATH", path, TRUE);
+    g_setenv("IOH_FAULT_LOG", log, TRUE);
+    g_setenv("IOHELPER_PATH", FAULTY_HELPER_PATH, TRUE);
+}
+
+char *
+ft_make_source(const char *name, guint64 size, guint32 seed)
+{
+    char *p = g_build_filename(ft_workdir(), name, NULL);
+
+    ioht_write_random_file(p, size, seed);
+    return p;
 }
 
 guint64

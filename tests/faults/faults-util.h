@@ -4,6 +4,7 @@
 #pragma once
 
 #include <glib.h>
+#include "ioh-test.h"
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -22,19 +23,8 @@ typedef struct {
     guint64 fsize_limit;       /* RLIMIT_FSIZE; 0: unlimited */
 } FtSpawn;
 
-typedef struct {
-    GPid pid;
-    int err_fd;                /* read end of the child's stderr */
-    void (*before_reap)(gpointer data);  /* run once stderr is at EOF, before waiting */
-    gpointer before_reap_data;
-} FtChild;
-
-typedef struct {
-    int status;                /* wait status */
-    int code;                  /* exit code, or 128 + signal */
-    char *err;                 /* all the child wrote on stderr */
-    struct rusage ru;
-} FtResult;
+typedef IohtChild FtChild;
+typedef IohtResult FtResult;
 
 void ft_result_clear(FtResult *r);
 
@@ -55,14 +45,14 @@ void ft_pipe(int fds[2]);
 /* Writes @path's bytes (up to @max, G_MAXUINT64: all) into @fd from a thread, pausing
  * @stall_ms after @stall_at bytes when @stall_ms > 0, then closes @fd unless @keep_open.
  * Stops quietly at EPIPE. ft_feed_join() returns the bytes written. */
-typedef struct FtFeed FtFeed;
+typedef IohtPump FtFeed;
 FtFeed *ft_feed_start(int fd, const char *path, guint64 max, guint64 stall_at,
                       guint stall_ms, gboolean keep_open);
 guint64 ft_feed_join(FtFeed *f);
 
 /* Reads @fd into @path (NULL: discard) from a thread until EOF, or until @max bytes when
  * @max != G_MAXUINT64, then closes @fd. Pauses @stall_ms after @stall_at bytes. */
-typedef struct FtDrain FtDrain;
+typedef IohtPump FtDrain;
 FtDrain *ft_drain_start(int fd, const char *path, guint64 max, guint64 stall_at,
                         guint stall_ms);
 guint64 ft_drain_join(FtDrain *d);
@@ -99,6 +89,14 @@ void ft_umount(char *dir);
 char *ft_fill(const char *dir, const char *name);
 
 guint64 ft_file_size(const char *path);
+
+/* Makes $IOHELPER_PATH the iohelper-faulty wrapper, which runs @real_helper under the
+ * shim with @fault on @path (the log in the work dir): for code that spawns the helper
+ * itself (libwrap, qemu-glue). The caller puts $IOHELPER_PATH back. */
+void ft_use_faulty_helper(const char *fault, const char *path, const char *real_helper);
+
+/* A new file @name of @size random bytes (from @seed) in the work dir: its path. */
+char *ft_make_source(const char *name, guint64 size, guint32 seed);
 
 /* The suite's totals, printed at the end by ft_report(). */
 extern guint ft_total_faults;

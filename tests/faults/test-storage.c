@@ -64,22 +64,13 @@ assert_failed_with(const FtResult *r, const char *needle)
     }
 }
 
-static char *
-make_source(const char *name, guint64 size, guint32 seed)
-{
-    char *p = g_build_filename(ft_workdir(), name, NULL);
-
-    ioht_write_random_file(p, size, seed);
-    return p;
-}
-
 /* ---- success is synced: the trace of the image fd ends in a good fdatasync ---- */
 
 static void
 test_success_synced(gconstpointer data)
 {
     const Mode *m = data;
-    g_autofree char *src = make_source("src", 8 * MiB + 123, 1);
+    g_autofree char *src = ft_make_source("src", 8 * MiB + 123, 1);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *tr = g_build_filename(ft_workdir(), "trace", NULL);
     g_autofree char *text = NULL;
@@ -136,7 +127,7 @@ static void
 test_inject(gconstpointer data)
 {
     const Inject *t = data;
-    g_autofree char *src = make_source("src", t->size, 2);
+    g_autofree char *src = ft_make_source("src", t->size, 2);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     g_autofree char *needle = NULL;
@@ -265,7 +256,7 @@ test_enospc(gconstpointer data)
         close(fd);
         size = 2 * MiB + 100;
     }
-    src = make_source("src", size, 3);
+    src = ft_make_source("src", size, 3);
     ft_save(src, dst, mode_opts(t->mode, NULL), NULL, &r, NULL);
     ft_count_faults(1);
     assert_failed_with(&r, "No space left on device");
@@ -289,7 +280,7 @@ static void
 test_efbig(gconstpointer data)
 {
     const Mode *m = data;
-    g_autofree char *src = make_source("src", 8 * MiB, 4);
+    g_autofree char *src = ft_make_source("src", 8 * MiB, 4);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     FtSpawn how = { .fsize_limit = 3 * MiB + 5 };
     FtResult r;
@@ -369,6 +360,36 @@ test_shim_covers_helper(void)
     g_assert_cmpuint(used, >, 3);
 }
 
+/* Full file systems (ENOSPC at the start, in the middle, at the tail) and RLIMIT_FSIZE,
+ * in each mode. */
+static void
+add_full_cases(void)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
+        static const char *const wheres[] = { "start", "middle", "tail" };
+        for (int fs = 0; fs < 2; fs++) {
+            for (gsize w = 0; w < G_N_ELEMENTS(wheres); w++) {
+                Full *t;
+                g_autofree char *p = NULL;
+                /* The tail case is O_DIRECT's and needs tmpfs's exact accounting. */
+                if (g_str_equal(wheres[w], "tail") && (fs == 1 || i != 1)) {
+                    continue;
+                }
+                t = g_new0(Full, 1);
+                *t = (Full){ &modes[i], fs == 1, wheres[w] };
+                p = g_strdup_printf("/faults/save/enospc-%s/%s/%s", wheres[w],
+                                    fs ? "ext4" : "tmpfs", modes[i].name);
+                g_test_add_data_func_full(p, t, test_enospc, g_free);
+            }
+        }
+        {
+            g_autofree char *p = g_strdup_printf("/faults/save/efbig-rlimit/%s",
+                                                 modes[i].name);
+            g_test_add_data_func(p, &modes[i], test_efbig);
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -425,29 +446,7 @@ main(int argc, char **argv)
                FALSE);
     add_inject("read-EINTR-storm", "read:%2:EINTR", NULL, TRUE, FALSE, 8 * MiB + 3, FALSE);
 
-    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
-        static const char *const wheres[] = { "start", "middle", "tail" };
-        for (int fs = 0; fs < 2; fs++) {
-            for (gsize w = 0; w < G_N_ELEMENTS(wheres); w++) {
-                Full *t;
-                g_autofree char *p = NULL;
-                /* The tail case is O_DIRECT's and needs tmpfs's exact accounting. */
-                if (g_str_equal(wheres[w], "tail") && (fs == 1 || i != 1)) {
-                    continue;
-                }
-                t = g_new0(Full, 1);
-                *t = (Full){ &modes[i], fs == 1, wheres[w] };
-                p = g_strdup_printf("/faults/save/enospc-%s/%s/%s", wheres[w],
-                                    fs ? "ext4" : "tmpfs", modes[i].name);
-                g_test_add_data_func_full(p, t, test_enospc, g_free);
-            }
-        }
-        {
-            g_autofree char *p = g_strdup_printf("/faults/save/efbig-rlimit/%s",
-                                                 modes[i].name);
-            g_test_add_data_func(p, &modes[i], test_efbig);
-        }
-    }
+    add_full_cases();
     ret = g_test_run();
     ft_report();
     ft_cleanup();

@@ -23,15 +23,6 @@
 #define RSS_LIMIT_KIB (48 * 1024)
 #endif
 
-static char *
-make_source(const char *name, guint64 size, guint32 seed)
-{
-    char *p = g_build_filename(ft_workdir(), name, NULL);
-
-    ioht_write_random_file(p, size, seed);
-    return p;
-}
-
 static void
 assert_exact(const FtResult *r, const char *a, const char *b)
 {
@@ -75,7 +66,7 @@ static void
 test_producer_killed(gconstpointer data)
 {
     gboolean with_length = GPOINTER_TO_INT(data);
-    g_autofree char *src = make_source("src", 64 * MiB, 11);
+    g_autofree char *src = ft_make_source("src", 64 * MiB, 11);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     const char *with[] = { "--length=64M", "-", dst, NULL };
     const char *without[] = { "-", dst, NULL };
@@ -125,7 +116,7 @@ static void
 test_consumer_gone(gconstpointer data)
 {
     guint64 read_first = GPOINTER_TO_UINT(data) * (guint64)MiB;
-    g_autofree char *src = make_source("src", 32 * MiB, 12);
+    g_autofree char *src = ft_make_source("src", 32 * MiB, 12);
     const char *args[] = { src, "-", NULL };
     FtSpawn s = { .args = args, .in_fd = -1 };
     FtResult r;
@@ -187,7 +178,7 @@ static void
 test_stall_save(gconstpointer data)
 {
     const char *fault = data;   /* NULL: the producer stalls; else the disk does */
-    g_autofree char *src = make_source("src", 96 * MiB, 13);
+    g_autofree char *src = ft_make_source("src", 96 * MiB, 13);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     const char *args[] = { "-", dst, NULL };
     FtSpawn s = { .args = args, .out_fd = -1, .fault = fault, .fault_path = dst };
@@ -227,7 +218,7 @@ test_stall_save(gconstpointer data)
 static void
 test_stall_restore(void)
 {
-    g_autofree char *src = make_source("src", 96 * MiB, 14);
+    g_autofree char *src = ft_make_source("src", 96 * MiB, 14);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     const char *args[] = { src, "-", NULL };
     FtSpawn s = { .args = args, .in_fd = -1 };
@@ -263,7 +254,7 @@ static void
 test_eintr_injected(gconstpointer data)
 {
     gboolean restore = GPOINTER_TO_INT(data);
-    g_autofree char *src = make_source("src", 16 * MiB + 17, 15);
+    g_autofree char *src = ft_make_source("src", 16 * MiB + 17, 15);
     g_autofree char *img = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     g_autofree char *match = NULL;
@@ -299,7 +290,7 @@ static void
 test_nonblocking(gconstpointer data)
 {
     gboolean restore = GPOINTER_TO_INT(data);
-    g_autofree char *src = make_source("src", 24 * MiB, 16);
+    g_autofree char *src = ft_make_source("src", 24 * MiB, 16);
     g_autofree char *img = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     const char *save_args[] = { "-", img, NULL };
@@ -387,7 +378,7 @@ static void
 test_signal_storm(gconstpointer data)
 {
     gboolean restore = GPOINTER_TO_INT(data);
-    g_autofree char *src = make_source("src", 128 * MiB, 17);
+    g_autofree char *src = ft_make_source("src", 128 * MiB, 17);
     g_autofree char *img = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     const char *save_args[] = { "--fadvise", "-", img, NULL };
@@ -442,7 +433,7 @@ static void
 test_killed(gconstpointer data)
 {
     int sig = GPOINTER_TO_INT(data);
-    g_autofree char *src = make_source("src", 64 * MiB, 18);
+    g_autofree char *src = ft_make_source("src", 64 * MiB, 18);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     const char *args[] = { "-", dst, NULL };
     FtSpawn s = { .args = args, .out_fd = -1 };
@@ -474,7 +465,7 @@ test_killed(gconstpointer data)
 static void
 test_lock(void)
 {
-    g_autofree char *src = make_source("src", 16 * MiB, 19);
+    g_autofree char *src = ft_make_source("src", 16 * MiB, 19);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     g_autofree char *needle = g_strdup_printf("lock %s: in use by another iohelper", dst);
@@ -522,7 +513,7 @@ test_lock(void)
 static void
 test_fds(void)
 {
-    g_autofree char *src = make_source("src", 8 * MiB, 20);
+    g_autofree char *src = ft_make_source("src", 8 * MiB, 20);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *rec = g_build_filename(ft_workdir(), "rec", NULL);
     g_autofree char *fds = NULL;

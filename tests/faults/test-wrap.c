@@ -41,25 +41,6 @@ gen_fill(Gen *g, guint64 *buf, gsize words)
     g->x = x;
 }
 
-static gboolean
-write_all(int fd, const void *buf, gsize len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        gssize n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return FALSE;
-        }
-        p += n;
-        len -= (gsize)n;
-    }
-    return TRUE;
-}
-
 /* Saves @size bytes of stream @seed into @path through libwrap. */
 static gboolean
 wrap_save(const char *path, IohWrapFlags flags, guint32 seed, guint64 size, GError **error)
@@ -79,8 +60,9 @@ wrap_save(const char *path, IohWrapFlags flags, guint32 seed, guint64 size, GErr
     gen_init(&g, seed);
     while (done < size) {
         gsize n = (gsize)MIN((guint64)MiB, size - done);
+        IohtPumpOpts piece = { .data = buf, .len = n };
         gen_fill(&g, buf, MiB / 8);
-        if (!write_all(fd, buf, n)) {
+        if (!ioht_feed(fd, &piece)) {
             break;    /* the helper went away: finish says why */
         }
         done += n;
@@ -162,16 +144,18 @@ test_killed(gconstpointer data)
     g_assert_true(ioh_wrap_is_spawned(wrap));
     gen_init(&g, 1);
     for (int i = 0; i < 8; i++) {
+        IohtPumpOpts piece = { .data = buf, .len = MiB, .strict = TRUE };
         gen_fill(&g, buf, MiB / 8);
-        g_assert_true(write_all(fd, buf, MiB));
+        g_assert_true(ioht_feed(fd, &piece));
     }
     g_assert_true(ft_wait_file_size(path, 4 * MiB));
     kill(ioh_wrap_get_pid(wrap), sig);
     ft_count_faults(1);
     /* The caller (QEMU) sees EPIPE on its next writes. */
     for (int i = 0; i < 64; i++) {
+        IohtPumpOpts piece = { .data = buf, .len = MiB };
         gen_fill(&g, buf, MiB / 8);
-        if (!write_all(fd, buf, MiB)) {
+        if (!ioht_feed(fd, &piece)) {
             break;
         }
     }
@@ -192,16 +176,9 @@ test_failure_message(gconstpointer data)
     g_autofree char *path = g_build_filename(ft_workdir(), "img", NULL);
     g_autoptr(GError) error = NULL;
     g_autofree char *saved = g_strdup(g_getenv("IOHELPER_PATH"));
-    g_autofree char *log = g_build_filename(ft_workdir(), "fault.log", NULL);
 
     /* libwrap spawns $IOHELPER_PATH: the wrapper runs the real helper under the shim. */
-    g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
-    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
-    g_setenv("IOH_FAULT_HELPER", saved, TRUE);
-    g_setenv("IOH_FAULT", fault, TRUE);
-    g_setenv("IOH_FAULT_PATH", path, TRUE);
-    g_setenv("IOH_FAULT_LOG", log, TRUE);
-    g_setenv("IOHELPER_PATH", FAULTY_HELPER_PATH, TRUE);
+    ft_use_faulty_helper(fault, path, saved);
     g_assert_false(wrap_save(path, IOH_WRAP_DIRECT, 2, 16 * MiB, &error));
     g_setenv("IOHELPER_PATH", saved, TRUE);
     g_unsetenv("IOH_FAULT");
@@ -244,7 +221,7 @@ test_fds(void)
     g_assert_no_error(error);
     gen_init(&g, 3);
     gen_fill(&g, buf, MiB / 8);
-    g_assert_true(write_all(fd, buf, MiB));
+    g_assert_true(ioht_feed(fd, &(IohtPumpOpts){ .data = buf, .len = MiB, .strict = TRUE }));
     g_assert_true(ft_wait_file_size(path, MiB));
     fds = ft_proc_fds(ioh_wrap_get_pid(wrap));
     g_test_message("helper fds (save through libwrap):\n%s", fds);

@@ -29,64 +29,7 @@
 static char *workdir;
 static gboolean have_direct;
 
-/* ---- plumbing: a producer and a consumer on real pipes, like QEMU ---- */
-
-typedef struct {
-    char *path;
-    int fd;
-} PumpJob;
-
-/* Writes a file into a pipe with write() of 1 MiB, as QEMU does, then closes it. */
-static gpointer
-feed_thread(gpointer data)
-{
-    PumpJob *job = data;
-    g_autofree char *buf = g_malloc(MiB);
-    int in = open(job->path, O_RDONLY | O_CLOEXEC);
-    gssize n;
-
-    g_assert_cmpint(in, >=, 0);
-    while ((n = read(in, buf, MiB)) > 0) {
-        char *p = buf;
-        while (n > 0) {
-            gssize w = write(job->fd, p, (gsize)n);
-            if (w < 0 && errno == EINTR) {
-                continue;
-            }
-            if (w < 0) {
-                goto out;    /* the helper went away; its exit status tells why */
-            }
-            p += w;
-            n -= w;
-        }
-    }
-out:
-    close(in);
-    close(job->fd);
-    return NULL;
-}
-
-/* Reads a pipe to EOF into a file. */
-static gpointer
-drain_thread(gpointer data)
-{
-    PumpJob *job = data;
-    g_autofree char *buf = g_malloc(MiB);
-    int out = open(job->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    gssize n;
-
-    g_assert_cmpint(out, >=, 0);
-    while ((n = read(job->fd, buf, MiB)) != 0) {
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        g_assert_cmpint(n, >, 0);
-        g_assert_cmpint(write(out, buf, (gsize)n), ==, n);
-    }
-    close(out);
-    close(job->fd);
-    return NULL;
-}
+/* ---- plumbing: a producer and a consumer on real pipes, like QEMU (tests/common) ---- */
 
 static char **
 helper_argv(const char *prog, const char *const *opts, const char *a, const char *b)
@@ -105,22 +48,21 @@ helper_argv(const char *prog, const char *const *opts, const char *a, const char
     return (char **)g_ptr_array_free(v, FALSE);
 }
 
-/* Runs @argv with a producer feeding @src into its stdin through a pipe, and its
- * stdout on @out_fd. Returns the exit code. */
+/* Runs @argv with a producer feeding @src into its stdin through a pipe (write() of
+ * 1 MiB, as QEMU does), and its stdout on @out_fd. Returns the exit code. */
 static int
 run_fed(char **argv, const char *src, int out_fd, char **ret_err)
 {
+    IohtPumpOpts o = { .path = src };
+    IohtPump *feed;
     int p[2];
-    PumpJob job;
-    GThread *t;
     int status;
 
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-    job = (PumpJob){ .path = (char *)src, .fd = p[1] };
-    t = g_thread_new("feed", feed_thread, &job);
+    feed = ioht_feed_start(p[1], &o);
     status = ioht_run(argv, p[0], out_fd, ret_err);
     close(p[0]);
-    g_thread_join(t);
+    ioht_pump_join(feed, NULL);
     return ioht_exit_code(status);
 }
 
@@ -128,46 +70,28 @@ run_fed(char **argv, const char *src, int out_fd, char **ret_err)
 static int
 run_drained(char **argv, int in_fd, const char *dst, char **ret_err)
 {
+    IohtPumpOpts o = { .path = dst };
+    IohtPump *drain;
     int p[2];
-    PumpJob job;
-    GThread *t;
     int status;
 
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-    job = (PumpJob){ .path = (char *)dst, .fd = p[0] };
-    t = g_thread_new("drain", drain_thread, &job);
+    drain = ioht_drain_start(p[0], &o);
     status = ioht_run(argv, in_fd, p[1], ret_err);
     close(p[1]);
-    g_thread_join(t);
+    ioht_pump_join(drain, NULL);
     return ioht_exit_code(status);
 }
 
-/* Starts @argv with @fd0 as its stdin and @fd2 (if >= 0) as its stderr, for tests that
- * talk to the helper while it runs. */
-static pid_t
+/* Starts @argv with @fd0 as its stdin and @fd2 (if >= 0; else this process's) as its
+ * stderr, for tests that talk to the helper while it runs. */
+static GPid
 spawn_helper(char **argv, int fd0, int fd2)
 {
-    pid_t pid = fork();
+    IohtSpawn s = { .argv = (const char *const *)argv, .in_fd = fd0, .out_fd = -1,
+                    .err_fd = fd2 >= 0 ? fd2 : STDERR_FILENO };
 
-    g_assert_cmpint(pid, >=, 0);
-    if (pid == 0) {
-        dup2(fd0, 0);
-        if (fd2 >= 0) {
-            dup2(fd2, 2);
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int
-wait_exit_code(pid_t pid)
-{
-    int st;
-
-    g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
-    return ioht_exit_code(st);
+    return ioht_spawn(&s).pid;
 }
 
 static char *
@@ -360,7 +284,7 @@ test_pipe_size(gconstpointer data)
     g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
     g_autofree char *max_text = NULL;
     int p[2], size;
-    pid_t pid;
+    GPid pid;
 
     g_assert_true(g_file_get_contents("/proc/sys/fs/pipe-max-size", &max_text, NULL, NULL));
     want = MIN(want, (guint)atoi(max_text));
@@ -375,7 +299,7 @@ test_pipe_size(gconstpointer data)
     }
     size = fcntl(p[1], F_GETPIPE_SZ);
     close(p[1]);
-    g_assert_cmpint(wait_exit_code(pid), ==, 0);
+    g_assert_cmpint(ioht_wait_exit_code(pid), ==, 0);
     g_assert_cmpint(size, ==, (int)want);
     g_unlink(img);
 }
@@ -644,7 +568,6 @@ test_error_permission(void)
     g_autofree char *img = wpath("perm-img");
     g_autofree char *err = NULL;
     g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, img, "-");
-    g_autoptr(GError) error = NULL;
     int status;
 
     g_assert_true(g_file_set_contents(img, "secret", 6, NULL));
@@ -652,8 +575,9 @@ test_error_permission(void)
     if (geteuid() == 0) {
         /* root passes permission checks: run the helper as nobody */
         g_assert_cmpint(chmod(workdir, 0755), ==, 0);
-        g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, drop_to_nobody, NULL,
-                                   NULL, &err, &status, &error));
+        IohtSpawn nobody = { .argv = (const char *const *)argv, .in_fd = -1, .out_fd = -1,
+                             .setup = drop_to_nobody };
+        status = ioht_spawn_wait(&nobody, &err);
     } else {
         g_assert_cmpint(chmod(img, 0), ==, 0);
         status = ioht_run(argv, -1, -1, &err);
@@ -746,15 +670,6 @@ test_error_enospc(gconstpointer data)
     g_unlink(src);
 }
 
-static void
-limit_fsize(gpointer data)
-{
-    struct rlimit rl = { .rlim_cur = 1 * MiB, .rlim_max = 1 * MiB };
-
-    (void)data;
-    setrlimit(RLIMIT_FSIZE, &rl);
-}
-
 /* Past RLIMIT_FSIZE: EFBIG, not death by SIGXFSZ. */
 static void
 test_error_efbig(void)
@@ -762,13 +677,14 @@ test_error_efbig(void)
     g_autofree char *src = wpath("fb-src");
     g_autofree char *img = wpath("fb-img");
     g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, src, img);
-    g_autoptr(GError) error = NULL;
     g_autofree char *err = NULL;
     int status;
 
     ioht_write_random_file(src, 3 * MiB, 9);
-    g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, limit_fsize, NULL, NULL,
-                               &err, &status, &error));
+    IohtSpawn limited = { .argv = (const char *const *)argv, .in_fd = -1, .out_fd = -1,
+                          .fsize_limit = 1 * MiB };
+
+    status = ioht_spawn_wait(&limited, &err);
     g_assert_cmpint(ioht_exit_code(status), ==, 1);
     assert_one_line(err, "File too large");
     g_unlink(src);
@@ -827,16 +743,13 @@ static void
 test_help_version(void)
 {
     g_autofree char *out = NULL;
-    g_autofree char *cmd = g_strdup_printf("%s --help", ioht_helper_path());
-    g_autofree char *vcmd = g_strdup_printf("%s --version", ioht_helper_path());
-    int st;
+    const char *help[] = { ioht_helper_path(), "--help", NULL };
+    const char *version[] = { ioht_helper_path(), "--version", NULL };
 
-    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &st, NULL));
-    g_assert_cmpint(ioht_exit_code(st), ==, 0);
+    g_assert_cmpint(ioht_run_output((char **)help, &out), ==, 0);
     g_assert_nonnull(strstr(out, "Usage: iohelper"));
     g_clear_pointer(&out, g_free);
-    g_assert_true(g_spawn_command_line_sync(vcmd, &out, NULL, &st, NULL));
-    g_assert_cmpint(ioht_exit_code(st), ==, 0);
+    g_assert_cmpint(ioht_run_output((char **)version, &out), ==, 0);
     g_assert_true(g_str_has_prefix(out, "iohelper "));
 }
 
@@ -913,7 +826,7 @@ test_second_writer_refused(void)
     g_auto(GStrv) second = helper_argv(ioht_helper_path(), NULL, "-", img);
     g_autofree char *err = NULL;
     int p[2];
-    pid_t pid;
+    GPid pid;
 
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
     pid = spawn_helper(first, p[0], -1);
@@ -926,7 +839,7 @@ test_second_writer_refused(void)
     g_usleep(100000);
     g_assert_cmpint(ioht_exit_code(ioht_run(second, -1, -1, &err)), ==, 1);
     close(p[1]);
-    g_assert_cmpint(wait_exit_code(pid), ==, 0);
+    g_assert_cmpint(ioht_wait_exit_code(pid), ==, 0);
     assert_one_line(err, "in use by another iohelper");
     g_unlink(img);
 }
@@ -941,9 +854,9 @@ test_progress_tty(void)
     g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
     g_autoptr(GString) screen = g_string_new(NULL);
     int master, slave, p[2];
-    PumpJob job;
-    GThread *t;
-    pid_t pid;
+    IohtPumpOpts feed = { .path = src };
+    IohtPump *t;
+    GPid pid;
     char buf[4096];
     gssize n;
 
@@ -953,16 +866,15 @@ test_progress_tty(void)
     pid = spawn_helper(argv, p[0], slave);
     close(p[0]);
     close(slave);
-    job = (PumpJob){ .path = src, .fd = p[1] };
-    t = g_thread_new("feed", feed_thread, &job);
+    t = ioht_feed_start(p[1], &feed);
     /* read the terminal until the helper closes it (EIO once the slave is gone) */
     while ((n = read(master, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
         if (n > 0) {
             g_string_append_len(screen, buf, n);
         }
     }
-    g_thread_join(t);
-    g_assert_cmpint(wait_exit_code(pid), ==, 0);
+    ioht_pump_join(t, NULL);
+    g_assert_cmpint(ioht_wait_exit_code(pid), ==, 0);
     close(master);
     g_test_message("terminal: %s", screen->str);
     g_assert_nonnull(strstr(screen->str, "\r67108864 bytes (0.1 GB, 0.1 GiB) copied"));
@@ -1174,21 +1086,16 @@ test_silent_socket_source(void)
     g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
     g_autofree char *chunk = g_malloc0(MiB);
     int sv[2], st;
-    pid_t pid;
-    gint64 t0;
+    GPid pid;
 
     if (skip_unless_direct()) {
         return;
     }
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
-    pid = fork();
-    g_assert_cmpint(pid, >=, 0);
-    if (pid == 0) {
-        struct rlimit rl = { .rlim_cur = 8 * MiB, .rlim_max = 8 * MiB };
-        setrlimit(RLIMIT_FSIZE, &rl);
-        dup2(sv[0], 0);
-        execv(argv[0], argv);
-        _exit(127);
+    {
+        IohtSpawn sp = { .argv = (const char *const *)argv, .in_fd = sv[0], .out_fd = -1,
+                         .err_fd = STDERR_FILENO, .fsize_limit = 8 * MiB };
+        pid = ioht_spawn(&sp).pid;
     }
     close(sv[0]);
     /* more than the file may hold, then silence with the socket still open: the writer
@@ -1199,14 +1106,8 @@ test_silent_socket_source(void)
             break;
         }
     }
-    t0 = g_get_monotonic_time();
-    while (waitpid(pid, &st, WNOHANG) == 0) {
-        if (g_get_monotonic_time() - t0 > 10 * G_USEC_PER_SEC) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            g_error("the helper hangs on a silent socket after its write failed");
-        }
-        g_usleep(20000);
+    if (!ioht_wait_timeout(pid, 10000, &st)) {
+        g_error("the helper hangs on a silent socket after its write failed");
     }
     g_assert_cmpint(ioht_exit_code(st), ==, 1);
     close(sv[1]);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -29,64 +30,6 @@ static char *
 tpath(const char *dir, const char *name)
 {
     return g_build_filename(dir, name, NULL);
-}
-
-/* Writes the whole file @src into @fd (the wrap's pipe, or the file itself). Returns
- * FALSE when a write fails (EPIPE once a helper died). */
-static gboolean
-feed_file(const char *src, int fd)
-{
-    g_autofree char *buf = g_malloc(MIB);
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    gboolean ok = TRUE;
-
-    g_assert_cmpint(in, >=, 0);
-    for (;;) {
-        gssize n = read(in, buf, MIB);
-        g_assert_cmpint(n, >=, 0);
-        if (n == 0) {
-            break;
-        }
-        for (gssize off = 0; off < n;) {
-            gssize w = write(fd, buf + off, (gsize)(n - off));
-            if (w < 0 && errno == EINTR) {
-                continue;
-            }
-            if (w <= 0) {
-                ok = FALSE;
-                goto out;
-            }
-            off += w;
-        }
-    }
-out:
-    close(in);
-    return ok;
-}
-
-/* Reads @fd to EOF into a new file @dst. Returns the bytes read. */
-static guint64
-drain_to_file(int fd, const char *dst)
-{
-    g_autofree char *buf = g_malloc(MIB);
-    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    guint64 total = 0;
-
-    g_assert_cmpint(out, >=, 0);
-    for (;;) {
-        gssize n = read(fd, buf, MIB);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        g_assert_cmpint(n, >=, 0);
-        if (n == 0) {
-            break;
-        }
-        g_assert_cmpint(write(out, buf, (gsize)n), ==, n);
-        total += (guint64)n;
-    }
-    g_assert_cmpint(close(out), ==, 0);
-    return total;
 }
 
 static int
@@ -125,7 +68,7 @@ save_through(const char *src, const char *dst, IohWrapFlags flags,
     wrap = ioh_wrap_new(&fd, dst, flags, params, &error);
     g_assert_no_error(error);
     g_assert_true(ioh_wrap_is_spawned(wrap));
-    g_assert_true(feed_file(src, fd));
+    g_assert_true(ioht_feed_file(src, fd));
     g_assert_true(ioh_wrap_finish(wrap, &error));
     g_assert_no_error(error);
     g_assert_false(fd_is_open(fd));    /* finish closed our end */
@@ -143,7 +86,7 @@ restore_through(const char *saved, const char *out, IohWrapFlags flags,
     wrap = ioh_wrap_new(&fd, saved, flags, params, &error);
     g_assert_no_error(error);
     g_assert_true(ioh_wrap_is_spawned(wrap));
-    n = drain_to_file(fd, out);
+    n = ioht_drain_to_file(fd, out);
     g_assert_true(ioh_wrap_finish(wrap, &error));
     g_assert_no_error(error);
     return n;
@@ -184,9 +127,9 @@ list_fds(GPid pid)
 /* ---- no helper ------------------------------------------------------------------ */
 
 static void
-test_nospawn_untouched(void)
+test_nospawn_untouched(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "plain.save");
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
@@ -220,13 +163,12 @@ test_nospawn_untouched(void)
     g_clear_pointer(&wrap, ioh_wrap_free);
     g_assert_true(fd_is_open(fd));
     close(fd);
-    ioht_workdir_remove(dir);
 }
 
 static void
-test_nospawn_restore(void)
+test_nospawn_restore(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "plain.save");
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
@@ -243,14 +185,13 @@ test_nospawn_restore(void)
     g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, 4096);
     g_assert_true(ioh_wrap_finish(wrap, &error));
     close(fd);
-    ioht_workdir_remove(dir);
 }
 
 /* An fd opened O_DIRECT cannot take QEMU's unaligned writes: it always gets a helper. */
 static void
-test_odirect_fd(void)
+test_odirect_fd(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *src = tpath(dir, "src");
     g_autofree char *path = tpath(dir, "od.save");
     g_autoptr(GError) error = NULL;
@@ -258,7 +199,6 @@ test_odirect_fd(void)
     int fd;
 
     if (!have_direct(dir)) {
-        ioht_workdir_remove(dir);
         return;
     }
     ioht_write_random_file(src, 1 * MIB + 3, 12);
@@ -270,11 +210,10 @@ test_odirect_fd(void)
     wrap = ioh_wrap_new(&fd, path, IOH_WRAP_NONE, NULL, &error);
     g_assert_no_error(error);
     g_assert_true(ioh_wrap_is_spawned(wrap));
-    g_assert_true(feed_file(src, fd));
+    g_assert_true(ioht_feed_file(src, fd));
     g_assert_true(ioh_wrap_finish(wrap, &error));
     g_assert_no_error(error);
     g_assert_true(ioht_files_equal(src, path));
-    ioht_workdir_remove(dir);
 }
 
 /* ---- misuse --------------------------------------------------------------------- */
@@ -295,9 +234,9 @@ expect_refused(int fd, IohWrapFlags flags, const IohWrapParams *params, int code
 }
 
 static void
-test_errors(void)
+test_errors(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "e.save");
     g_autofree char *noexec = tpath(dir, "not-executable");
     IohWrapParams odd = { .offset = 100 };
@@ -356,7 +295,6 @@ test_errors(void)
 
     close(fd);
     close(rw);
-    ioht_workdir_remove(dir);
 }
 
 /* ---- ioh_wrap_new refuses what the helper would refuse -------------------------- */
@@ -420,9 +358,9 @@ accepted(int *fd, const char *path, IohWrapFlags flags, const IohWrapParams *par
 
 /* Values no path can honour: a parameter named with its value, in library words. */
 static void
-test_new_values(void)
+test_new_values(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "v.save");
     g_autofree char *img = tpath(dir, "v.img");
     const guint64 huge[] = { (guint64)G_MAXINT64 + 1, G_MAXUINT64 };
@@ -430,7 +368,6 @@ test_new_values(void)
     int fds[2];
 
     if (!have_direct(dir)) {
-        ioht_workdir_remove(dir);
         return;
     }
     ioht_write_random_file(img, 64 * 1024, 5);
@@ -483,14 +420,13 @@ test_new_values(void)
     }
     close(fds[0]);
     close(fds[1]);
-    ioht_workdir_remove(dir);
 }
 
 /* An fd the helper cannot use as asked: refused with what it is. */
 static void
-test_new_fd_kinds(void)
+test_new_fd_kinds(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "k.save");
     IohWrapParams at4k = { .offset = 4096 };
     int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -527,15 +463,14 @@ test_new_fd_kinds(void)
     close(opath);
     close(p[0]);
     close(p[1]);
-    ioht_workdir_remove(dir);
 }
 
 /* Where the stream would land or come from: the offset, the fd's position, O_APPEND,
  * the alignment O_DIRECT needs, and a restore's file size. */
 static void
-test_new_placement(void)
+test_new_placement(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *img = tpath(dir, "p.img");
     g_autofree char *odd = tpath(dir, "odd.save");
     IohWrapParams past = { .offset = 2 * MIB };
@@ -546,7 +481,6 @@ test_new_placement(void)
     int fd, ap;
 
     if (!have_direct(dir)) {
-        ioht_workdir_remove(dir);
         return;
     }
     ioht_write_random_file(img, MIB, 9);
@@ -590,7 +524,6 @@ test_new_placement(void)
     refused(ap, odd, IOH_WRAP_DIRECT, NULL, IOH_WRAP_ERROR_INVALID, "(its end: O_APPEND)");
     g_assert_cmpint(ftruncate(ap, 8192), ==, 0);
     accepted(&ap, odd, IOH_WRAP_DIRECT, NULL);
-    ioht_workdir_remove(dir);
 }
 
 /* ---- the progress callback's data ------------------------------------------------ */
@@ -642,9 +575,9 @@ test_progress_null_wrap(void)
 
 /* Every path that drops the data calls its notify once: replacing, clearing, freeing. */
 static void
-test_progress_notify(void)
+test_progress_notify(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "n.save");
     Held a = { 0 }, b = { 0 }, c = { 0 };
 
@@ -678,15 +611,14 @@ test_progress_notify(void)
         g_assert_cmpuint(b.notified, ==, 1);
         g_assert_cmpuint(c.notified, ==, 1);
     }
-    ioht_workdir_remove(dir);
 }
 
 /* Replacing the callback from inside it: the old data is given back only once the call
  * has returned (as GLib's sources do), never under the running callback. */
 static void
-test_progress_replace_inside(void)
+test_progress_replace_inside(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *src = tpath(dir, "src");
     g_autofree char *path = tpath(dir, "r.save");
     g_autoptr(GError) error = NULL;
@@ -700,7 +632,7 @@ test_progress_replace_inside(void)
     h.wrap = wrap;
     h.other = &other;
     ioh_wrap_set_progress_func(wrap, held_progress, &h, held_notify);
-    g_assert_true(feed_file(src, fd));
+    g_assert_true(ioht_feed_file(src, fd));
     /* This thread owns the default context: the final figures are delivered here. */
     g_assert_true(ioh_wrap_finish(wrap, &error));
     g_assert_no_error(error);
@@ -709,7 +641,6 @@ test_progress_replace_inside(void)
     g_assert_false(h.notified_inside);
     g_clear_pointer(&wrap, ioh_wrap_free);
     g_assert_cmpuint(other.notified, ==, 1);
-    ioht_workdir_remove(dir);
 }
 
 /* ---- finish_finish checks its wrap ------------------------------------------------ */
@@ -722,9 +653,9 @@ on_result(GObject *source, GAsyncResult *res, gpointer data)
 }
 
 static void
-test_finish_other_wrap(void)
+test_finish_other_wrap(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *pa = tpath(dir, "a.save");
     g_autofree char *pb = tpath(dir, "b.save");
     g_autoptr(GError) error = NULL;
@@ -749,7 +680,6 @@ test_finish_other_wrap(void)
     g_assert_no_error(error);
     close(fa);
     close(fb);
-    ioht_workdir_remove(dir);
 }
 
 /* ---- round trips ---------------------------------------------------------------- */
@@ -760,17 +690,16 @@ typedef struct {
 } RoundTrip;
 
 static void
-test_roundtrip(gconstpointer data)
+test_roundtrip(IohtDir *fx, gconstpointer data)
 {
     const RoundTrip *rt = data;
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *src = tpath(dir, "src");
     g_autofree char *saved = tpath(dir, "vm.save");
     g_autofree char *back = tpath(dir, "restored");
     struct stat st;
 
     if ((rt->flags & IOH_WRAP_DIRECT) && !have_direct(dir)) {
-        ioht_workdir_remove(dir);
         return;
     }
     ioht_write_random_file(src, rt->size, (guint32)rt->size);
@@ -780,15 +709,14 @@ test_roundtrip(gconstpointer data)
     g_assert_true(ioht_files_equal(src, saved));
     g_assert_cmpuint(restore_through(saved, back, rt->flags, NULL), ==, rt->size);
     g_assert_true(ioht_files_equal(src, back));
-    ioht_workdir_remove(dir);
 }
 
 /* A stream after a 4096-byte header, restored with an exact length from a longer file. */
 static void
-test_offset_length(gconstpointer data)
+test_offset_length(IohtDir *fx, gconstpointer data)
 {
     IohWrapFlags flags = GPOINTER_TO_UINT(data);
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *src = tpath(dir, "src");
     g_autofree char *saved = tpath(dir, "vm.save");
     g_autofree char *back = tpath(dir, "restored");
@@ -799,7 +727,6 @@ test_offset_length(gconstpointer data)
     int fd;
 
     if ((flags & IOH_WRAP_DIRECT) && !have_direct(dir)) {
-        ioht_workdir_remove(dir);
         return;
     }
     ioht_write_random_file(src, size, 7);
@@ -812,7 +739,7 @@ test_offset_length(gconstpointer data)
         g_autoptr(GError) error = NULL;
         g_autoptr(IohWrap) wrap = ioh_wrap_new(&fd, saved, flags, &params, &error);
         g_assert_no_error(error);
-        g_assert_true(feed_file(src, fd));
+        g_assert_true(ioht_feed_file(src, fd));
         g_assert_true(ioh_wrap_finish(wrap, &error));
         g_assert_no_error(error);
     }
@@ -827,7 +754,6 @@ test_offset_length(gconstpointer data)
     params.length = size;
     g_assert_cmpuint(restore_through(saved, back, flags, &params), ==, size);
     g_assert_true(ioht_files_equal(src, back));
-    ioht_workdir_remove(dir);
 }
 
 /* ---- the pipe and the child's fds ------------------------------------------------ */
@@ -845,9 +771,9 @@ expected_pipe_size(void)
 }
 
 static void
-test_pipe_size(void)
+test_pipe_size(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "p.save");
     IohWrapFlags modes[] = { IOH_WRAP_POLLABLE, IOH_WRAP_FADVISE };
 
@@ -873,7 +799,6 @@ test_pipe_size(void)
             g_assert_no_error(error);
         }
     }
-    ioht_workdir_remove(dir);
 }
 
 static char *
@@ -898,10 +823,59 @@ fd_has_cloexec(GPid pid, int n)
     return (g_ascii_strtoull(f + strlen("flags:"), NULL, 8) & O_CLOEXEC) != 0;
 }
 
+/* Waits until the helper of @wrap has started copying, so that what it opened while
+ * starting (its runtime, a sanitizer's) is settled: a restore has put bytes into @fd;
+ * a save has sent its first progress line for the first MiB written into @fd. */
 static void
-test_no_fd_leak(void)
+wait_helper_copying(IohWrap *wrap, int fd, gboolean restore)
 {
-    g_autofree char *dir = ioht_workdir();
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    g_autofree char *zeros = g_malloc0(MIB);
+    IohtPumpOpts first = { .data = zeros, .len = MIB };
+    guint64 written = 0;
+
+    if (restore) {
+        g_assert_cmpint(poll(&pfd, 1, 30000), ==, 1);
+        return;
+    }
+    /* a whole buffer: the helper reports once it has stored one */
+    g_assert_true(ioht_feed(fd, &first));
+    while (written == 0 && g_get_monotonic_time() < end) {
+        g_usleep(5000);
+        ioh_wrap_get_progress(wrap, &written, NULL);
+    }
+    g_assert_cmpuint(written, >, 0);
+}
+
+/* The helper @pid inherited exactly fds 0 to 3: the fds without O_CLOEXEC. */
+static void
+assert_inherited_0_to_3(GPid pid)
+{
+    g_autoptr(GList) fds = list_fds(pid);
+    GList *inherited = NULL;
+
+    for (GList *l = fds; l; l = l->next) {
+        int n = GPOINTER_TO_INT(l->data);
+        g_autofree char *t = fd_target(pid, n);
+        gboolean cloexec = fd_has_cloexec(pid, n);
+        g_test_message("helper %d fd %d -> %s%s", (int)pid, n, t,
+                       cloexec ? " (its own, O_CLOEXEC)" : " (inherited)");
+        if (!cloexec) {
+            inherited = g_list_append(inherited, l->data);
+        }
+    }
+    g_assert_cmpuint(g_list_length(inherited), ==, 4);
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmpint(GPOINTER_TO_INT(g_list_nth_data(inherited, (guint)i)), ==, i);
+    }
+    g_list_free(inherited);
+}
+
+static void
+test_no_fd_leak(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
+{
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "leak.save");
     g_autofree char *real = NULL;
     int decoys[3];
@@ -914,7 +888,6 @@ test_no_fd_leak(void)
     for (int restore = 0; restore <= 1; restore++) {
         g_autoptr(GError) error = NULL;
         g_autoptr(IohWrap) wrap = NULL;
-        g_autoptr(GList) fds = NULL;
         g_autofree char *file_link = NULL;
         g_autofree char *pipe_link = NULL;
         g_autofree char *want = g_build_filename(real, "leak.save", NULL);
@@ -932,29 +905,12 @@ test_no_fd_leak(void)
         g_assert_no_error(error);
         pid = ioh_wrap_get_pid(wrap);
         g_assert_cmpint(pid, >, 0);
-        /* The helper waits on its pipe: it is alive while we look (and past its exec:
-         * g_spawn returns after that). What it opened itself (its reader thread's
+        wait_helper_copying(wrap, fd, restore);
+        /* The helper waits on its pipe: it is alive while we look (and past its exec and
+         * its start: it copies already). What it opened itself (its reader thread's
          * eventfd, ...) carries O_CLOEXEC, as every fd of ours does; an fd that crossed
          * the exec cannot. So the fds without O_CLOEXEC are exactly what it inherited. */
-        fds = list_fds(pid);
-        {
-            GList *inherited = NULL;
-            for (GList *l = fds; l; l = l->next) {
-                int n = GPOINTER_TO_INT(l->data);
-                g_autofree char *t = fd_target(pid, n);
-                gboolean cloexec = fd_has_cloexec(pid, n);
-                g_test_message("helper %d fd %d -> %s%s", (int)pid, n, t,
-                               cloexec ? " (its own, O_CLOEXEC)" : " (inherited)");
-                if (!cloexec) {
-                    inherited = g_list_append(inherited, l->data);
-                }
-            }
-            g_assert_cmpuint(g_list_length(inherited), ==, 4);
-            for (int i = 0; i < 4; i++) {
-                g_assert_cmpint(GPOINTER_TO_INT(g_list_nth_data(inherited, (guint)i)), ==, i);
-            }
-            g_list_free(inherited);
-        }
+        assert_inherited_0_to_3(pid);
         file_link = fd_target(pid, file_no);
         pipe_link = fd_target(pid, 1 - file_no);
         g_test_message("helper %d: fd %d -> %s, fd %d -> %s", (int)pid, file_no, file_link,
@@ -975,7 +931,7 @@ test_no_fd_leak(void)
         }
         if (restore) {
             g_autofree char *sink = tpath(dir, "sink");
-            g_assert_cmpuint(drain_to_file(fd, sink), ==, 4 * MIB);
+            g_assert_cmpuint(ioht_drain_to_file(fd, sink), ==, 4 * MIB);
         }
         g_assert_true(ioh_wrap_finish(wrap, &error));
         g_assert_no_error(error);
@@ -983,7 +939,6 @@ test_no_fd_leak(void)
     for (guint i = 0; i < G_N_ELEMENTS(decoys); i++) {
         close(decoys[i]);
     }
-    ioht_workdir_remove(dir);
 }
 
 /* ---- failures -------------------------------------------------------------------- */
@@ -1003,9 +958,9 @@ run_cmd(const char *cmd, char **ret_err)
 }
 
 static void
-test_fail_enospc(void)
+test_fail_enospc(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *mnt = tpath(dir, "small");
     g_autofree char *src = tpath(dir, "src");
     g_autofree char *path = NULL;
@@ -1018,7 +973,6 @@ test_fail_enospc(void)
 
     if (geteuid() != 0) {
         g_test_skip("mounting a 1 MiB tmpfs needs root");
-        ioht_workdir_remove(dir);
         return;
     }
     g_assert_cmpint(g_mkdir(mnt, 0700), ==, 0);
@@ -1030,7 +984,6 @@ test_fail_enospc(void)
     cmd = g_strdup_printf("mount -t tmpfs -o size=1m tmpfs '%s'", mnt);
     if (!run_cmd(cmd, &err)) {
         g_test_skip_printf("cannot mount a tmpfs here: %s", err ? g_strstrip(err) : "?");
-        ioht_workdir_remove(dir);
         return;
     }
     path = tpath(mnt, "full.save");
@@ -1040,7 +993,7 @@ test_fail_enospc(void)
     g_assert_no_error(error);
     /* The helper dies after 1 MiB; what it had not read yet may still fit the pipe,
      * so the writer sees EPIPE or not: the finish tells. */
-    feed_file(src, fd);
+    ioht_feed_file(src, fd);
     g_assert_false(ioh_wrap_finish(wrap, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
     g_test_message("GError: %s", error->message);
@@ -1059,22 +1012,6 @@ test_fail_enospc(void)
     g_free(cmd);
     cmd = g_strdup_printf("umount '%s'", mnt);
     g_assert_true(run_cmd(cmd, NULL));
-    ioht_workdir_remove(dir);
-}
-
-typedef struct {
-    const char *src;
-    int fd;
-} Feeder;
-
-static gpointer
-feed_and_close(gpointer data)
-{
-    Feeder *f = data;
-
-    feed_file(f->src, f->fd);
-    close(f->fd);
-    return NULL;
 }
 
 /* Restores @dir/@name (1 MiB) through a pipe with a length of 2 MiB: a stream that ends
@@ -1088,20 +1025,19 @@ short_restore_error(const char *dir, const char *name)
     g_autoptr(IohWrap) wrap = NULL;
     GError *error = NULL;
     IohWrapParams params = { .length = 2 * MIB };
-    GThread *thread;
-    Feeder feeder = { .src = src };
+    IohtPumpOpts feed = { .path = src };
+    IohtPump *feeder;
     int p[2];
     int fd;
 
     ioht_write_random_file(src, MIB, 4);
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
     fd = p[0];
-    feeder.fd = p[1];
     wrap = ioh_wrap_new(&fd, src, IOH_WRAP_POLLABLE, &params, &error);
     g_assert_no_error(error);
-    thread = g_thread_new("feeder", feed_and_close, &feeder);
-    g_assert_cmpuint(drain_to_file(fd, back), ==, MIB);
-    g_thread_join(thread);
+    feeder = ioht_feed_start(p[1], &feed);
+    g_assert_cmpuint(ioht_drain_to_file(fd, back), ==, MIB);
+    ioht_pump_join(feeder, NULL);
     g_assert_false(ioh_wrap_finish(wrap, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
     g_test_message("GError: %s", error->message);
@@ -1109,9 +1045,9 @@ short_restore_error(const char *dir, const char *name)
 }
 
 static void
-test_fail_short_restore(void)
+test_fail_short_restore(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autoptr(GError) error = short_restore_error(dir, "short.save");
     g_autofree char *src = tpath(dir, "short.save");
 
@@ -1121,16 +1057,15 @@ test_fail_short_restore(void)
     g_assert_cmpint(ioh_error_get_errno(error), ==, EIO);
     g_assert_cmpstr(ioh_error_get_operation(error), ==, "read");
     g_assert_cmpstr(ioh_error_get_path(error), ==, src);
-    ioht_workdir_remove(dir);
 }
 
 /* A helper that says a lot before its last line (40 KB: many reads, short of the 64 KiB
  * the stderr pipe holds while nobody reads it): the whole stderr is read, and the last
  * "iohelper:" line is the message. */
 static void
-test_fail_long_stderr(void)
+test_fail_long_stderr(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *wrapper = tpath(dir, "chatty-iohelper");
     g_autofree char *script = NULL;
     g_autofree char *path = tpath(dir, "chatty.save");
@@ -1154,29 +1089,28 @@ test_fail_long_stderr(void)
     /* A stream short of its length, through a pipe (a short file is refused by new). */
     ioht_write_random_file(path, 4096, 14);
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-    g_assert_true(feed_file(path, p[1]));
+    g_assert_true(ioht_feed_file(path, p[1]));
     close(p[1]);
     fd = p[0];
     wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, &params, &error);
     g_assert_no_error(error);
-    g_assert_cmpuint(drain_to_file(fd, back), ==, 4096);
+    g_assert_cmpuint(ioht_drain_to_file(fd, back), ==, 4096);
     g_assert_false(ioh_wrap_finish(wrap, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
     g_test_message("GError: %s", error->message);
     g_assert_true(g_str_has_prefix(error->message, "read "));
     g_assert_nonnull(strstr(error->message, "stream ended after 4096 of 8192 bytes"));
     g_setenv("IOHELPER_PATH", saved_env, TRUE);
-    ioht_workdir_remove(dir);
 }
 
 /* A path holding '"', a newline and control characters, through the status fd: the
  * GError's path field is the path byte for byte, its message one line ('?' for the
  * control characters, as the helper prints it on stderr). */
 static void
-test_fail_odd_path(void)
+test_fail_odd_path(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
     const char *name = "od\"d\npa\x01th\x1b";
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autoptr(GError) error = short_restore_error(dir, name);
     g_autofree char *src = tpath(dir, name);
     g_autofree char *shown = g_strdelimit(g_strdup(src), "\n\x01\x1b", '?');
@@ -1187,7 +1121,6 @@ test_fail_odd_path(void)
     g_assert_cmpstr(ioh_error_get_operation(error), ==, "read");
     g_assert_cmpint(ioh_error_get_errno(error), ==, EIO);
     g_assert_cmpstr(error->message, ==, want);
-    ioht_workdir_remove(dir);
 }
 
 /* Write @script as an executable helper in @dir and point IOHELPER_PATH at it. */
@@ -1206,9 +1139,9 @@ fake_helper(const char *dir, const char *script)
  * status, whatever its stderr says (nobody parses it: a line that looks like the
  * helper's own is not taken for the cause). */
 static void
-test_fail_no_final_line(void)
+test_fail_no_final_line(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *saved_env = g_strdup(g_getenv("IOHELPER_PATH"));
     g_autofree char *path = tpath(dir, "nofinal.save");
     g_autofree char *helper = fake_helper(dir,
@@ -1239,15 +1172,14 @@ test_fail_no_final_line(void)
     /* Its progress line was read all the same. */
     ioh_wrap_get_progress(wrap, &w, NULL);
     g_assert_cmpuint(w, ==, 4096);
-    ioht_workdir_remove(dir);
 }
 
 /* The helper killed mid-copy, after its progress lines and before its final line:
  * KILLED with the signal, and no error invented from anything else. */
 static void
-test_fail_killed(void)
+test_fail_killed(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "killed.save");
     g_autofree char *chunk = g_malloc0(MIB);
     g_autoptr(GError) error = NULL;
@@ -1278,14 +1210,13 @@ test_fail_killed(void)
     g_assert_cmpint(ioh_error_get_errno(error), ==, 0);
     ioh_wrap_get_progress(wrap, &w, NULL);
     g_test_message("progress at death: %" G_GUINT64_FORMAT, w);
-    ioht_workdir_remove(dir);
 }
 
 /* Freeing a wrap whose helper still runs kills and reaps it. */
 static void
-test_free_running(void)
+test_free_running(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "f.save");
     g_autoptr(GError) error = NULL;
     IohWrap *wrap;
@@ -1301,15 +1232,14 @@ test_free_running(void)
     g_assert_cmpint(waitpid(pid, NULL, WNOHANG), ==, -1);    /* reaped, not a zombie */
     g_assert_cmpint(errno, ==, ECHILD);
     g_assert_cmpint(kill(pid, 0), ==, -1);
-    ioht_workdir_remove(dir);
 }
 
 /* A caller that closed its end itself, and got the number back for another file: the
  * finish must close only the pipe, never what now has that number. */
 static void
-test_finish_spares_reused_fd(void)
+test_finish_spares_reused_fd(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "r.save");
     g_autofree char *other = tpath(dir, "other");
     g_autoptr(GError) error = NULL;
@@ -1333,16 +1263,15 @@ test_finish_spares_reused_fd(void)
     g_assert_no_error(error);
     g_assert_true(fd_is_open(reused));
     close(reused);
-    ioht_workdir_remove(dir);
 }
 
 /* A helper whose status lines never arrive (here: sent to /dev/null by a wrapper, as
  * when a caller never drained a full status pipe): the final figures still equal the
  * stream, taken from the file position the helper left. */
 static void
-test_progress_without_status(void)
+test_progress_without_status(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *wrapper = tpath(dir, "quiet-iohelper");
     g_autofree char *script = NULL;
     g_autofree char *src = tpath(dir, "src");
@@ -1365,7 +1294,7 @@ test_progress_without_status(void)
         g_autoptr(GError) error = NULL;
         g_autoptr(IohWrap) wrap = ioh_wrap_new(&fd, saved, IOH_WRAP_FADVISE, &params, &error);
         g_assert_no_error(error);
-        g_assert_true(feed_file(src, fd));
+        g_assert_true(ioht_feed_file(src, fd));
         g_assert_true(ioh_wrap_finish(wrap, &error));
         g_assert_no_error(error);
         ioh_wrap_get_progress(wrap, &w, &s);
@@ -1378,7 +1307,7 @@ test_progress_without_status(void)
         g_autoptr(GError) error = NULL;
         g_autoptr(IohWrap) wrap = ioh_wrap_new(&fd, saved, IOH_WRAP_POLLABLE, &params, &error);
         g_assert_no_error(error);
-        g_assert_cmpuint(drain_to_file(fd, back), ==, size - 100);
+        g_assert_cmpuint(ioht_drain_to_file(fd, back), ==, size - 100);
         g_assert_true(ioh_wrap_finish(wrap, &error));
         g_assert_no_error(error);
         ioh_wrap_get_progress(wrap, &w, &s);
@@ -1386,7 +1315,6 @@ test_progress_without_status(void)
         g_assert_cmpuint(s, ==, size - 100);
     }
     g_setenv("IOHELPER_PATH", saved_env, TRUE);
-    ioht_workdir_remove(dir);
 }
 
 /* ---- many at once ----------------------------------------------------------------- */
@@ -1405,20 +1333,20 @@ stream_thread(gpointer data)
     Stream *s = data;
 
     if (s->restore) {
-        s->got = drain_to_file(s->fd, s->dst);
+        s->got = ioht_drain_to_file(s->fd, s->dst);
         s->ok = TRUE;
     } else {
-        s->ok = feed_file(s->src, s->fd);
+        s->ok = ioht_feed_file(s->src, s->fd);
         close(s->fd);
     }
     return NULL;
 }
 
 static void
-test_concurrent(void)
+test_concurrent(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
     enum { N = 8 };
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     const guint64 size = 8 * MIB + 123;
     Stream st[N];
     IohWrap *wraps[N];
@@ -1458,7 +1386,6 @@ test_concurrent(void)
         g_free(st[i].src);
         g_free(st[i].dst);
     }
-    ioht_workdir_remove(dir);
 }
 
 /* ---- main loop: async finish and progress ------------------------------------------ */
@@ -1508,7 +1435,7 @@ feed_then_finish(gpointer data)
 {
     Async *a = data;
 
-    a->stream.ok = feed_file(a->stream.src, a->stream.fd);
+    a->stream.ok = ioht_feed_file(a->stream.src, a->stream.fd);
     close(a->stream.fd);
     /* Back to the main loop: the stream is complete, ask for the helper's verdict. */
     g_idle_add(start_finish, a);
@@ -1539,10 +1466,10 @@ check_progress(Async *a, guint64 size, gboolean synced_too)
 }
 
 static void
-test_async_progress(gconstpointer data)
+test_async_progress(IohtDir *fx, gconstpointer data)
 {
     IohWrapFlags flags = GPOINTER_TO_UINT(data);
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *src = tpath(dir, "src");
     g_autofree char *path = tpath(dir, "async.save");
     const guint64 size = 64 * MIB;
@@ -1555,7 +1482,6 @@ test_async_progress(gconstpointer data)
     int fd;
 
     if ((flags & IOH_WRAP_DIRECT) && !have_direct(dir)) {
-        ioht_workdir_remove(dir);
         return;
     }
     ioht_write_random_file(src, size, 9);
@@ -1586,14 +1512,13 @@ test_async_progress(gconstpointer data)
     g_array_unref(a.written);
     g_array_unref(a.synced);
     g_main_loop_unref(a.loop);
-    ioht_workdir_remove(dir);
 }
 
 /* Progress on a restore: synced equals written; sync finish delivers the last figure. */
 static void
-test_progress_restore_sync(void)
+test_progress_restore_sync(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "r.save");
     g_autofree char *back = tpath(dir, "back");
     const guint64 size = 32 * MIB + 1;
@@ -1638,14 +1563,13 @@ test_progress_restore_sync(void)
     check_progress(&a, size, TRUE);
     g_array_unref(a.written);
     g_array_unref(a.synced);
-    ioht_workdir_remove(dir);
 }
 
 /* ioh_wrap_get_progress() without any main loop sees the copy advance. */
 static void
-test_progress_poll(void)
+test_progress_poll(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "poll.save");
     g_autofree char *chunk = g_malloc0(MIB);
     IohWrapParams params = { .progress_interval_ms = 10 };
@@ -1656,7 +1580,6 @@ test_progress_poll(void)
     int fd;
 
     if (!have_direct(dir)) {
-        ioht_workdir_remove(dir);
         return;
     }
     fd = open_save(path);
@@ -1675,13 +1598,12 @@ test_progress_poll(void)
     ioh_wrap_get_progress(wrap, &w, &s);
     g_assert_cmpuint(w, ==, 32 * MIB);
     g_assert_cmpuint(s, ==, 32 * MIB);
-    ioht_workdir_remove(dir);
 }
 
 static void
-test_async_killed(void)
+test_async_killed(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "ak.save");
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
@@ -1705,13 +1627,12 @@ test_async_killed(void)
     g_assert_false(ioh_wrap_finish(wrap, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
     g_main_loop_unref(a.loop);
-    ioht_workdir_remove(dir);
 }
 
 static void
-test_async_cancel(void)
+test_async_cancel(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "ac.save");
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
@@ -1734,14 +1655,13 @@ test_async_cancel(void)
     g_clear_error(&a.error);
     close(keep);
     g_main_loop_unref(a.loop);
-    ioht_workdir_remove(dir);
 }
 
 /* Freeing the wrap while its async finish is pending completes it, cancelled. */
 static void
-test_async_free_pending(void)
+test_async_free_pending(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "afp.save");
     g_autoptr(GError) error = NULL;
     IohWrap *wrap;
@@ -1767,13 +1687,12 @@ test_async_free_pending(void)
     g_clear_error(&a.error);
     close(keep);
     g_main_loop_unref(a.loop);
-    ioht_workdir_remove(dir);
 }
 
 static void
-test_async_nospawn(void)
+test_async_nospawn(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
-    g_autofree char *dir = ioht_workdir();
+    const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "an.save");
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
@@ -1799,7 +1718,6 @@ test_async_nospawn(void)
     g_main_loop_run(a.loop);
     g_assert_true(a.ok);
     g_main_loop_unref(a.loop);
-    ioht_workdir_remove(dir);
 }
 
 /* ---- the checksum (ioh_wrap_new_full, ioh_wrap_get_checksum) --------------------- */
@@ -1837,7 +1755,7 @@ save_summed(const char *src, const char *dst)
     g_assert_no_error(error);
     g_assert_true(ioh_wrap_is_spawned(wrap));
     g_assert_null(ioh_wrap_get_checksum(wrap));    /* not before the finish */
-    g_assert_true(feed_file(src, fd));
+    g_assert_true(ioht_feed_file(src, fd));
     g_assert_true(ioh_wrap_finish(wrap, &error));
     g_assert_no_error(error);
     return g_strdup(ioh_wrap_get_checksum(wrap));
@@ -1855,7 +1773,7 @@ restore_summed(const char *saved, const char *out, const char *checksum, const c
 
     wrap = ioh_wrap_new_full(&fd, saved, IOH_WRAP_POLLABLE, NULL, checksum, verify, error);
     g_assert_nonnull(wrap);
-    drain_to_file(fd, out);
+    ioht_drain_to_file(fd, out);
     ok = ioh_wrap_finish(wrap, error);
     *ret_sum = g_strdup(ioh_wrap_get_checksum(wrap));
     return ok;
@@ -1994,17 +1912,17 @@ main(int argc, char **argv)
     /* A helper that dies gives EPIPE, as in every daemon that uses libwrap. */
     signal(SIGPIPE, SIG_IGN);
 
-    g_test_add_func("/libwrap/nospawn/fd-untouched", test_nospawn_untouched);
-    g_test_add_func("/libwrap/nospawn/restore-offset", test_nospawn_restore);
-    g_test_add_func("/libwrap/nospawn/odirect-fd-gets-helper", test_odirect_fd);
-    g_test_add_func("/libwrap/errors/misuse", test_errors);
-    g_test_add_func("/libwrap/new/refuses/values", test_new_values);
-    g_test_add_func("/libwrap/new/refuses/fd-kinds", test_new_fd_kinds);
-    g_test_add_func("/libwrap/new/refuses/placement", test_new_placement);
+    ioht_dir_add("/libwrap/nospawn/fd-untouched", NULL, test_nospawn_untouched);
+    ioht_dir_add("/libwrap/nospawn/restore-offset", NULL, test_nospawn_restore);
+    ioht_dir_add("/libwrap/nospawn/odirect-fd-gets-helper", NULL, test_odirect_fd);
+    ioht_dir_add("/libwrap/errors/misuse", NULL, test_errors);
+    ioht_dir_add("/libwrap/new/refuses/values", NULL, test_new_values);
+    ioht_dir_add("/libwrap/new/refuses/fd-kinds", NULL, test_new_fd_kinds);
+    ioht_dir_add("/libwrap/new/refuses/placement", NULL, test_new_placement);
     g_test_add_func("/libwrap/progress/notify/null-wrap", test_progress_null_wrap);
-    g_test_add_func("/libwrap/progress/notify/every-drop", test_progress_notify);
-    g_test_add_func("/libwrap/progress/notify/replace-inside", test_progress_replace_inside);
-    g_test_add_func("/libwrap/finish/other-wrap", test_finish_other_wrap);
+    ioht_dir_add("/libwrap/progress/notify/every-drop", NULL, test_progress_notify);
+    ioht_dir_add("/libwrap/progress/notify/replace-inside", NULL, test_progress_replace_inside);
+    ioht_dir_add("/libwrap/finish/other-wrap", NULL, test_finish_other_wrap);
     for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
         for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
             RoundTrip *rt = &rts[m * G_N_ELEMENTS(sizes) + s];
@@ -2012,43 +1930,43 @@ main(int argc, char **argv)
                                                     mode_names[m], size_names[s]);
             rt->flags = modes[m];
             rt->size = sizes[s];
-            g_test_add_data_func(name, rt, test_roundtrip);
+            ioht_dir_add(name, rt, test_roundtrip);
         }
         {
             g_autofree char *name = g_strdup_printf("/libwrap/roundtrip/%s/offset-length",
                                                     mode_names[m]);
-            g_test_add_data_func(name, GUINT_TO_POINTER(modes[m]), test_offset_length);
+            ioht_dir_add(name, GUINT_TO_POINTER(modes[m]), test_offset_length);
         }
     }
-    g_test_add_func("/libwrap/pipe/size-1M", test_pipe_size);
-    g_test_add_func("/libwrap/pipe/no-fd-leak", test_no_fd_leak);
-    g_test_add_func("/libwrap/failure/enospc", test_fail_enospc);
-    g_test_add_func("/libwrap/failure/short-restore", test_fail_short_restore);
-    g_test_add_func("/libwrap/failure/long-stderr", test_fail_long_stderr);
-    g_test_add_func("/libwrap/failure/killed", test_fail_killed);
-    g_test_add_func("/libwrap/failure/odd-path", test_fail_odd_path);
-    g_test_add_func("/libwrap/failure/no-final-line", test_fail_no_final_line);
-    g_test_add_func("/libwrap/free/running-helper", test_free_running);
-    g_test_add_func("/libwrap/finish/spares-reused-fd", test_finish_spares_reused_fd);
-    g_test_add_func("/libwrap/concurrent/8-wraps", test_concurrent);
+    ioht_dir_add("/libwrap/pipe/size-1M", NULL, test_pipe_size);
+    ioht_dir_add("/libwrap/pipe/no-fd-leak", NULL, test_no_fd_leak);
+    ioht_dir_add("/libwrap/failure/enospc", NULL, test_fail_enospc);
+    ioht_dir_add("/libwrap/failure/short-restore", NULL, test_fail_short_restore);
+    ioht_dir_add("/libwrap/failure/long-stderr", NULL, test_fail_long_stderr);
+    ioht_dir_add("/libwrap/failure/killed", NULL, test_fail_killed);
+    ioht_dir_add("/libwrap/failure/odd-path", NULL, test_fail_odd_path);
+    ioht_dir_add("/libwrap/failure/no-final-line", NULL, test_fail_no_final_line);
+    ioht_dir_add("/libwrap/free/running-helper", NULL, test_free_running);
+    ioht_dir_add("/libwrap/finish/spares-reused-fd", NULL, test_finish_spares_reused_fd);
+    ioht_dir_add("/libwrap/concurrent/8-wraps", NULL, test_concurrent);
     g_test_add("/libwrap/checksum/roundtrip", SumFixture, NULL, sum_setup,
                test_checksum_roundtrip, sum_teardown);
     g_test_add("/libwrap/checksum/verify-mismatch", SumFixture, NULL, sum_setup,
                test_checksum_mismatch, sum_teardown);
     g_test_add("/libwrap/checksum/refuses", SumFixture, NULL, sum_setup,
                test_checksum_refuses, sum_teardown);
-    g_test_add_data_func("/libwrap/async/progress/fadvise",
-                         GUINT_TO_POINTER(IOH_WRAP_FADVISE), test_async_progress);
-    g_test_add_data_func("/libwrap/async/progress/direct",
-                         GUINT_TO_POINTER(IOH_WRAP_DIRECT), test_async_progress);
-    g_test_add_data_func("/libwrap/async/progress/pollable",
-                         GUINT_TO_POINTER(IOH_WRAP_POLLABLE), test_async_progress);
-    g_test_add_func("/libwrap/async/killed", test_async_killed);
-    g_test_add_func("/libwrap/async/cancel", test_async_cancel);
-    g_test_add_func("/libwrap/async/free-pending", test_async_free_pending);
-    g_test_add_func("/libwrap/async/nospawn", test_async_nospawn);
-    g_test_add_func("/libwrap/progress/restore-sync", test_progress_restore_sync);
-    g_test_add_func("/libwrap/progress/poll", test_progress_poll);
-    g_test_add_func("/libwrap/progress/without-status", test_progress_without_status);
+    ioht_dir_add("/libwrap/async/progress/fadvise", GUINT_TO_POINTER(IOH_WRAP_FADVISE),
+                 test_async_progress);
+    ioht_dir_add("/libwrap/async/progress/direct", GUINT_TO_POINTER(IOH_WRAP_DIRECT),
+                 test_async_progress);
+    ioht_dir_add("/libwrap/async/progress/pollable", GUINT_TO_POINTER(IOH_WRAP_POLLABLE),
+                 test_async_progress);
+    ioht_dir_add("/libwrap/async/killed", NULL, test_async_killed);
+    ioht_dir_add("/libwrap/async/cancel", NULL, test_async_cancel);
+    ioht_dir_add("/libwrap/async/free-pending", NULL, test_async_free_pending);
+    ioht_dir_add("/libwrap/async/nospawn", NULL, test_async_nospawn);
+    ioht_dir_add("/libwrap/progress/restore-sync", NULL, test_progress_restore_sync);
+    ioht_dir_add("/libwrap/progress/poll", NULL, test_progress_poll);
+    ioht_dir_add("/libwrap/progress/without-status", NULL, test_progress_without_status);
     return g_test_run();
 }

@@ -117,6 +117,27 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     return TRUE;
 }
 
+/* --compress is for a save (pipe to storage), --decompress for a restore: known once the
+ * ends are open, before anything is written. */
+static gboolean
+check_compression(const IohArgs *a, const IohEnd *src, const IohEnd *dst, GError **error)
+{
+    gboolean save = ioh_end_is_storage(dst) && !ioh_end_is_storage(src);
+    gboolean restore = ioh_end_is_storage(src) && !ioh_end_is_storage(dst);
+
+    if (a->compress && !save) {
+        g_set_error(error, IOH_ARGS_ERROR, 0, "--compress is for a save (a pipe into a "
+                    "file), not a copy from %s to %s", src->name, dst->name);
+        return FALSE;
+    }
+    if (a->decompress && !restore) {
+        g_set_error(error, IOH_ARGS_ERROR, 0, "--decompress is for a restore (a file into "
+                    "a pipe), not a copy from %s to %s", src->name, dst->name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 run(IohArgs *a, IohStats *stats, GError **error)
 {
@@ -149,6 +170,9 @@ run(IohArgs *a, IohStats *stats, GError **error)
     if (ioh_clash_same_data(src->fd, dst->fd)) {
         g_set_error(error, IOH_ARGS_ERROR, 0, "%s and %s are the same file: a copy onto "
                     "itself", src->name, dst->name);
+        return FALSE;
+    }
+    if (!check_compression(a, src, dst, error)) {
         return FALSE;
     }
     rep.tty = a->progress && isatty(STDERR_FILENO);

@@ -222,13 +222,25 @@ static const struct {
 };
 
 /* --compress=zstd[:LEVEL], LEVEL within ioh-limits.h's bounds (negative: zstd's fast
- * levels). */
+ * levels); --decompress; --threads=N. */
 static gboolean
-apply_compress(IohArgs *a, const char *val, GError **error)
+apply_compress(IohArgs *a, const char *name, const char *val, GError **error)
 {
-    const char *level = g_str_has_prefix(val, "zstd:") ? val + 5 : NULL;
+    const char *level = val && g_str_has_prefix(val, "zstd:") ? val + 5 : NULL;
     gint64 v = IOH_ZSTD_LEVEL_DEFAULT;
+    guint64 n = 0;
 
+    if (g_str_equal(name, "decompress")) {
+        a->decompress = TRUE;
+        return TRUE;
+    }
+    if (g_str_equal(name, "threads")) {
+        if (!parse_count("--threads", val, IOH_THREADS_MIN, IOH_THREADS_MAX, &n, error)) {
+            return FALSE;
+        }
+        a->copy.threads = (guint)n;
+        return TRUE;
+    }
     if (!level && !g_str_equal(val, "zstd")) {
         return usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
     }
@@ -303,15 +315,9 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
 
     if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
         return apply_checksum(a, name, val, error);
-    } else if (g_str_equal(name, "compress")) {
-        return apply_compress(a, val, error);
-    } else if (g_str_equal(name, "decompress")) {
-        a->decompress = TRUE;
-    } else if (g_str_equal(name, "threads")) {
-        if (!parse_count("--threads", val, IOH_THREADS_MIN, IOH_THREADS_MAX, &v, error)) {
-            return FALSE;
-        }
-        a->copy.threads = (guint)v;
+    } else if (g_str_equal(name, "compress") || g_str_equal(name, "decompress") ||
+               g_str_equal(name, "threads")) {
+        return apply_compress(a, name, val, error);
     } else if (g_str_equal(name, "direct")) {
         a->direct = TRUE;
     } else if (g_str_equal(name, "fadvise")) {

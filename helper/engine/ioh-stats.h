@@ -9,9 +9,9 @@ typedef struct {
     guint64 bytes;          /* bytes of the stream (a save's input, a restore's output) */
     guint64 stored;         /* bytes written to / read from the storage side: the same as
                              * bytes unless a filter (de)compresses the stream */
-    guint64 synced;         /* save: bytes that have left the page cache (O_DIRECT written,
-                             * or fadvise write-back waited for); they are durable only
-                             * after the final fdatasync, when synced == bytes */
+    guint64 synced;         /* save: stored bytes that have left the page cache (O_DIRECT
+                             * written, or fadvise write-back waited for); they are durable
+                             * only after the final fdatasync, when synced == stored */
     guint64 reads;          /* read-side system calls (read, splice, ...) */
     guint64 writes;         /* write-side system calls */
     gint64 start_us;        /* g_get_monotonic_time() at the start */

@@ -227,6 +227,30 @@ test_corrupt(gconstpointer data)
     }
 }
 
+/* The progress lines of @text count the stream in "written" (at least one line past the
+ * first MiB), the image in "stored" (less: compressible, and behind). */
+static void
+assert_progress_counts_stream(const char *text)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    guint seen = 0;
+
+    for (guint i = 0; lines[i]; i++) {
+        g_autoptr(JsonParser) parser = json_parser_new();
+        JsonObject *o;
+
+        if (!strstr(lines[i], "\"type\":\"progress\"")) {
+            continue;
+        }
+        g_assert_true(json_parser_load_from_data(parser, lines[i], -1, NULL));
+        o = json_node_get_object(json_parser_get_root(parser));
+        g_assert_cmpint(json_object_get_int_member(o, "stored"), <,
+                        json_object_get_int_member(o, "written"));
+        seen += json_object_get_int_member(o, "written") >= MiB;
+    }
+    g_assert_cmpuint(seen, >=, 1);
+}
+
 /* --status-fd's result line and --record carry the compression members. */
 static void
 test_status_record(void)
@@ -238,9 +262,12 @@ test_status_record(void)
     char *last;
 
     make_stream("s", 3 * MiB, FALSE);
+    /* the producer pauses after 2 MiB: a progress line counts the stream, not the image */
     g_assert_cmpint(sh(NULL, "rm -f rec; $H --compress=zstd:-1 --threads=2 --status-fd=3 "
-                       "--record=rec - img < <(cat s) 3> status"), ==, 0);
+                       "--status-interval=10 --record=rec - img "
+                       "< <(head -c 2M s; sleep 0.3; tail -c +2097153 s) 3> status"), ==, 0);
     g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    assert_progress_counts_stream(text);
     last = g_strrstr(g_strchomp(text), "\n");
     g_assert_true(json_parser_load_from_data(parser, last ? last + 1 : text, -1, NULL));
     o = json_node_get_object(json_parser_get_root(parser));

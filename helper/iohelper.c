@@ -117,6 +117,56 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     return TRUE;
 }
 
+/* --compress is for a save (pipe to storage), --decompress for a restore: known once the
+ * ends are open, before anything is written. */
+static gboolean
+check_compression(const IohArgs *a, const IohEnd *src, const IohEnd *dst, GError **error)
+{
+    gboolean save = ioh_end_is_storage(dst) && !ioh_end_is_storage(src);
+    gboolean restore = ioh_end_is_storage(src) && !ioh_end_is_storage(dst);
+
+    if (a->compress && !save) {
+        g_set_error(error, IOH_ARGS_ERROR, 0, "--compress is for a save (a pipe into a "
+                    "file), not a copy from %s to %s", src->name, dst->name);
+        return FALSE;
+    }
+    if (a->decompress && !restore) {
+        g_set_error(error, IOH_ARGS_ERROR, 0, "--decompress is for a restore (a file into "
+                    "a pipe), not a copy from %s to %s", src->name, dst->name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Before opening (which creates OUT): is a standalone operand storage? A path that does
+ * not exist yet will be a regular file. */
+static gboolean
+operand_is_storage(const IohOperand *op, const char *spec)
+{
+    struct stat st;
+    int r = op->kind == IOH_OPERAND_PATH ? stat(spec, &st) : fstat(op->fd, &st);
+
+    if (r < 0) {
+        return op->kind == IOH_OPERAND_PATH;
+    }
+    return S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
+}
+
+/* The same check as check_compression(), before a standalone OUT is created. */
+static gboolean
+precheck_compression(const IohArgs *a, GError **error)
+{
+    IohEnd in = { .fd = -1, .name = a->in_op.kind == IOH_OPERAND_PATH ? a->in : "stdin" };
+    IohEnd out = { .fd = -1, .name = a->out_op.kind == IOH_OPERAND_PATH ? a->out : "stdout" };
+
+    if (a->libvirt || (!a->compress && !a->decompress)) {
+        return TRUE;
+    }
+    in.kind = operand_is_storage(&a->in_op, a->in) ? IOH_KIND_FILE : IOH_KIND_PIPE;
+    out.kind = operand_is_storage(&a->out_op, a->out) ? IOH_KIND_FILE : IOH_KIND_PIPE;
+    return check_compression(a, &in, &out, error);
+}
+
 static gboolean
 run(IohArgs *a, IohStats *stats, GError **error)
 {
@@ -129,6 +179,9 @@ run(IohArgs *a, IohStats *stats, GError **error)
     if (a->status_fd >= 0 && fcntl(a->status_fd, F_GETFD) < 0) {
         g_set_error(error, IOH_ERROR, EBADF, "--status-fd %d: not an open file descriptor",
                     a->status_fd);
+        return FALSE;
+    }
+    if (!precheck_compression(a, error)) {
         return FALSE;
     }
     if (a->libvirt) {
@@ -149,6 +202,9 @@ run(IohArgs *a, IohStats *stats, GError **error)
     if (ioh_clash_same_data(src->fd, dst->fd)) {
         g_set_error(error, IOH_ARGS_ERROR, 0, "%s and %s are the same file: a copy onto "
                     "itself", src->name, dst->name);
+        return FALSE;
+    }
+    if (!check_compression(a, src, dst, error)) {
         return FALSE;
     }
     rep.tty = a->progress && isatty(STDERR_FILENO);

@@ -35,6 +35,10 @@ static const char usage_text[] =
     "                         'xxhsum -H3' prints it), reported by --stats\n"
     "  --verify-checksum=HEX  compute the xxh3 checksum and fail (exit 1) when it is not\n"
     "                         HEX (16 hex digits); the stream is already delivered then\n"
+    "  --compress=zstd[:LEVEL]  save: store the stream as zstd frames (LEVEL -7 to 19,\n"
+    "                         default 1); the checksum stays that of the stream\n"
+    "  --decompress           restore: the file holds zstd frames; a corrupt one fails\n"
+    "  --threads=N            zstd's compression threads (default: the online CPUs)\n"
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
@@ -213,7 +217,63 @@ static const struct {
     { "record", OPT_VALUE },         { "help", OPT_FLAG },
     { "version", OPT_FLAG },         { "checksum", OPT_VALUE },
     { "verify-checksum", OPT_VALUE },
+    { "compress", OPT_VALUE },       { "decompress", OPT_FLAG },
+    { "threads", OPT_VALUE },
 };
+
+/* --compress=zstd[:LEVEL], LEVEL within ioh-limits.h's bounds (negative: zstd's fast
+ * levels); --decompress; --threads=N. */
+static gboolean
+apply_compress(IohArgs *a, const char *name, const char *val, GError **error)
+{
+    const char *level = val && g_str_has_prefix(val, "zstd:") ? val + 5 : NULL;
+    gint64 v = IOH_ZSTD_LEVEL_DEFAULT;
+    guint64 n = 0;
+
+    if (g_str_equal(name, "decompress")) {
+        a->decompress = TRUE;
+        return TRUE;
+    }
+    if (g_str_equal(name, "threads")) {
+        if (!parse_count("--threads", val, IOH_THREADS_MIN, IOH_THREADS_MAX, &n, error)) {
+            return FALSE;
+        }
+        a->copy.threads = (guint)n;
+        return TRUE;
+    }
+    if (!level && !g_str_equal(val, "zstd")) {
+        return usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
+    }
+    if (level && !g_ascii_string_to_signed(level, 10, IOH_ZSTD_LEVEL_MIN,
+                                           IOH_ZSTD_LEVEL_MAX, &v, NULL)) {
+        return usage_error(error, "--compress: level '%s' is not a number from %d to %d",
+                           level, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
+    }
+    a->compress = TRUE;
+    a->copy.compress_level = (int)v;
+    return TRUE;
+}
+
+/* The filters: the checksum is over the stream, so before zstd and after unzstd. */
+static gboolean
+apply_compression(IohArgs *a, GError **error)
+{
+    const char *sum = a->copy.filters ? a->copy.filters[0] : NULL;
+
+    if (a->compress && a->decompress) {
+        return usage_error(error, "--compress and --decompress cannot be combined");
+    }
+    if (a->compress) {
+        a->filters[0] = sum ? sum : "zstd";
+        a->filters[1] = sum ? "zstd" : NULL;
+        a->copy.filters = a->filters;
+    } else if (a->decompress) {
+        a->filters[0] = "unzstd";
+        a->filters[1] = sum;
+        a->copy.filters = a->filters;
+    }
+    return TRUE;
+}
 
 /* --checksum=ALG and --verify-checksum=HEX (which implies --checksum=xxh3): the stream
  * passes through the checksum filter of that name. */
@@ -255,6 +315,9 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
 
     if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
         return apply_checksum(a, name, val, error);
+    } else if (g_str_equal(name, "compress") || g_str_equal(name, "decompress") ||
+               g_str_equal(name, "threads")) {
+        return apply_compress(a, name, val, error);
     } else if (g_str_equal(name, "direct")) {
         a->direct = TRUE;
     } else if (g_str_equal(name, "fadvise")) {
@@ -418,6 +481,9 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
     }
     a->copy.mode = a->direct ? IOH_CACHE_DIRECT
                              : a->fadvise ? IOH_CACHE_FADVISE : IOH_CACHE_BUFFERED;
+    if (!apply_compression(a, error)) {
+        return FALSE;
+    }
     if (operands->len != 2) {
         return usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
                            operands->len, operands->len == 1 ? "" : "s");

@@ -55,6 +55,9 @@ typedef struct {
     int status_fd;           /* -1: none */
     char *record;            /* append a JSON line per copy to this file */
     const char *checksum_filters[2];  /* --checksum: { name, NULL }, copy.filters */
+    gboolean compress;       /* --compress=zstd[:LEVEL] (a save) */
+    gboolean decompress;     /* --decompress (a restore) */
+    const char *filters[3];  /* with either: the checksum on the stream side of (un)zstd */
 } IohArgs;
 
 /* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */

@@ -16,7 +16,7 @@ static void
 fill_counters(IohProtocolMsg *msg, const IohStats *stats)
 {
     msg->written = stats->bytes;
-    msg->stored = stats->bytes;    /* nothing transforms the stream yet */
+    msg->stored = stats->stored;
     msg->synced = stats->synced;
     msg->seconds = stats->start_us ? ioh_stats_seconds(stats) : 0.0;    /* 0: never started */
 }
@@ -39,6 +39,13 @@ fill_result(IohProtocolMsg *msg, const IohStats *stats)
     if (stats->checksum_algorithm) {
         msg->checksum_algorithm = g_strdup(stats->checksum_algorithm);
         msg->checksum = ioh_stats_checksum_hex(stats);
+    }
+    if (stats->compression) {
+        msg->compression = g_strdup(stats->compression);
+        msg->compression_level = stats->compression_level;
+        msg->ratio = ioh_stats_ratio(stats);
+        msg->compress_cpu_seconds = (double)stats->compress_cpu_us / G_USEC_PER_SEC;
+        msg->cpu_seconds = (double)stats->cpu_us / G_USEC_PER_SEC;
     }
 }
 

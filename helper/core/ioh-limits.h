@@ -38,6 +38,15 @@ G_BEGIN_DECLS
 #define IOH_OFFSET_MAX ((guint64)G_MAXINT64)
 #define IOH_LENGTH_MAX ((guint64)G_MAXINT64)
 
+/* --compress=zstd:LEVEL: zstd's fast levels down to -7 and its normal ones up to 19 (the
+ * "ultra" levels need a window too large for a save); the default by measurement
+ * (docs/benchmarks.md). --threads=N: zstd's worker threads. */
+#define IOH_ZSTD_LEVEL_MIN (-7)
+#define IOH_ZSTD_LEVEL_MAX 19
+#define IOH_ZSTD_LEVEL_DEFAULT 1
+#define IOH_THREADS_MIN 1
+#define IOH_THREADS_MAX 64
+
 /* The status interval the helper gets for a caller's @ms: 0 means the default, and
  * anything else is clamped into the bounds above. */
 static inline guint

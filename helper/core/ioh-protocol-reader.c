@@ -195,6 +195,25 @@ read_checksum(JsonObject *o, IohProtocolMsg *m, GError **error)
     return TRUE;
 }
 
+/* Minor 1: the compression members, all optional (the level may be negative). */
+static gboolean
+read_compression(JsonObject *o, IohProtocolMsg *m, GError **error)
+{
+    JsonNode *level = json_object_get_member(o, "compression_level");
+
+    if (level && (!holds(level, G_TYPE_INT64) || json_node_get_int(level) < G_MININT ||
+                  json_node_get_int(level) > G_MAXINT)) {
+        return bad(error, "member \"compression_level\" is not an integer");
+    }
+    m->compression_level = level ? (int)json_node_get_int(level) : 0;
+    return get_string(o, "compression", FALSE, &m->compression, error) &&
+           (!m->compression || *m->compression ||
+            bad(error, "member \"compression\" is empty")) &&
+           get_seconds(o, "ratio", FALSE, &m->ratio, error) &&
+           get_seconds(o, "compress_cpu_seconds", FALSE, &m->compress_cpu_seconds, error) &&
+           get_seconds(o, "cpu_seconds", FALSE, &m->cpu_seconds, error);
+}
+
 static gboolean
 read_result(JsonObject *o, IohProtocolMsg *m, GError **error)
 {
@@ -215,7 +234,7 @@ read_result(JsonObject *o, IohProtocolMsg *m, GError **error)
     if (!ioh_cache_mode_from_string(mode, &m->mode, NULL)) {
         return bad(error, "member \"mode\" is not buffered, direct or fadvise");
     }
-    return read_checksum(o, m, error);
+    return read_checksum(o, m, error) && read_compression(o, m, error);
 }
 
 static gboolean

@@ -49,6 +49,7 @@ ioh_protocol_msg_clear(IohProtocolMsg *msg)
     }
     g_free(msg->checksum_algorithm);
     g_free(msg->checksum);
+    g_free(msg->compression);
     g_free(msg->operation);
     g_free(msg->path);
     g_free(msg->errno_name);
@@ -161,6 +162,14 @@ add_result(JsonBuilder *b, const IohProtocolMsg *msg)
     if (msg->checksum_algorithm && msg->checksum) {
         add_string(b, "checksum_algorithm", msg->checksum_algorithm);
         add_string(b, "checksum", msg->checksum);
+    }
+    if (msg->compression) {
+        add_string(b, "compression", msg->compression);
+        json_builder_set_member_name(b, "compression_level");
+        json_builder_add_int_value(b, msg->compression_level);
+        add_seconds(b, "ratio", msg->ratio);
+        add_seconds(b, "compress_cpu_seconds", msg->compress_cpu_seconds);
+        add_seconds(b, "cpu_seconds", msg->cpu_seconds);
     }
 }
 

@@ -19,7 +19,7 @@
 G_BEGIN_DECLS
 
 #define IOH_PROTOCOL_VERSION 1          /* "v": an incompatible change bumps it */
-#define IOH_PROTOCOL_MINOR 0            /* "minor": new members or line types only */
+#define IOH_PROTOCOL_MINOR 1            /* "minor": new members or line types only */
 #define IOH_PROTOCOL_MAX_LINE 65536     /* bytes, the newline included */
 #define IOH_PROTOCOL_MAX_STRING 4096    /* bytes: longer strings are cut when encoding */
 #define IOH_PROTOCOL_MAX_DEPTH 8        /* nesting of objects and arrays in a line */
@@ -67,6 +67,12 @@ typedef struct {
     double sync_seconds;       /* time spent in fdatasync and sync_file_range waits */
     char *checksum_algorithm;  /* e.g. "xxh3"; NULL when no checksum was computed */
     char *checksum;            /* lower-case hex, set exactly when the algorithm is */
+    /* result, minor 1: set when a filter (de)compressed the stream */
+    char *compression;         /* "zstd"; NULL when the stream was stored as it is */
+    int compression_level;     /* a compressing save's level (may be negative) */
+    double ratio;              /* stored / written */
+    double compress_cpu_seconds;  /* CPU time spent (de)compressing, every thread */
+    double cpu_seconds;        /* the helper's CPU time during the copy, every thread */
 
     /* error */
     char *operation;           /* "write", "open", ...; may be NULL */

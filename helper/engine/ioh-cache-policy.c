@@ -52,7 +52,7 @@ static gboolean
 drop_behind_write(IohCopy *c, gboolean final, GError **error)
 {
     guint64 win = c->opts->fadvise_window;
-    guint64 done = c->stats->bytes;
+    guint64 done = c->out;
 
     while (done - c->cache.started >= win || (final && done > c->cache.started)) {
         if (!start_writeback(c, MIN(win, done - c->cache.started), error)) {
@@ -73,7 +73,7 @@ static void
 drop_behind_read(IohCopy *c, gboolean final)
 {
     guint64 win = c->opts->fadvise_window;
-    guint64 done = c->stats->bytes;
+    guint64 done = c->in;
 
     if (done - c->cache.dropped >= win || (final && done > c->cache.dropped)) {
         posix_fadvise(c->src->fd, (off_t)(c->src_start + c->cache.dropped),
@@ -88,7 +88,7 @@ write_behind(IohCopy *c, GError **error)
 {
     guint64 win = MAX(c->opts->fadvise_window, 1);
 
-    while (!c->cache.no_writeback && c->stats->bytes - c->cache.started >= win) {
+    while (!c->cache.no_writeback && c->out - c->cache.started >= win) {
         if (sync_file_range(c->dst->fd, (off_t)(c->dst_start + c->cache.started), (off_t)win,
                             SYNC_FILE_RANGE_WRITE) < 0) {
             if (errno == ESPIPE || errno == EINVAL || errno == ENOSYS) {
@@ -141,7 +141,7 @@ void
 ioh_cache_drop_written(IohCopy *c)
 {
     if (c->opts->mode == IOH_CACHE_FADVISE) {
-        posix_fadvise(c->dst->fd, (off_t)c->dst_start, (off_t)c->stats->bytes,
+        posix_fadvise(c->dst->fd, (off_t)c->dst_start, (off_t)c->out,
                       POSIX_FADV_DONTNEED);
     }
 }

@@ -21,11 +21,13 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "ioh-layer.h"
+#include "ioh-limits.h"
 #include "ioh-pipe.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 void
 ioh_copy_options_init(IohCopyOptions *opts)
@@ -37,6 +39,7 @@ ioh_copy_options_init(IohCopyOptions *opts)
     opts->pipe_size = IOH_PIPE_DEFAULT_SIZE;
     opts->fadvise_window = IOH_COPY_DEFAULT_WINDOW;
     opts->progress_interval_us = G_USEC_PER_SEC;
+    opts->compress_level = IOH_ZSTD_LEVEL_DEFAULT;
 }
 
 void
@@ -70,15 +73,40 @@ ioh_copy_retry(IohCopy *c, int errsv, int fd, short events, const char *what,
     return ioh_error_set_errno(error, errsv, what, name);
 }
 
+/* The stream's bytes are the pipe side's (a save's source, a restore's sink), the stored
+ * ones the storage side's; they are equal unless a filter transforms the stream. */
+static void
+count(IohCopy *c)
+{
+    gboolean save = g_str_equal(c->stats->direction, "save");
+
+    c->stats->bytes = save ? c->in : c->out;
+    c->stats->stored = save ? c->out : c->in;
+}
+
+/* What leaves the last filter: the sink writes it. */
+static gboolean
+to_sink(gpointer data, const void *buf, gsize len, GError **error)
+{
+    IohCopy *c = data;
+
+    if (!c->sink->write(c, buf, len, error)) {
+        return FALSE;
+    }
+    c->out += (guint64)len;
+    count(c);
+    return TRUE;
+}
+
 gboolean
 ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write_behind,
                  GError **error)
 {
-    if (!ioh_filter_chain_data(c->filters, buf, len, error) ||
-        (len > 0 && !c->sink->write(c, buf, len, error))) {
+    if (!ioh_filter_chain_data(c->filters, buf, len, error)) {
         return FALSE;
     }
-    c->stats->bytes += (guint64)len;
+    c->in += (guint64)len;
+    count(c);
     return ioh_cache_after_chunk(c, write_behind, error);
 }
 
@@ -155,6 +183,9 @@ assemble(IohCopy *c, GError **error)
     if (!alloc_buffers(c, error)) {
         return FALSE;
     }
+    ioh_filter_chain_set_sink(c->filters, ioh_end_is_storage(c->dst) ? c->dst->name
+                                                                     : c->src->name,
+                              c->dst->direct ? c->align : 1, to_sink, c);
     g_debug("%s in %s mode: %s source %s, %s sink %s, strategy %s, alignment %zu, "
             "buffers of %zu bytes", c->stats->direction, c->stats->mode, c->source->name,
             c->src->name, c->sink->name, c->dst->name, c->strategy->name, c->align, c->slot);
@@ -167,17 +198,33 @@ finish(IohCopy *c, GError **error)
 {
     const IohCopyOptions *opts = c->opts;
 
-    if (opts->has_length && c->stats->bytes < opts->length) {
+    if (opts->has_length && c->in < opts->length) {
         return ioh_error_set(error, EIO, "read", c->src->name, "stream ended after %"
                              G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes",
-                             c->stats->bytes, opts->length);
+                             c->in, opts->length);
+    }
+    if (!ioh_filter_chain_flush(c->filters, error)) {
+        return FALSE;
     }
     c->source->finish(c);
     if (!c->sink->finish(c, error)) {
         return FALSE;
     }
-    c->stats->synced = c->stats->bytes;
+    c->stats->synced = c->stats->stored;
     return ioh_filter_chain_finish(c->filters, c->src, c->dst, c->stats, error);
+}
+
+/* User and system CPU time of the process, every thread. */
+static gint64
+process_cpu_us(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) < 0) {
+        return 0;
+    }
+    return (gint64)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * G_USEC_PER_SEC +
+           ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
 }
 
 gboolean
@@ -186,6 +233,8 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
 {
     IohCopy c = { .src = src, .dst = dst, .opts = opts, .stats = stats };
     gboolean ok;
+
+    gint64 cpu0 = process_cpu_us();
 
     memset(stats, 0, sizeof(*stats));
     stats->start_us = g_get_monotonic_time();
@@ -197,6 +246,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
          assemble(&c, error) && ioh_end_apply_truncate(dst, error) &&
          c.strategy->run(&c, error) && finish(&c, error);
     stats->end_us = g_get_monotonic_time();
+    stats->cpu_us = process_cpu_us() - cpu0;
     if (ok) {
         ioh_copy_report_progress(&c, TRUE);
     }

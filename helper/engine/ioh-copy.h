@@ -39,6 +39,8 @@ typedef struct {
     gboolean has_expected_checksum;
     guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
                                  * checksum differs (EBADMSG) */
+    int compress_level;         /* the zstd filter's level (ioh-limits.h) */
+    guint threads;              /* the zstd filter's worker threads; 0: the online CPUs */
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)

@@ -11,6 +11,10 @@ typedef struct {
 
 struct _IohFilterChain {
     GArray *filters;        /* IohFilter */
+    const char *file;       /* the storage end, for transforming filters' messages */
+    gsize align;
+    IohFilterSinkFunc sink; /* NULL: the bytes end at the last filter */
+    gpointer sink_data;
 };
 
 IohFilterChain *
@@ -22,6 +26,7 @@ ioh_filter_chain_new(const IohCopyOptions *opts, GError **error)
     for (const char *const *n = opts->filters; n && *n; n++) {
         IohFilter f = { .klass = ioh_filter_lookup(*n) };
 
+        g_assert(!f.klass || !f.klass->data != !f.klass->transform);
         if (!f.klass) {
             ioh_error_set(error, EINVAL, NULL, NULL, "filter '%s': no such filter", *n);
             return NULL;
@@ -36,12 +41,60 @@ ioh_filter_chain_new(const IohCopyOptions *opts, GError **error)
     return g_steal_pointer(&chain);
 }
 
+void
+ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
+                          IohFilterSinkFunc sink, gpointer sink_data)
+{
+    chain->file = file;
+    chain->align = MAX(align, 1);
+    chain->sink = sink;
+    chain->sink_data = sink_data;
+}
+
+/* Passes @len bytes through the filters from @first on, then to the sink. */
+static gboolean
+chain_data_from(IohFilterChain *chain, guint first, const void *buf, gsize len,
+                GError **error)
+{
+    if (len == 0) {
+        return TRUE;
+    }
+    for (guint i = first; i < chain->filters->len; i++) {
+        IohFilter *f = &g_array_index(chain->filters, IohFilter, i);
+
+        if (f->klass->transform) {
+            IohFilterOut out = { .file = chain->file, .align = chain->align,
+                                 .chain = chain, .next = i + 1 };
+            return f->klass->transform(f->state, buf, len, &out, error);
+        }
+        if (!f->klass->data(f->state, buf, len, error)) {
+            return FALSE;
+        }
+    }
+    return !chain->sink || chain->sink(chain->sink_data, buf, len, error);
+}
+
+gboolean
+ioh_filter_out(IohFilterOut *out, const void *buf, gsize len, GError **error)
+{
+    return chain_data_from(out->chain, out->next, buf, len, error);
+}
+
 gboolean
 ioh_filter_chain_data(IohFilterChain *chain, const void *buf, gsize len, GError **error)
 {
-    for (guint i = 0; len > 0 && i < chain->filters->len; i++) {
+    return chain_data_from(chain, 0, buf, len, error);
+}
+
+gboolean
+ioh_filter_chain_flush(IohFilterChain *chain, GError **error)
+{
+    for (guint i = 0; i < chain->filters->len; i++) {
         IohFilter *f = &g_array_index(chain->filters, IohFilter, i);
-        if (!f->klass->data(f->state, buf, len, error)) {
+        IohFilterOut out = { .file = chain->file, .align = chain->align,
+                             .chain = chain, .next = i + 1 };
+
+        if (f->klass->flush && !f->klass->flush(f->state, &out, error)) {
             return FALSE;
         }
     }

@@ -16,13 +16,38 @@
 
 G_BEGIN_DECLS
 
+/* The filters of one copy, in order. */
+typedef struct _IohFilterChain IohFilterChain;
+
+/* Where a transforming filter hands on the bytes it makes: to the filters after it, then
+ * the sink. Set up by the chain; the filter only reads @file and @align. */
+typedef struct _IohFilterOut IohFilterOut;
+struct _IohFilterOut {
+    const char *file;       /* the storage end's name, for messages */
+    gsize align;            /* the sink's alignment: hand on multiples of it, except at the
+                             * end of the stream (an O_DIRECT sink writes the tail buffered) */
+    IohFilterChain *chain;  /* private */
+    guint next;             /* private: the index of the next filter */
+};
+
+/* Hands @len bytes made by a transforming filter to the rest of the chain and the sink. */
+gboolean ioh_filter_out(IohFilterOut *out, const void *buf, gsize len, GError **error);
+
 typedef struct {
     const char *name;       /* what IohCopyOptions.filters and the command line say */
     gboolean checksum;      /* a checksum of the stream: --checksum=NAME selects it */
     /* A new state for one copy (the options as given), or NULL with @error set. */
     gpointer (*open)(const IohCopyOptions *opts, GError **error);
-    /* The next @len bytes of the stream (@len > 0). */
+    /* The next @len bytes of the stream (@len > 0). An observing filter sets data: the
+     * same bytes go on. */
     gboolean (*data)(gpointer state, const guint8 *buf, gsize len, GError **error);
+    /* A transforming filter sets transform and flush instead: it takes the next @len
+     * bytes (@len > 0) and hands on whatever it makes, any amount, with ioh_filter_out()
+     * on @out; at the end of the stream, flush hands on the rest. The filters after it see
+     * its output, not its input (docs/engine.md). */
+    gboolean (*transform)(gpointer state, const guint8 *buf, gsize len, IohFilterOut *out,
+                          GError **error);
+    gboolean (*flush)(gpointer state, IohFilterOut *out, GError **error);
     /* The whole stream has passed and reached the sink: put results in @stats, or fail
      * (the file is the storage end, @src or @dst, for messages). */
     gboolean (*finish)(gpointer state, const IohEnd *src, const IohEnd *dst,
@@ -36,16 +61,26 @@ const IohFilterClass *ioh_filter_lookup(const char *name);
 /* The registered checksum names, comma-separated, for messages ("xxh3"). */
 const char *ioh_filter_checksum_names(void);
 
-/* The filters of one copy, in order. */
-typedef struct _IohFilterChain IohFilterChain;
 
 /* Opens the filters @opts->filters names (none: an empty chain). An unknown name is
  * IOH_ERROR/EINVAL. */
 IohFilterChain *ioh_filter_chain_new(const IohCopyOptions *opts, GError **error);
 
-/* Passes @len bytes through every filter (nothing when @len is 0). */
+/* What gets the bytes that leave the last filter: the sink. */
+typedef gboolean (*IohFilterSinkFunc)(gpointer data, const void *buf, gsize len,
+                                      GError **error);
+
+/* Sets the sink (none: the bytes end at the last filter), with the storage end's @file
+ * and the sink's @align for transforming filters. */
+void ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
+                               IohFilterSinkFunc sink, gpointer sink_data);
+
+/* Passes @len bytes through every filter, then to the sink (nothing when @len is 0). */
 gboolean ioh_filter_chain_data(IohFilterChain *chain, const void *buf, gsize len,
                                GError **error);
+
+/* The end of the stream: the transforming filters hand on what they hold, in order. */
+gboolean ioh_filter_chain_flush(IohFilterChain *chain, GError **error);
 
 /* Finishes every filter, in order; the first failure stops. */
 gboolean ioh_filter_chain_finish(IohFilterChain *chain, const IohEnd *src,

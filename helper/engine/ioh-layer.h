@@ -83,6 +83,9 @@ struct _IohCopy {
     guint64 reads;               /* read calls so far (atomic: parallel readers) */
     guint64 src_start;           /* file offset where the stream starts (storage source) */
     guint64 dst_start;           /* ... and in a storage destination */
+    guint64 in;                  /* bytes of the source delivered (before the filters) */
+    guint64 out;                 /* bytes the sink took (after them): they differ when a
+                                  * filter transforms the stream */
     IohCachePolicy cache;
     gint64 last_progress_us;
 };

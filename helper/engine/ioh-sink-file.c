@@ -110,7 +110,7 @@ file_write(IohCopy *c, const char *buf, gsize len, GError **error)
 static gboolean
 truncate_at_end(IohCopy *c, GError **error)
 {
-    guint64 end = c->dst_start + c->stats->bytes;
+    guint64 end = c->dst_start + c->out;
     struct stat st;
 
     if (c->dst->kind != IOH_KIND_FILE || (fcntl(c->dst->fd, F_GETFL) & O_APPEND)) {

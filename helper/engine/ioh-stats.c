@@ -27,12 +27,34 @@ ioh_stats_checksum_hex(const IohStats *stats)
     return g_strdup_printf("%016" G_GINT64_MODIFIER "x", stats->checksum);
 }
 
+double
+ioh_stats_ratio(const IohStats *stats)
+{
+    return stats->bytes > 0 ? (double)stats->stored / (double)stats->bytes : 1.0;
+}
+
+/* ", zstd level 1: 123 bytes stored, ratio 0.330, compression CPU 1.234 s" or "". */
+static char *
+compression_text(const IohStats *stats)
+{
+    if (!stats->compression) {
+        return g_strdup("");
+    }
+    return g_strdup_printf(", %s level %d: %" G_GUINT64_FORMAT " bytes stored, ratio %.3f, "
+                           "compression CPU %.3f s, CPU %.3f s", stats->compression,
+                           stats->compression_level, stats->stored, ioh_stats_ratio(stats),
+                           (double)stats->compress_cpu_us / G_USEC_PER_SEC,
+                           (double)stats->cpu_us / G_USEC_PER_SEC);
+}
+
 char *
 ioh_stats_format_text(const IohStats *stats)
 {
     g_autofree char *hex = ioh_stats_checksum_hex(stats);
-    g_autofree char *sum = hex ? g_strdup_printf(", %s %s", stats->checksum_algorithm, hex)
-                               : g_strdup("");
+    g_autofree char *z = compression_text(stats);
+    g_autofree char *sum = hex ? g_strdup_printf(", %s %s%s", stats->checksum_algorithm, hex,
+                                                 z)
+                               : g_strdup(z);
 
     return g_strdup_printf("total: %" G_GUINT64_FORMAT " bytes (%.2f GiB), %.3f s, %.1f MiB/s, "
                            "%" G_GUINT64_FORMAT " reads, %" G_GUINT64_FORMAT " writes, "
@@ -42,6 +64,23 @@ ioh_stats_format_text(const IohStats *stats)
                            stats->writes, (double)stats->sync_us / G_USEC_PER_SEC,
                            stats->mode ? stats->mode : "buffered",
                            stats->direction ? stats->direction : "copy", sum);
+}
+
+static void
+add_compression(JsonBuilder *b, const IohStats *stats)
+{
+    json_builder_set_member_name(b, "compression");
+    json_builder_add_string_value(b, stats->compression);
+    json_builder_set_member_name(b, "compression_level");
+    json_builder_add_int_value(b, stats->compression_level);
+    json_builder_set_member_name(b, "stored");
+    json_builder_add_int_value(b, (gint64)stats->stored);
+    json_builder_set_member_name(b, "ratio");
+    json_builder_add_double_value(b, ioh_stats_ratio(stats));
+    json_builder_set_member_name(b, "compress_cpu_seconds");
+    json_builder_add_double_value(b, (double)stats->compress_cpu_us / G_USEC_PER_SEC);
+    json_builder_set_member_name(b, "cpu_seconds");
+    json_builder_add_double_value(b, (double)stats->cpu_us / G_USEC_PER_SEC);
 }
 
 char *
@@ -77,6 +116,9 @@ ioh_stats_format_json(const IohStats *stats)
         json_builder_add_string_value(b, stats->checksum_algorithm);
         json_builder_set_member_name(b, "checksum");
         json_builder_add_string_value(b, hex);
+    }
+    if (stats->compression) {
+        add_compression(b, stats);
     }
     json_builder_end_object(b);
 

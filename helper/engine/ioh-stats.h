@@ -6,10 +6,12 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    guint64 bytes;          /* bytes delivered to the destination */
-    guint64 synced;         /* save: bytes that have left the page cache (O_DIRECT written,
-                             * or fadvise write-back waited for); they are durable only
-                             * after the final fdatasync, when synced == bytes */
+    guint64 bytes;          /* bytes of the stream (a save's input, a restore's output) */
+    guint64 stored;         /* bytes written to / read from the storage side: the same as
+                             * bytes unless a filter (de)compresses the stream */
+    guint64 synced;         /* save: stored bytes that have left the page cache (O_DIRECT
+                             * written, or fadvise write-back waited for); they are durable
+                             * only after the final fdatasync, when synced == stored */
     guint64 reads;          /* read-side system calls (read, splice, ...) */
     guint64 writes;         /* write-side system calls */
     gint64 start_us;        /* g_get_monotonic_time() at the start */
@@ -20,10 +22,18 @@ typedef struct {
     const char *checksum_algorithm;  /* "xxh3" when a checksum of the stream was computed,
                                       * else NULL (a static string) */
     guint64 checksum;       /* the stream's checksum, meaningful when the algorithm is set */
+    gint64 cpu_us;          /* CPU time of the process during the copy (user + system,
+                             * every thread) */
+    const char *compression; /* "zstd" when a filter (de)compressed the stream, else NULL */
+    int compression_level;  /* of a compressing save */
+    gint64 compress_cpu_us; /* CPU time spent (de)compressing, every thread */
 } IohStats;
 
 /* The checksum as 16 lower-case hex digits (newly allocated); NULL when none was computed. */
 char *ioh_stats_checksum_hex(const IohStats *stats);
+
+/* stored / bytes (1.0 for an empty stream). */
+double ioh_stats_ratio(const IohStats *stats);
 
 /* Seconds since the start (until end_us once set). */
 double ioh_stats_seconds(const IohStats *stats);

@@ -24,10 +24,10 @@ inline_run(IohCopy *c, GError **error)
         gssize got;
 
         if (opts->has_length) {
-            if (c->stats->bytes >= opts->length) {
+            if (c->in >= opts->length) {
                 break;
             }
-            want = (gsize)MIN((guint64)want, opts->length - c->stats->bytes);
+            want = (gsize)MIN((guint64)want, opts->length - c->in);
         }
         if (!ioh_error_check_cancellable(c->cancel, "copy", NULL, error)) {
             return FALSE;

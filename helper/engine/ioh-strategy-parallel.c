@@ -51,7 +51,7 @@ parallel_run(IohCopy *c, GError **error)
     }
     if (ok) {
         /* The source's own fd was not read: put its position where read() would have. */
-        lseek(c->src->fd, (off_t)(c->src_start + c->stats->bytes), SEEK_SET);
+        lseek(c->src->fd, (off_t)(c->src_start + c->in), SEEK_SET);
     }
     return ok;
 }

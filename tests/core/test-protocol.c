@@ -76,16 +76,16 @@ test_encode_exact(void)
     g_auto(IohProtocolMsg) e = { 0 };
 
     fill_progress(&p);
-    check_line(&p, "{\"v\":1,\"minor\":0,\"type\":\"progress\",\"written\":3145728,"
+    check_line(&p, "{\"v\":1,\"minor\":1,\"type\":\"progress\",\"written\":3145728,"
                    "\"stored\":3145728,\"synced\":2097152,\"seconds\":1.5,\"done\":false}\n");
     fill_result(&r);
-    check_line(&r, "{\"v\":1,\"minor\":0,\"type\":\"result\",\"done\":true,"
+    check_line(&r, "{\"v\":1,\"minor\":1,\"type\":\"result\",\"done\":true,"
                    "\"written\":2147483648,\"stored\":734003200,\"synced\":734003200,"
                    "\"seconds\":3.25,\"sync_seconds\":0.125,\"reads\":2125,\"writes\":700,"
                    "\"direction\":\"save\",\"mode\":\"direct\",\"checksum_algorithm\":\"xxh3\","
                    "\"checksum\":\"0123456789abcdef\"}\n");
     fill_error(&e);
-    check_line(&e, "{\"v\":1,\"minor\":0,\"type\":\"error\",\"operation\":\"write\","
+    check_line(&e, "{\"v\":1,\"minor\":1,\"type\":\"error\",\"operation\":\"write\","
                    "\"path\":\"/var/lib/vm1.save\",\"errno\":28,\"errno_name\":\"ENOSPC\","
                    "\"message\":\"write /var/lib/vm1.save: No space left on device\","
                    "\"written\":1048576,\"stored\":1048576,\"synced\":0,\"seconds\":0.5}\n");
@@ -216,6 +216,49 @@ test_round_trip_no_checksum(void)
     round_trip(&m, &back);
     g_assert_null(back.checksum_algorithm);
     g_assert_null(back.checksum);
+}
+
+/* Minor 1: a compressed save's members, in the exact line and back (a negative level too),
+ * and a line without them (minor 0) decodes as uncompressed. */
+static void
+test_round_trip_compression(void)
+{
+    g_auto(IohProtocolMsg) m = { 0 };
+    g_autofree char *line = NULL;
+    static const char minor0[] = "{\"v\":1,\"minor\":0,\"type\":\"result\",\"done\":true,"
+        "\"written\":10,\"stored\":10,\"synced\":10,\"seconds\":1,\"sync_seconds\":0,"
+        "\"reads\":1,\"writes\":1,\"direction\":\"save\",\"mode\":\"direct\"}";
+
+    fill_result(&m);
+    m.compression = g_strdup("zstd");
+    m.compression_level = 3;
+    m.ratio = 0.5;
+    m.compress_cpu_seconds = 1.25;
+    m.cpu_seconds = 1.5;
+    line = ioh_protocol_encode(&m, NULL);
+    g_assert_nonnull(strstr(line, ",\"compression\":\"zstd\",\"compression_level\":3,"
+                                  "\"ratio\":0.5,\"compress_cpu_seconds\":1.25,"
+                                  "\"cpu_seconds\":1.5}\n"));
+    for (int level = -7; level <= 19; level += 13) {
+        g_auto(IohProtocolMsg) back = { 0 };
+
+        m.compression_level = level;
+        round_trip(&m, &back);
+        g_assert_cmpstr(back.compression, ==, "zstd");
+        g_assert_cmpint(back.compression_level, ==, level);
+        g_assert_cmpfloat(back.ratio, ==, 0.5);
+        g_assert_cmpfloat(back.compress_cpu_seconds, ==, 1.25);
+        g_assert_cmpfloat(back.cpu_seconds, ==, 1.5);
+    }
+    {
+        g_auto(IohProtocolMsg) back = { 0 };
+        g_autoptr(GError) e = NULL;
+
+        g_assert_true(ioh_protocol_decode(minor0, strlen(minor0), &back, &e));
+        g_assert_no_error(e);
+        g_assert_null(back.compression);
+        g_assert_cmpuint(back.stored, ==, back.written);
+    }
 }
 
 /* Strings with everything a path can hold come back byte for byte (valid UTF-8) or with
@@ -556,9 +599,10 @@ test_decode_future_minor(void)
 {
     g_auto(IohProtocolMsg) m = { 0 };
 
-    decode_ok("{\"v\":1,\"minor\":1,\"type\":\"budget\",\"bytes\":[1,2]}", &m);
+    /* a minor newer than ours (IOH_PROTOCOL_MINOR is 1) */
+    decode_ok("{\"v\":1,\"minor\":2,\"type\":\"budget\",\"bytes\":[1,2]}", &m);
     g_assert_cmpint(m.kind, ==, IOH_PROTOCOL_UNKNOWN);
-    g_assert_cmpuint(m.minor, ==, 1);
+    g_assert_cmpuint(m.minor, ==, 2);
     g_assert_false(ioh_protocol_msg_is_final(&m));
     decode_ok("{\"v\":1,\"minor\":3,\"type\":\"result\",\"written\":1,\"stored\":1,"
               "\"synced\":1,\"seconds\":1,\"sync_seconds\":0,\"reads\":1,\"writes\":1,"
@@ -939,6 +983,7 @@ main(int argc, char **argv)
     g_test_add_func("/protocol/round-trip/result", test_round_trip_result);
     g_test_add_func("/protocol/round-trip/result-no-checksum", test_round_trip_no_checksum);
     g_test_add_func("/protocol/round-trip/error-strings", test_round_trip_error_strings);
+    g_test_add_func("/protocol/round-trip/result-compression", test_round_trip_compression);
     g_test_add_func("/protocol/encode/invalid-utf8", test_encode_invalid_utf8);
     g_test_add_func("/protocol/encode/clips-long-strings", test_encode_clips_long_strings);
     g_test_add_func("/protocol/encode/non-finite-seconds", test_encode_non_finite_seconds);

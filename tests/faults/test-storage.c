@@ -216,6 +216,7 @@ typedef struct {
     const Mode *mode;
     gboolean ext4;
     const char *where;   /* "start", "middle", "tail" */
+    const char *extra;   /* one more option (--compress=zstd), or NULL */
 } Full;
 
 static void
@@ -257,7 +258,7 @@ test_enospc(gconstpointer data)
         size = 2 * MiB + 100;
     }
     src = ft_make_source("src", size, 3);
-    ft_save(src, dst, mode_opts(t->mode, NULL), NULL, &r, NULL);
+    ft_save(src, dst, mode_opts(t->mode, t->extra), NULL, &r, NULL);
     ft_count_faults(1);
     assert_failed_with(&r, "No space left on device");
     if (g_str_equal(t->where, "tail")) {
@@ -376,10 +377,19 @@ add_full_cases(void)
                     continue;
                 }
                 t = g_new0(Full, 1);
-                *t = (Full){ &modes[i], fs == 1, wheres[w] };
+                *t = (Full){ &modes[i], fs == 1, wheres[w], NULL };
                 p = g_strdup_printf("/faults/save/enospc-%s/%s/%s", wheres[w],
                                     fs ? "ext4" : "tmpfs", modes[i].name);
                 g_test_add_data_func_full(p, t, test_enospc, g_free);
+                if (fs == 0 && !g_str_equal(wheres[w], "tail")) {
+                    /* compressed: the disk fills mid-frame (random data: raw frames) */
+                    g_autofree char *pc = g_strdup_printf(
+                        "/faults/save/enospc-%s-compressed/tmpfs/%s", wheres[w],
+                        modes[i].name);
+                    t = g_new0(Full, 1);
+                    *t = (Full){ &modes[i], FALSE, wheres[w], "--compress=zstd" };
+                    g_test_add_data_func_full(pc, t, test_enospc, g_free);
+                }
             }
         }
         {

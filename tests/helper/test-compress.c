@@ -1,0 +1,350 @@
+/* test-compress.c - --compress=zstd[:LEVEL], --decompress and --threads, with real pipes,
+ * real files and the zstd CLI (Debian's zstd package) to cross-check:
+ * - round trips in every cache mode, sizes 0, 1, 4097 and a few MiB, compressible and
+ *   random (stored as raw frames), with --offset and --length;
+ * - `zstd -dc` of the image is the stream; an image made by the zstd CLI (several frames)
+ *   restores;
+ * - --checksum is over the stream: what `xxhsum -H3` prints for it, on save and restore;
+ * - a corrupt image (a flipped byte, a truncated frame, nothing) is refused with one line
+ *   naming the file;
+ * - the stats, the status protocol's result line and --record carry the figures;
+ * - usage errors exit 2. */
+#include <string.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "ioh-test.h"
+
+#define MiB (1024 * 1024)
+
+static char *workdir;
+static gboolean have_direct;
+
+/* Runs `bash -c` with pipefail, $H the helper and $W the work directory, on the command
+ * made from @fmt; returns the exit code, the stderr in *ret_err (may be NULL). */
+static int sh(char **ret_err, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static int
+sh(char **ret_err, const char *fmt, ...)
+{
+    g_autofree char *cmd = NULL;
+    g_autofree char *h = g_shell_quote(ioht_helper_path());
+    g_autofree char *w = g_shell_quote(workdir);
+    g_autofree char *script = NULL;
+    g_autofree char *err = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *argv[] = { "/bin/bash", "-c", NULL, NULL };
+    int status;
+    va_list ap;
+
+    va_start(ap, fmt);
+    cmd = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    script = g_strdup_printf("set -o pipefail; H=%s; W=%s; cd \"$W\"; %s", h, w, cmd);
+    argv[2] = script;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL,
+                               &err, &status, &error));
+    g_assert_no_error(error);
+    if (ret_err) {
+        *ret_err = g_steal_pointer(&err);
+    }
+    return ioht_exit_code(status);
+}
+
+/* The value `xxhsum -H3 NAME` prints (NAME in the work directory). */
+static char *
+xxh3_of(const char *name)
+{
+    g_autofree char *path = g_build_filename(workdir, name, NULL);
+    g_autofree char *argv0 = g_strdup_printf("xxhsum -H3 %s", path);
+    g_autofree char *out = NULL;
+    int status;
+    char *eq;
+
+    g_assert_true(g_spawn_command_line_sync(argv0, &out, NULL, &status, NULL));
+    g_assert_cmpint(status, ==, 0);
+    eq = strrchr(out, '=');
+    g_assert_nonnull(eq);
+    return g_strdup(g_strstrip(eq + 1));
+}
+
+/* The --stats=json object on @err (its last line). */
+static JsonObject *
+stats_of(const char *err, JsonParser *parser)
+{
+    const char *last = g_strrstr(g_strchomp((char *)err), "\n");
+
+    g_assert_true(json_parser_load_from_data(parser, last ? last + 1 : err, -1, NULL));
+    return json_node_get_object(json_parser_get_root(parser));
+}
+
+static gsize
+file_size(const char *name)
+{
+    g_autofree char *path = g_build_filename(workdir, name, NULL);
+    GStatBuf st;
+
+    g_assert_cmpint(g_stat(path, &st), ==, 0);
+    return (gsize)st.st_size;
+}
+
+/* NAME: @size bytes, random or compressible (text lines with runs and some noise). */
+static void
+make_stream(const char *name, gsize size, gboolean random)
+{
+    g_autofree char *path = g_build_filename(workdir, name, NULL);
+    g_autoptr(GString) s = g_string_sized_new(size + 64);
+
+    if (random) {
+        ioht_write_random_file(path, size, (guint32)size);
+        return;
+    }
+    for (guint i = 0; s->len < size; i++) {
+        g_string_append_printf(s, "line %u of a page-cache-like text, value %u\n", i,
+                               g_random_int_range(0, 100));
+    }
+    g_assert_true(g_file_set_contents(path, s->str, (gssize)size, NULL));
+}
+
+typedef struct {
+    const char *mode;
+    gsize size;
+    gboolean random;
+} Case;
+
+/* Save with --compress and --checksum; the image is zstd frames holding the stream; the
+ * restore with --decompress gives it back; both checksums are xxhsum's of the stream. */
+static void
+test_round_trip(gconstpointer data)
+{
+    const Case *c = data;
+    g_autofree char *err = NULL;
+    g_autofree char *want = NULL;
+    g_autoptr(JsonParser) p1 = json_parser_new();
+    g_autoptr(JsonParser) p2 = json_parser_new();
+    JsonObject *o;
+
+    if (g_str_equal(c->mode, "--direct") && !have_direct) {
+        g_test_skip("no O_DIRECT here");
+        return;
+    }
+    make_stream("s", c->size, c->random);
+    want = xxh3_of("s");
+    g_assert_cmpint(sh(&err, "cat s | $H %s --compress=zstd --checksum=xxh3 --stats=json "
+                       "- img", c->mode), ==, 0);
+    o = stats_of(err, p1);
+    g_assert_cmpstr(json_object_get_string_member(o, "checksum"), ==, want);
+    g_assert_cmpstr(json_object_get_string_member(o, "compression"), ==, "zstd");
+    g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, (gint64)c->size);
+    g_assert_cmpint(json_object_get_int_member(o, "stored"), ==, (gint64)file_size("img"));
+    if (c->size >= MiB) {
+        double ratio = json_object_get_double_member(o, "ratio");
+
+        g_assert_true(c->random ? ratio > 0.999 && ratio < 1.001 : ratio < 0.5);
+    }
+    g_assert_cmpint(sh(NULL, "zstd -q -dc img | cmp - s"), ==, 0);
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(sh(&err, "$H %s --decompress --checksum=xxh3 --stats=json img - | "
+                       "cmp - s", c->mode), ==, 0);
+    o = stats_of(err, p2);
+    g_assert_cmpstr(json_object_get_string_member(o, "checksum"), ==, want);
+    g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, (gint64)c->size);
+    g_assert_cmpint(json_object_get_int_member(o, "stored"), ==, (gint64)file_size("img"));
+}
+
+/* The stream after --offset bytes of a header that stays; --length bounds what is read
+ * from the source: the stream on a save, the image on a restore. */
+static void
+test_offset_length(void)
+{
+    g_autofree char *stored = NULL;
+
+    make_stream("s", 3 * MiB + 5, FALSE);
+    g_assert_cmpint(sh(NULL, "head -c 8192 /dev/zero | tr '\\0' H > img && "
+                       "$H --compress=zstd:3 --offset=8192 --length=%d - img < <(cat s s) && "
+                       "head -c 8192 img | cmp - <(head -c 8192 /dev/zero | tr '\\0' H) && "
+                       "tail -c +8193 img | zstd -q -dc | cmp - s", 3 * MiB + 5), ==, 0);
+    stored = g_strdup_printf("%zu", file_size("img") - 8192);
+    g_assert_cmpint(sh(NULL, "echo trailing >> img && $H --decompress --offset=8192 "
+                       "--length=%s img - | cmp - s", stored), ==, 0);
+    g_assert_cmpint(sh(NULL, "$H --direct --decompress --offset=8192 --length=%s img - | "
+                       "cmp - s", stored), ==, 0);
+}
+
+/* What the zstd CLI writes restores: one frame, several frames, a fast level. */
+static void
+test_cli_image(void)
+{
+    make_stream("a", 2 * MiB + 3, FALSE);
+    make_stream("b", MiB, TRUE);
+    g_assert_cmpint(sh(NULL, "zstd -q -3 -c a > img && $H --decompress img - | cmp - a"),
+                    ==, 0);
+    g_assert_cmpint(sh(NULL, "{ zstd -q -1 -c a; zstd -q --fast=3 -c b; } > img && "
+                       "$H --fadvise --decompress img - | cmp - <(cat a b)"), ==, 0);
+}
+
+/* A corrupt image fails the restore: exit 1, one line naming the file. */
+static void
+assert_refused(const char *damage, const char *cause)
+{
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint(sh(NULL, "cp img bad && %s", damage), ==, 0);
+    g_assert_cmpint(sh(&err, "$H --decompress bad - > /dev/null"), ==, 1);
+    g_assert_nonnull(strstr(err, "decompress "));
+    g_assert_nonnull(strstr(err, "decompress bad: corrupt zstd image"));
+    g_assert_nonnull(strstr(err, cause));
+    g_assert_null(strchr(g_strchomp(err), '\n'));
+}
+
+static void
+test_corrupt(gconstpointer data)
+{
+    gboolean random = GPOINTER_TO_INT(data);
+
+    make_stream("s", 2 * MiB, random);
+    g_assert_cmpint(sh(NULL, "cat s | $H --compress=zstd - img"), ==, 0);
+    /* a byte in the middle flipped: a bad block, or the frame's checksum */
+    assert_refused("printf '\\xff' | dd of=bad bs=1 seek=$(( $(stat -c %s img) / 2 )) "
+                   "conv=notrunc status=none && ! cmp -s img bad", "");
+    assert_refused("truncate -s -7 bad", "");
+    assert_refused("truncate -s $(( $(stat -c %s img) / 2 + 1000 )) bad", "truncated");
+    assert_refused("truncate -s 0 bad", "no zstd frame");
+    assert_refused("head -c 100 /dev/urandom >> bad", "");
+    assert_refused("head -c 6 img > bad", "truncated");
+    if (random) {
+        g_autofree char *err = NULL;
+
+        /* Random chunks are frames of their own (the first ends after 1 MiB + 34 bytes):
+         * a cut between two frames leaves valid frames, and --length (the stored length,
+         * which a caller records) catches it. */
+        g_assert_cmpint(sh(NULL, "head -c 1048610 img > bad"), ==, 0);
+        g_assert_cmpint(sh(&err, "$H --decompress --length=$(stat -c %%s img) bad - | "
+                           "cmp -s - <(head -c 1048576 s)"), ==, 1);
+        g_assert_nonnull(strstr(err, "read bad: stream ended after 1048610 of"));
+    }
+}
+
+/* The progress lines of @text count the stream in "written" (at least one line past the
+ * first MiB), the image in "stored" (less: compressible, and behind). */
+static void
+assert_progress_counts_stream(const char *text)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    guint seen = 0;
+
+    for (guint i = 0; lines[i]; i++) {
+        g_autoptr(JsonParser) parser = json_parser_new();
+        JsonObject *o;
+
+        if (!strstr(lines[i], "\"type\":\"progress\"")) {
+            continue;
+        }
+        g_assert_true(json_parser_load_from_data(parser, lines[i], -1, NULL));
+        o = json_node_get_object(json_parser_get_root(parser));
+        g_assert_cmpint(json_object_get_int_member(o, "stored"), <,
+                        json_object_get_int_member(o, "written"));
+        seen += json_object_get_int_member(o, "written") >= MiB;
+    }
+    g_assert_cmpuint(seen, >=, 1);
+}
+
+/* --status-fd's result line and --record carry the compression members. */
+static void
+test_status_record(void)
+{
+    g_autofree char *path = g_build_filename(workdir, "status", NULL);
+    g_autofree char *text = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonObject *o;
+    char *last;
+
+    make_stream("s", 3 * MiB, FALSE);
+    /* the producer pauses after 2 MiB: a progress line counts the stream, not the image */
+    g_assert_cmpint(sh(NULL, "rm -f rec; $H --compress=zstd:-1 --threads=2 --status-fd=3 "
+                       "--status-interval=10 --record=rec - img "
+                       "< <(head -c 2M s; sleep 0.3; tail -c +2097153 s) 3> status"), ==, 0);
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    assert_progress_counts_stream(text);
+    last = g_strrstr(g_strchomp(text), "\n");
+    g_assert_true(json_parser_load_from_data(parser, last ? last + 1 : text, -1, NULL));
+    o = json_node_get_object(json_parser_get_root(parser));
+    g_assert_cmpint(json_object_get_int_member(o, "minor"), ==, 1);
+    g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "result");
+    g_assert_cmpstr(json_object_get_string_member(o, "compression"), ==, "zstd");
+    g_assert_cmpint(json_object_get_int_member(o, "compression_level"), ==, -1);
+    g_assert_cmpint(json_object_get_int_member(o, "written"), ==, 3 * MiB);
+    g_assert_cmpint(json_object_get_int_member(o, "stored"), ==, (gint64)file_size("img"));
+    g_assert_cmpfloat(json_object_get_double_member(o, "ratio"), <, 0.5);
+    g_assert_cmpfloat(json_object_get_double_member(o, "compress_cpu_seconds"), >, 0.0);
+    g_assert_cmpint(sh(NULL, "grep -q '\"compression\":\"zstd\".*\"ok\":true' rec"), ==, 0);
+}
+
+static void
+test_usage(void)
+{
+    static const char *const bad[] = {
+        "cat s | $H --compress=zstd:20 - img", "cat s | $H --compress=zstd:-8 - img",
+        "cat s | $H --compress=gzip - img", "cat s | $H --compress=zstd:x - img",
+        "cat s | $H --threads=0 --compress=zstd - img",
+        "cat s | $H --threads=65 --compress=zstd - img",
+        "cat s | $H --compress=zstd --decompress - img",
+        "cat s | $H --decompress - img",              /* a save */
+        "$H --compress=zstd s - > /dev/null",          /* a restore */
+        "$H --compress=zstd s copy",                   /* file to file */
+    };
+
+    make_stream("s", 4097, FALSE);
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *err = NULL;
+
+        g_test_message("%s", bad[i]);
+        g_assert_cmpint(sh(&err, "%s", bad[i]), ==, 2);
+        g_assert_true(g_str_has_prefix(err, "iohelper: "));
+        g_assert_null(strchr(g_strchomp(err), '\n'));
+    }
+    g_assert_cmpint(sh(NULL, "test ! -e copy"), ==, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+    static const char *const modes[] = { "", "--direct", "--fadvise" };
+    static const gsize sizes[] = { 0, 1, 4097, 3 * MiB + 7 };
+    int rc;
+
+    g_test_init(&argc, &argv, NULL);
+    workdir = ioht_workdir();
+    have_direct = ioht_dir_supports_direct(workdir);
+    for (gsize m = 0; m < G_N_ELEMENTS(modes); m++) {
+        for (gsize s = 0; s < G_N_ELEMENTS(sizes); s++) {
+            for (int r = 0; r < 2; r++) {
+                Case *c = g_new0(Case, 1);
+                g_autofree char *path = NULL;
+
+                if (r && sizes[s] < 4097) {
+                    g_free(c);
+                    continue;
+                }
+                c->mode = modes[m];
+                c->size = sizes[s];
+                c->random = r;
+                path = g_strdup_printf("/compress/round-trip/%s/%zu/%s",
+                                       *modes[m] ? modes[m] + 2 : "buffered", sizes[s],
+                                       r ? "random" : "text");
+                g_test_add_data_func_full(path, c, test_round_trip, g_free);
+            }
+        }
+    }
+    g_test_add_func("/compress/offset-length", test_offset_length);
+    g_test_add_func("/compress/zstd-cli-image", test_cli_image);
+    g_test_add_data_func("/compress/corrupt/text", GINT_TO_POINTER(0), test_corrupt);
+    g_test_add_data_func("/compress/corrupt/random", GINT_TO_POINTER(1), test_corrupt);
+    g_test_add_func("/compress/status-and-record", test_status_record);
+    g_test_add_func("/compress/usage", test_usage);
+    rc = g_test_run();
+    ioht_workdir_remove(workdir);
+    return rc;
+}

@@ -19,6 +19,7 @@
 #include "ioh-error.h"
 #include "ioh-escape.h"
 #include "ioh-file.h"
+#include "ioh-nbd.h"
 #include "ioh-status.h"
 
 typedef struct {
@@ -69,6 +70,8 @@ open_operand(const IohOperand *op, const char *spec, gboolean for_write, const I
     case IOH_OPERAND_FD:
         name = g_strdup_printf("fd %d", op->fd);
         return ioh_end_from_fd(op->fd, name, error);
+    case IOH_OPERAND_NBD:
+        return ioh_nbd_end_new(spec);    /* connected by the engine's nbd layer */
     case IOH_OPERAND_PATH:
     default:
         return ioh_end_open(spec, for_write, a->copy.has_offset ? a->copy.offset : 0, error);
@@ -232,8 +235,11 @@ main(int argc, char **argv)
         ioh_status_write_final(args.status_fd, &final);
     }
     if (args.record) {
+        /* an NBD URI without the secrets of its query (tls-psk-file=...) */
+        g_autofree char *out = !args.libvirt && args.out_op.kind == IOH_OPERAND_NBD
+                                   ? ioh_nbd_safe_name(args.out) : NULL;
         ioh_status_append_record(args.record, &final, &stats, args.libvirt,
-                                 args.libvirt ? args.path : args.out);
+                                 args.libvirt ? args.path : out ? out : args.out);
     }
     if (!ok) {
         report_failure(&args, error);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ioh-escape.h"
+#include "ioh-nbd.h"
 
 G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
 
@@ -14,7 +15,9 @@ static const char usage_text[] =
     "Usage: iohelper [OPTION...] IN OUT\n"
     "       iohelper [OPTION...] PATH FD      (libvirt's libvirt_iohelper form)\n"
     "Copy a VM save stream between a pipe and a file, fast and durably.\n"
-    "IN and OUT are each a path, '-' (stdin/stdout) or 'fd:N'.\n"
+    "IN and OUT are each a path, '-' (stdin/stdout) or 'fd:N'; one of them may be an NBD\n"
+    "URI (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nbds://...);\n"
+    "reading an NBD export needs --length.\n"
     "\n"
     "  --direct               open the file side with O_DIRECT (bypass the page cache)\n"
     "  --fadvise              bypass the cache by write-back and POSIX_FADV_DONTNEED\n"
@@ -34,6 +37,10 @@ static const char usage_text[] =
     "                         'xxhsum -H3' prints it), reported by --stats\n"
     "  --verify-checksum=HEX  compute the xxh3 checksum and fail (exit 1) when it is not\n"
     "                         HEX (16 hex digits); the stream is already delivered then\n"
+    "  --connections=N        NBD: connections to the server (default 4 when it\n"
+    "                         advertises multi-conn, else 1; more than 1 is refused then)\n"
+    "  --requests=N           NBD: commands in flight per connection (default 16)\n"
+    "  --request-size=SIZE    NBD: bytes per command (default 256K)\n"
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
@@ -193,6 +200,8 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
         }
         ret->kind = IOH_OPERAND_FD;
         ret->fd = (int)n;
+    } else if (ioh_nbd_is_uri(spec)) {
+        ret->kind = IOH_OPERAND_NBD;
     }
     return TRUE;
 }
@@ -212,6 +221,8 @@ static const struct {
     { "record", OPT_VALUE },         { "help", OPT_FLAG },
     { "version", OPT_FLAG },         { "checksum", OPT_VALUE },
     { "verify-checksum", OPT_VALUE },
+    { "connections", OPT_VALUE },    { "requests", OPT_VALUE },
+    { "request-size", OPT_VALUE },
 };
 
 /* --checksum=ALG and --verify-checksum=HEX (which implies --checksum=xxh3): the stream
@@ -247,6 +258,32 @@ apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
     return TRUE;
 }
 
+/* --connections, --requests, --request-size: the NBD end's. */
+static gboolean
+apply_nbd_option(IohArgs *a, const char *name, const char *val, GError **error)
+{
+    guint64 v;
+
+    if (g_str_equal(name, "connections")) {
+        if (!parse_count("--connections", val, 1, 16, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_connections = (guint)v;
+    } else if (g_str_equal(name, "requests")) {
+        if (!parse_count("--requests", val, 1, 256, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_requests = (guint)v;
+    } else {
+        if (!parse_bounded("--request-size", val, 4096, 32ULL << 20, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_request_size = (gsize)v;
+    }
+    a->nbd_option = TRUE;
+    return TRUE;
+}
+
 static gboolean
 apply_option(IohArgs *a, const char *name, const char *val, GError **error)
 {
@@ -254,6 +291,9 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
 
     if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
         return apply_checksum(a, name, val, error);
+    } else if (g_str_equal(name, "connections") || g_str_equal(name, "requests") ||
+               g_str_equal(name, "request-size")) {
+        return apply_nbd_option(a, name, val, error);
     } else if (g_str_equal(name, "direct")) {
         a->direct = TRUE;
     } else if (g_str_equal(name, "fadvise")) {
@@ -375,6 +415,32 @@ parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
     return usage_error(error, "unknown option '--%s'", name);
 }
 
+/* An NBD URI on one side: the other is the stream; an export has no end of stream. */
+static gboolean
+check_nbd(const IohArgs *a, GError **error)
+{
+    gboolean in = !a->libvirt && a->in_op.kind == IOH_OPERAND_NBD;
+    gboolean out = !a->libvirt && a->out_op.kind == IOH_OPERAND_NBD;
+
+    if (!in && !out) {
+        return !a->nbd_option ||
+               usage_error(error, "--connections, --requests and --request-size need an "
+                           "NBD URI as IN or OUT");
+    }
+    if (in && out) {
+        return usage_error(error, "IN and OUT are both NBD URIs: one side must be the stream");
+    }
+    if (a->direct || a->fadvise) {
+        return usage_error(error, "--direct and --fadvise apply to a file, not to an NBD "
+                           "export");
+    }
+    if (in && !a->copy.has_length) {
+        return usage_error(error, "reading an NBD export needs --length (an export has a "
+                           "fixed size, the stream has no end mark)");
+    }
+    return TRUE;
+}
+
 static gboolean
 parse_args(int argc, char **argv, IohArgs *a, GError **error)
 {
@@ -441,7 +507,7 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
             return FALSE;
         }
     }
-    return TRUE;
+    return check_nbd(a, error);
 }
 
 gboolean

@@ -30,6 +30,7 @@ typedef enum {
     IOH_OPERAND_PATH,        /* a file name */
     IOH_OPERAND_STDIO,       /* "-": stdin for IN, stdout for OUT */
     IOH_OPERAND_FD,          /* "fd:N" */
+    IOH_OPERAND_NBD,         /* an NBD URI: nbd://, nbds://, nbd+unix://... (ioh-nbd.h) */
 } IohOperandKind;
 
 typedef struct {
@@ -55,6 +56,7 @@ typedef struct {
     int status_fd;           /* -1: none */
     char *record;            /* append a JSON line per copy to this file */
     const char *checksum_filters[2];  /* --checksum: { name, NULL }, copy.filters */
+    gboolean nbd_option;     /* --connections, --requests or --request-size given */
 } IohArgs;
 
 /* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */

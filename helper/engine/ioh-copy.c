@@ -97,13 +97,20 @@ ioh_copy_report_progress(IohCopy *c, gboolean final)
     }
 }
 
+/* Storage, or an NBD export (ioh-nbd.h): where the image stays. */
+static gboolean
+is_image(const IohEnd *end)
+{
+    return ioh_end_is_storage(end) || end->kind == IOH_KIND_NBD;
+}
+
 static const char *
 direction(const IohEnd *src, const IohEnd *dst)
 {
-    if (ioh_end_is_storage(dst) && !ioh_end_is_storage(src)) {
+    if (is_image(dst) && !is_image(src)) {
         return "save";
     }
-    if (ioh_end_is_storage(src) && !ioh_end_is_storage(dst)) {
+    if (is_image(src) && !is_image(dst)) {
         return "restore";
     }
     return "copy";

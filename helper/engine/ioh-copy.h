@@ -39,6 +39,9 @@ typedef struct {
     gboolean has_expected_checksum;
     guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
                                  * checksum differs (EBADMSG) */
+    guint nbd_connections;      /* NBD end: connections (0: several with multi-conn, else 1) */
+    guint nbd_requests;         /* NBD end: commands in flight per connection (0: default) */
+    gsize nbd_request_size;     /* NBD end: bytes per command (0: default, ioh-nbd.h) */
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)

@@ -181,6 +181,27 @@ is_fd_number(const char *s)
     return TRUE;
 }
 
+/* An NBD URI that libnbd would refuse for its form: a usage error, before connecting. */
+static gboolean
+check_nbd_uri(const char *spec, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GUri) uri = g_uri_parse(spec, G_URI_FLAGS_ENCODED_QUERY, &err);
+    g_autofree char *name = ioh_nbd_safe_name(spec);
+    const char *query;
+
+    if (!uri) {
+        return usage_error(error, "'%s' is not a valid NBD URI: %s", name, err->message);
+    }
+    query = g_uri_get_query(uri);
+    if (strstr(g_uri_get_scheme(uri), "+unix") &&
+        (!query || (!g_str_has_prefix(query, "socket=") && !strstr(query, "&socket=")))) {
+        return usage_error(error, "'%s' is not a valid NBD URI: +unix needs ?socket=PATH",
+                           name);
+    }
+    return TRUE;
+}
+
 /* IN or OUT: only the bare "-" is stdio, only "fd:" and a decimal number an fd. */
 static gboolean
 parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
@@ -202,6 +223,7 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
         ret->fd = (int)n;
     } else if (ioh_nbd_is_uri(spec)) {
         ret->kind = IOH_OPERAND_NBD;
+        return check_nbd_uri(spec, error);
     }
     return TRUE;
 }

@@ -92,6 +92,16 @@ ioh_nbd_safe_name(const char *uri)
     return g_string_free(s, FALSE);
 }
 
+gboolean
+ioh_nbd_too_small(GError **error, const char *what, const IohEnd *end, guint64 size)
+{
+    g_autofree char *msg = g_strdup_printf("export %s is %" G_GUINT64_FORMAT " bytes, the "
+                                           "stream needs more", end->name, size);
+
+    g_propagate_error(error, ioh_error_new_literal(ENOSPC, what, end->name, msg));
+    return FALSE;
+}
+
 IohEnd *
 ioh_nbd_end_new(const char *uri)
 {

@@ -29,6 +29,11 @@ gboolean ioh_nbd_is_uri(const char *spec);
 /* @uri without its secrets, for messages: the query is dropped except "socket=PATH". */
 char *ioh_nbd_safe_name(const char *uri);
 
+/* FALSE with "export NAME is SIZE bytes, the stream needs more" (ENOSPC, operation @what,
+ * path the end's name). */
+gboolean ioh_nbd_too_small(GError **error, const char *what, const IohEnd *end,
+                           guint64 size);
+
 /* An end for @uri: kind IOH_KIND_NBD, fd -1, not yet connected. */
 IohEnd *ioh_nbd_end_new(const char *uri);
 

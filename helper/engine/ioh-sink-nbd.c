@@ -28,8 +28,7 @@ nbd_sink_accepts(const IohEnd *end)
 static gboolean
 too_small(const IohNbd *n, const IohEnd *end, GError **error)
 {
-    return ioh_error_set(error, ENOSPC, NULL, end->name, "export %s is %" G_GUINT64_FORMAT
-                         " bytes, the stream needs more", end->name, ioh_nbd_export_size(n));
+    return ioh_nbd_too_small(error, "write", end, ioh_nbd_export_size(n));
 }
 
 static gboolean

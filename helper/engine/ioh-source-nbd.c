@@ -46,9 +46,7 @@ nbd_source_prepare(IohCopy *c, GError **error)
     ioh_nbd_set_layer_state(n, s, g_free);
     c->src_start = s->start;
     if (s->start > size || s->length > size - s->start) {
-        return ioh_error_set(error, EINVAL, NULL, c->src->name, "export %s is %"
-                             G_GUINT64_FORMAT " bytes, the stream needs more", c->src->name,
-                             size);
+        return ioh_nbd_too_small(error, "read", c->src, size);
     }
     return TRUE;
 }

@@ -101,11 +101,12 @@ roundtrip() {
     cmp -s "$work/in" "$work/out"
 }
 
-# fails CODE PATTERN CMD...: CMD exits CODE with one stderr line matching PATTERN.
+# fails CODE PATTERN CMD...: CMD exits CODE with one stderr line matching PATTERN (its
+# stdout, a restore's stream, goes to a file).
 fails() {
     local code=$1 pattern=$2 rc
     shift 2
-    "$@" 2>"$work/err"
+    "$@" 2>"$work/err" >"$work/fail.out"
     rc=$?
     if [ "$rc" -ne "$code" ] || [ "$(wc -l <"$work/err")" -ne 1 ] ||
        ! grep -Eq -- "$pattern" "$work/err"; then
@@ -217,7 +218,7 @@ test_errors() {
         "$IOH" --offset=2M - "$(unix_uri small)" </dev/null
     check "too-small export: restore of more than it holds refused" \
         fails 1 "is 1048576 bytes, the stream needs more$" \
-        "$IOH" --length=2M "$(unix_uri small)" - >/dev/null
+        "$IOH" --length=2M "$(unix_uri small)" -
     stop small
     check "too-small export: nothing written or read before those refusals" \
         [ -z "$(stat_ops "$work/small.stats" write)$(stat_ops "$work/small.stats" read)" ]
@@ -237,7 +238,7 @@ test_errors() {
     start_nbdkit rerr --filter=error memory 16M error-pread-rate=1 error=EIO || return
     check "server read error: exit 1, one line naming the URI" \
         fails 1 "^iohelper: read nbd\+unix:///\?socket=.*rerr.sock: .*Input/output error" \
-        "$IOH" --length=1M "$(unix_uri rerr)" - >/dev/null
+        "$IOH" --length=1M "$(unix_uri rerr)" -
     stop rerr
 
     # nbdkit 1.32's error filter has no flush rate: the eval plugin's flush fails instead

@@ -8,6 +8,7 @@
  * - A save into the page cache (buffered, --fadvise): inline, read then write in one
  *   thread (ioh-strategy-inline.c).
  * - An O_DIRECT source: parallel readers into a ring (ioh-strategy-parallel.c).
+ * - A save to NBD: inline, the pipe read straight into the request buffers.
  * - Everything else (every restore, an O_DIRECT save): a reader thread and a ring
  *   (ioh-strategy-ring.c).
  *
@@ -121,6 +122,10 @@ static const IohStrategy *
 choose_strategy(IohCopy *c)
 {
     gboolean src_direct = ioh_end_is_storage(c->src) && c->src->direct;
+
+    if (c->dst->kind == IOH_KIND_NBD) {
+        return &ioh_strategy_inline;    /* reads into the NBD requests in place */
+    }
 
     if (ioh_end_is_storage(c->dst) && !c->dst->direct && !src_direct) {
         return &ioh_strategy_inline;

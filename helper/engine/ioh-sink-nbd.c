@@ -3,6 +3,7 @@
  * Chunks are gathered into requests of the request size (ioh-nbd.h), each issued as
  * nbd_aio_pwrite as soon as it is full, with up to --requests in flight per connection
  * over --connections; the writing thread only waits when every request is in flight.
+ * With the inline strategy the stream is read straight into the request (buffer()).
  * The export has a fixed size: with --length it must hold offset + length before
  * anything is sent, without it the copy fails where the stream outgrows it. Success
  * only after every command completed and the flush (ioh_nbd_finish()) returned. */
@@ -77,6 +78,11 @@ nbd_sink_write(IohCopy *c, const char *buf, gsize len, GError **error)
     if (s->pos + s->fill + len > ioh_nbd_export_size(s->n)) {
         return too_small(s->n, c->dst, error);
     }
+    if (s->buf && buf == s->buf + s->fill) {
+        /* read in place through nbd_sink_buffer() */
+        s->fill += len;
+        return s->fill < rsize || issue(c, s, error);
+    }
     while (len > 0) {
         gsize part, done;
 
@@ -93,6 +99,20 @@ nbd_sink_write(IohCopy *c, const char *buf, gsize len, GError **error)
         }
     }
     return TRUE;
+}
+
+/* The request being filled lends its free part: the stream is read straight into it. */
+static char *
+nbd_sink_buffer(IohCopy *c, gsize *len, GError **error)
+{
+    SinkState *s = ioh_nbd_layer_state(c->dst->priv);
+    gsize done;
+
+    if (!s->buf && !(s->buf = ioh_nbd_next(s->n, &done, error))) {
+        return NULL;
+    }
+    *len = MIN(*len, ioh_nbd_request_size(s->n) - s->fill);
+    return s->buf + s->fill;
 }
 
 static gboolean
@@ -112,4 +132,5 @@ const IohSinkClass ioh_sink_nbd = {
     .prepare = nbd_sink_prepare,
     .write = nbd_sink_write,
     .finish = nbd_sink_finish,
+    .buffer = nbd_sink_buffer,
 };

@@ -22,6 +22,7 @@ inline_run(IohCopy *c, GError **error)
     for (;;) {
         gsize want = c->slot;
         gssize got;
+        char *buf;
 
         if (opts->has_length) {
             if (c->stats->bytes >= opts->length) {
@@ -32,9 +33,14 @@ inline_run(IohCopy *c, GError **error)
         if (!ioh_error_check_cancellable(c->cancel, "copy", NULL, error)) {
             return FALSE;
         }
-        got = c->source->read(&rd, c->mem, want, -1, error);
+        /* a sink that lends its own buffer gets the bytes in place */
+        buf = c->sink->buffer ? c->sink->buffer(c, &want, error) : c->mem;
+        if (!buf) {
+            return FALSE;
+        }
+        got = c->source->read(&rd, buf, want, -1, error);
         c->stats->reads = c->reads;
-        if (got < 0 || !ioh_copy_deliver(c, c->mem, (gsize)got, TRUE, error)) {
+        if (got < 0 || !ioh_copy_deliver(c, buf, (gsize)got, TRUE, error)) {
             return FALSE;
         }
         ioh_copy_report_progress(c, FALSE);

@@ -285,7 +285,30 @@ test_killed() {
     [ "$rc" = 1 ] || diag "$work/kerr"
 }
 
+# TLS with a pre-shared key (nbds+unix://USER@/?socket=...&tls-psk-file=...): a round
+# trip, and a failed handshake whose line names the URI without the key file.
+test_tls() {
+    if ! nbdkit --dump-config | grep -qx 'tls=yes'; then
+        ok "# SKIP nbdkit without TLS"
+        return
+    fi
+    echo "alice:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$work/psk"
+    echo "alice:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$work/wrongpsk"
+    chmod 600 "$work/psk" "$work/wrongpsk"
+    start_nbdkit tls --tls=require --tls-psk="$work/psk" memory 32M || return
+    check "TLS (PSK): round trip of 3 MiB + 1 over 4 connections" \
+        roundtrip "nbds+unix://alice@/?socket=$work/tls.sock&tls-psk-file=$work/psk" \
+        $(((3 << 20) + 1))
+    check "TLS with a wrong key: exit 1, the line names the URI without the key file" \
+        fails 1 "^iohelper: connect nbds\+unix://alice@/\?socket=.*tls.sock: " \
+        "$IOH" - "nbds+unix://alice@/?tls-psk-file=$work/wrongpsk&socket=$work/tls.sock" \
+        <"$work/psk"
+    if grep -q psk "$work/err"; then not_ok "no key file in the line"; else ok "no key file in the line"; fi
+    stop tls
+}
+
 test_memory_unix
+test_tls
 test_memory_tcp
 test_file_plugin
 test_qemu_nbd

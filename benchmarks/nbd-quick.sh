@@ -14,7 +14,14 @@ ioh=$build/helper/iohelper
 prod=$build/benchmarks/producer
 cons=$build/benchmarks/consumer
 dir=$(mktemp -d /var/tmp/nbd-quick.XXXXXX)
-trap 'for p in "$dir"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; sleep 0.5; rm -rf "$dir"' EXIT
+stop_all() {
+    for p in "$dir"/*.pid; do
+        [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null
+    done
+    sleep 0.5
+    rm -rf "$dir"
+}
+trap stop_all EXIT
 declare -A times
 
 serve() { # serve NAME nbdkit-args...

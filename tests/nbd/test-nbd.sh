@@ -188,6 +188,17 @@ test_stats() {
     check "stats: server without multi-conn: one flush" [ "$(stat_ops "$f.stats2" flush)" = 1 ]
 }
 
+# save_fails NAME OP PWRITE FLUSH DESC: a save to nbdkit's eval plugin whose pwrite and
+# flush are the shell lines given fails with one line "OP URI: ... No space left".
+save_fails() {
+    start_nbdkit "$1" eval get_size='echo 16777216' can_write='exit 0' can_flush='exit 0' \
+        pwrite="$3" flush="$4" || return
+    check "$5: exit 1, one line naming the URI" \
+        fails 1 "^iohelper: $2 nbd\+unix:///\?socket=.*$1.sock: .*No space left" \
+        "$IOH" - "$(unix_uri "$1")" <"$work/1m"
+    stop "$1"
+}
+
 test_errors() {
     local port
     port=$(free_port)
@@ -242,47 +253,35 @@ test_errors() {
     stop rerr
 
     # nbdkit 1.32's error filter has no flush rate: the eval plugin's flush fails instead
-    start_nbdkit ferr eval get_size='echo 16777216' can_write='exit 0' can_flush='exit 0' \
-        pwrite='cat >/dev/null' flush='echo "ENOSPC out of space" >&2; exit 1' || return
-    check "server flush error (ENOSPC): exit 1, one line naming the URI" \
-        fails 1 "^iohelper: flush nbd\+unix:///\?socket=.*ferr.sock: .*No space left" \
-        "$IOH" - "$(unix_uri ferr)" <"$work/1m"
-    stop ferr
-    start_nbdkit wspc eval get_size='echo 16777216' can_write='exit 0' can_flush='exit 0' \
-        pwrite='echo "ENOSPC back end full" >&2; exit 1' flush='exit 0' || return
-    check "back end ENOSPC on write: exit 1, one line naming the URI" \
-        fails 1 "^iohelper: write nbd\+unix:///\?socket=.*wspc.sock: .*No space left" \
-        "$IOH" - "$(unix_uri wspc)" <"$work/1m"
-    stop wspc
+    save_fails ferr flush 'cat >/dev/null' 'echo "ENOSPC out of space" >&2; exit 1' \
+        "server flush error (ENOSPC)"
+    save_fails wspc write 'echo "ENOSPC back end full" >&2; exit 1' 'exit 0' \
+        "back end ENOSPC on write"
 }
 
-# The server dies while the helper writes: never a success.
-test_killed() {
-    local pid rc
-    start_nbdkit kill memory 64M || return
-    { head -c $((4 << 20)) /dev/urandom; sleep 1; head -c $((4 << 20)) /dev/urandom; } |
-        "$IOH" - "$(unix_uri kill)" 2>"$work/kerr" &
+# killed_during NAME DESC SHELL-LINE: runs the line (URI in $uri) in the background,
+# kills server NAME with SIGKILL half a second in: exit 1 with one line naming the URI.
+killed_during() {
+    local name=$1 desc=$2 pid rc
+    uri=$(unix_uri "$name") IOH=$IOH bash -c "$3" 2>"$work/kerr" >/dev/null &
     pid=$!
     sleep 0.5
-    kill -9 "${srv_pid[kill]}"
-    unset "srv_pid[kill]"
+    kill -9 "${srv_pid[$name]}"
+    unset "srv_pid[$name]"
     wait "$pid"
     rc=$?
-    check "server killed mid-save: exit 1 with a line naming the URI" \
-        [ "$rc" = 1 -a "$(grep -c "^iohelper: .* nbd+unix:///?socket=.*kill.sock: " "$work/kerr")" = 1 ]
+    check "$desc: exit 1 with a line naming the URI" [ "$rc" = 1 -a \
+        "$(grep -c "^iohelper: .* nbd+unix:///?socket=.*$name.sock: " "$work/kerr")" = 1 ]
     [ "$rc" = 1 ] || diag "$work/kerr"
+}
 
+# The server dies while the helper works: never a success.
+test_killed() {
+    start_nbdkit kill memory 64M || return
+    killed_during kill "server killed mid-save" \
+        '{ head -c 4M /dev/urandom; sleep 1; head -c 4M /dev/urandom; } | "$IOH" - "$uri"'
     start_nbdkit kill2 --filter=delay memory 64M delay-read=1 || return
-    "$IOH" --length=32M "$(unix_uri kill2)" - 2>"$work/kerr" >/dev/null &
-    pid=$!
-    sleep 0.5
-    kill -9 "${srv_pid[kill2]}"
-    unset "srv_pid[kill2]"
-    wait "$pid"
-    rc=$?
-    check "server killed mid-restore: exit 1 with a line naming the URI" \
-        [ "$rc" = 1 -a "$(grep -c "^iohelper: .* nbd+unix:///?socket=.*kill2.sock: " "$work/kerr")" = 1 ]
-    [ "$rc" = 1 ] || diag "$work/kerr"
+    killed_during kill2 "server killed mid-restore" '"$IOH" --length=32M "$uri" -'
 }
 
 # TLS with a pre-shared key (nbds+unix://USER@/?socket=...&tls-psk-file=...): a round

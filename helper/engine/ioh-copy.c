@@ -8,7 +8,9 @@
  * - A save into the page cache (buffered, --fadvise): inline, read then write in one
  *   thread (ioh-strategy-inline.c).
  * - An O_DIRECT source: parallel readers into a ring (ioh-strategy-parallel.c).
- * - A save to NBD: inline, the pipe read straight into the request buffers.
+ * - A save to NBD: inline, the pipe read straight into the request buffers; a restore
+ *   from NBD inline too (its reads are in flight at the server already: 1 GiB from
+ *   nbdkit file, median of 5, 1.38 s against 1.47 s with the ring).
  * - Everything else (every restore, an O_DIRECT save): a reader thread and a ring
  *   (ioh-strategy-ring.c).
  *
@@ -123,8 +125,8 @@ choose_strategy(IohCopy *c)
 {
     gboolean src_direct = ioh_end_is_storage(c->src) && c->src->direct;
 
-    if (c->dst->kind == IOH_KIND_NBD) {
-        return &ioh_strategy_inline;    /* reads into the NBD requests in place */
+    if (c->dst->kind == IOH_KIND_NBD || c->src->kind == IOH_KIND_NBD) {
+        return &ioh_strategy_inline;    /* NBD: see the top */
     }
 
     if (ioh_end_is_storage(c->dst) && !c->dst->direct && !src_direct) {

@@ -41,6 +41,8 @@ static const char usage_text[] =
     "                         advertises multi-conn, else 1; more than 1 is refused then)\n"
     "  --requests=N           NBD: commands in flight per connection (default 16)\n"
     "  --request-size=SIZE    NBD: bytes per command (default 256K)\n"
+    "  --stall-timeout=SEC    NBD: fail when the server sends nothing for SEC seconds\n"
+    "                         while commands are in flight (default: wait)\n"
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
@@ -244,7 +246,7 @@ static const struct {
     { "version", OPT_FLAG },         { "checksum", OPT_VALUE },
     { "verify-checksum", OPT_VALUE },
     { "connections", OPT_VALUE },    { "requests", OPT_VALUE },
-    { "request-size", OPT_VALUE },
+    { "request-size", OPT_VALUE },   { "stall-timeout", OPT_VALUE },
 };
 
 /* --checksum=ALG and --verify-checksum=HEX (which implies --checksum=xxh3): the stream
@@ -280,7 +282,7 @@ apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
     return TRUE;
 }
 
-/* --connections, --requests, --request-size: the NBD end's. */
+/* --connections, --requests, --request-size, --stall-timeout: the NBD end's. */
 static gboolean
 apply_nbd_option(IohArgs *a, const char *name, const char *val, GError **error)
 {
@@ -296,6 +298,11 @@ apply_nbd_option(IohArgs *a, const char *name, const char *val, GError **error)
             return FALSE;
         }
         a->copy.nbd_requests = (guint)v;
+    } else if (g_str_equal(name, "stall-timeout")) {
+        if (!parse_count("--stall-timeout", val, 1, 86400, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_stall_timeout = (guint)v;
     } else {
         if (!parse_bounded("--request-size", val, 4096, 32ULL << 20, &v, error)) {
             return FALSE;
@@ -314,7 +321,7 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
     if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
         return apply_checksum(a, name, val, error);
     } else if (g_str_equal(name, "connections") || g_str_equal(name, "requests") ||
-               g_str_equal(name, "request-size")) {
+               g_str_equal(name, "request-size") || g_str_equal(name, "stall-timeout")) {
         return apply_nbd_option(a, name, val, error);
     } else if (g_str_equal(name, "direct")) {
         a->direct = TRUE;
@@ -446,8 +453,8 @@ check_nbd(const IohArgs *a, GError **error)
 
     if (!in && !out) {
         return !a->nbd_option ||
-               usage_error(error, "--connections, --requests and --request-size need an "
-                           "NBD URI as IN or OUT");
+               usage_error(error, "--connections, --requests, --request-size and "
+                           "--stall-timeout need an NBD URI as IN or OUT");
     }
     if (in && out) {
         return usage_error(error, "IN and OUT are both NBD URIs: one side must be the stream");

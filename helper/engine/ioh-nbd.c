@@ -26,6 +26,7 @@ typedef struct {
     GThread *thread;
     gboolean quit;            /* atomic */
     char *failed;             /* under n->lock: why the connection died */
+    int failed_errno;         /* ... and its errno (0: ENOTCONN) */
 } Conn;
 
 typedef struct {
@@ -55,6 +56,7 @@ struct _IohNbd {
     char *mem;
     gpointer layer_state;
     GDestroyNotify layer_state_free;
+    guint stall_ms;           /* --stall-timeout (0: none) */
 };
 
 static const char *const schemes[] = {
@@ -131,14 +133,36 @@ nbd_fail(GError **error, const IohEnd *end, const char *what)
 }
 
 static void
-conn_failed(Conn *k, const char *why)
+conn_failed_errno(Conn *k, int errsv, const char *why)
 {
     g_mutex_lock(&k->n->lock);
     if (!k->failed) {
+        k->failed_errno = errsv;
         k->failed = g_strdup(why ? why : "connection lost");
     }
     g_cond_broadcast(&k->n->cond);
     g_mutex_unlock(&k->n->lock);
+}
+
+static void
+conn_failed(Conn *k, const char *why)
+{
+    conn_failed_errno(k, 0, why);
+}
+
+/* poll() timed out: with commands in flight, the server has stalled (--stall-timeout). */
+static gboolean
+conn_stalled(Conn *k)
+{
+    g_autofree char *why = NULL;
+
+    if (nbd_aio_in_flight(k->h) <= 0) {
+        return TRUE;
+    }
+    why = g_strdup_printf("the server sent nothing for %u s (--stall-timeout)",
+                          k->n->stall_ms / 1000);
+    conn_failed_errno(k, ETIMEDOUT, why);
+    return FALSE;
 }
 
 static void
@@ -162,9 +186,13 @@ conn_poll_once(Conn *k)
         { .fd = k->wake, .events = POLLIN },
     };
     guint64 v;
+    int ready = poll(p, 2, k->n->stall_ms ? (int)k->n->stall_ms : -1);
 
-    if (poll(p, 2, -1) < 0) {
+    if (ready < 0) {
         return errno == EINTR || (conn_failed(k, g_strerror(errno)), FALSE);
+    }
+    if (ready == 0) {
+        return conn_stalled(k);
     }
     if ((p[1].revents & POLLIN) && read(k->wake, &v, sizeof(v)) < 0) {
         /* EAGAIN: someone else drained it */
@@ -320,6 +348,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
     struct nbd_handle *h;
 
     n->end = end;
+    n->stall_ms = c->opts->nbd_stall_timeout * 1000;
     g_mutex_init(&n->lock);
     g_cond_init(&n->cond);
     end->priv = n;
@@ -407,7 +436,7 @@ wait_req(IohNbd *n, guint i, gboolean write, GError **error)
     while (!r->done && !k->failed) {
         g_cond_wait(&n->cond, &n->lock);
     }
-    err = r->done ? r->err : ENOTCONN;
+    err = r->done ? r->err : k->failed_errno ? k->failed_errno : ENOTCONN;
     why = r->done ? NULL : g_strdup(k->failed);
     g_mutex_unlock(&n->lock);
     r->busy = FALSE;

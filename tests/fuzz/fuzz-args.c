@@ -131,7 +131,7 @@ takes_next(const char *arg)
     static const char *const names[] = {
         "--pipe-size", "--buffer-size", "--ring", "--offset", "--length",
         "--fadvise-window", "--status-fd", "--status-interval", "--record",
-        "--connections", "--requests", "--request-size", NULL,
+        "--connections", "--requests", "--request-size", "--stall-timeout", NULL,
     };
 
     return g_strv_contains(names, arg);
@@ -209,7 +209,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       "not both NBD");
             }
             check(a.copy.nbd_connections <= 16 && a.copy.nbd_requests <= 256 &&
-                  a.copy.nbd_request_size <= (32u << 20), "NBD options in range");
+                  a.copy.nbd_request_size <= (32u << 20) && a.copy.nbd_stall_timeout <= 86400,
+                  "NBD options in range");
         }
         ioh_args_clear(&a);
     } else {

@@ -78,6 +78,7 @@ stop() {
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.05
     done
+    kill -9 "$pid" 2>/dev/null    # still in a delayed command: it has nothing to write
     unset "srv_pid[$1]"
 }
 
@@ -306,6 +307,21 @@ test_tls() {
     stop tls
 }
 
+# A server that stops answering (nbdkit's delay filter, 30 s per command) fails the copy
+# after --stall-timeout, with a line naming the URI.
+test_stall() {
+    start_nbdkit stw --filter=delay memory 64M delay-write=30 || return
+    check "stalled server, save: --stall-timeout=1 fails it, one line naming the URI" \
+        fails 1 "^iohelper: write nbd\+unix:///\?socket=.*stw.sock: the server sent nothing for 1 s" \
+        timeout 20 "$IOH" --stall-timeout=1 - "$(unix_uri stw)" <"$work/1m"
+    stop stw
+    start_nbdkit str --filter=delay memory 64M delay-read=30 || return
+    check "stalled server, restore: --stall-timeout=1 fails it, one line naming the URI" \
+        fails 1 "^iohelper: read nbd\+unix:///\?socket=.*str.sock: the server sent nothing for 1 s" \
+        timeout 20 "$IOH" --stall-timeout=1 --length=1M "$(unix_uri str)" -
+    stop str
+}
+
 test_memory_unix
 test_tls
 test_memory_tcp
@@ -314,5 +330,6 @@ test_qemu_nbd
 test_stats
 test_errors
 test_killed
+test_stall
 echo "1..$n"
 exit $failed

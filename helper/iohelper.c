@@ -19,6 +19,7 @@
 #include "ioh-error.h"
 #include "ioh-escape.h"
 #include "ioh-file.h"
+#include "ioh-nbd.h"
 #include "ioh-status.h"
 
 typedef struct {
@@ -69,6 +70,8 @@ open_operand(const IohOperand *op, const char *spec, gboolean for_write, const I
     case IOH_OPERAND_FD:
         name = g_strdup_printf("fd %d", op->fd);
         return ioh_end_from_fd(op->fd, name, error);
+    case IOH_OPERAND_NBD:
+        return ioh_nbd_end_new(spec);    /* connected by the engine's nbd layer */
     case IOH_OPERAND_PATH:
     default:
         return ioh_end_open(spec, for_write, a->copy.has_offset ? a->copy.offset : 0, error);
@@ -117,13 +120,20 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     return TRUE;
 }
 
+/* A file, a block device or an NBD export: where an image is kept. */
+static gboolean
+holds_image(const IohEnd *end)
+{
+    return ioh_end_is_storage(end) || end->kind == IOH_KIND_NBD;
+}
+
 /* --compress is for a save (pipe to storage), --decompress for a restore: known once the
  * ends are open, before anything is written. */
 static gboolean
 check_compression(const IohArgs *a, const IohEnd *src, const IohEnd *dst, GError **error)
 {
-    gboolean save = ioh_end_is_storage(dst) && !ioh_end_is_storage(src);
-    gboolean restore = ioh_end_is_storage(src) && !ioh_end_is_storage(dst);
+    gboolean save = holds_image(dst) && !holds_image(src);
+    gboolean restore = holds_image(src) && !holds_image(dst);
 
     if (a->compress && !save) {
         g_set_error(error, IOH_ARGS_ERROR, 0, "--compress is for a save (a pipe into a "
@@ -158,12 +168,22 @@ precheck_compression(const IohArgs *a, GError **error)
 {
     IohEnd in = { .fd = -1, .name = a->in_op.kind == IOH_OPERAND_PATH ? a->in : "stdin" };
     IohEnd out = { .fd = -1, .name = a->out_op.kind == IOH_OPERAND_PATH ? a->out : "stdout" };
+    g_autofree char *in_name = NULL;
+    g_autofree char *out_name = NULL;
 
     if (a->libvirt || (!a->compress && !a->decompress)) {
         return TRUE;
     }
     in.kind = operand_is_storage(&a->in_op, a->in) ? IOH_KIND_FILE : IOH_KIND_PIPE;
     out.kind = operand_is_storage(&a->out_op, a->out) ? IOH_KIND_FILE : IOH_KIND_PIPE;
+    if (a->in_op.kind == IOH_OPERAND_NBD) {
+        in.kind = IOH_KIND_NBD;
+        in.name = in_name = ioh_nbd_safe_name(a->in);
+    }
+    if (a->out_op.kind == IOH_OPERAND_NBD) {
+        out.kind = IOH_KIND_NBD;
+        out.name = out_name = ioh_nbd_safe_name(a->out);
+    }
     return check_compression(a, &in, &out, error);
 }
 
@@ -288,8 +308,11 @@ main(int argc, char **argv)
         ioh_status_write_final(args.status_fd, &final);
     }
     if (args.record) {
+        /* an NBD URI without the secrets of its query (tls-psk-file=...) */
+        g_autofree char *out = !args.libvirt && args.out_op.kind == IOH_OPERAND_NBD
+                                   ? ioh_nbd_safe_name(args.out) : NULL;
         ioh_status_append_record(args.record, &final, &stats, args.libvirt,
-                                 args.libvirt ? args.path : args.out);
+                                 args.libvirt ? args.path : out ? out : args.out);
     }
     if (!ok) {
         report_failure(&args, error);

@@ -8,6 +8,7 @@
 
 #include "ioh-escape.h"
 #include "ioh-limits.h"
+#include "ioh-nbd.h"
 
 G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
 
@@ -15,7 +16,9 @@ static const char usage_text[] =
     "Usage: iohelper [OPTION...] IN OUT\n"
     "       iohelper [OPTION...] PATH FD      (libvirt's libvirt_iohelper form)\n"
     "Copy a VM save stream between a pipe and a file, fast and durably.\n"
-    "IN and OUT are each a path, '-' (stdin/stdout) or 'fd:N'.\n"
+    "IN and OUT are each a path, '-' (stdin/stdout) or 'fd:N'; one of them may be an NBD\n"
+    "URI (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nbds://...);\n"
+    "reading an NBD export needs --length.\n"
     "\n"
     "  --direct               open the file side with O_DIRECT (bypass the page cache)\n"
     "  --fadvise              bypass the cache by write-back and POSIX_FADV_DONTNEED\n"
@@ -39,6 +42,12 @@ static const char usage_text[] =
     "                         default 1); the checksum stays that of the stream\n"
     "  --decompress           restore: the file holds zstd frames; a corrupt one fails\n"
     "  --threads=N            zstd's compression threads (default: the online CPUs)\n"
+    "  --connections=N        NBD: connections to the server (default 4 when it\n"
+    "                         advertises multi-conn, else 1; more than 1 is refused then)\n"
+    "  --requests=N           NBD: commands in flight per connection (default 16)\n"
+    "  --request-size=SIZE    NBD: bytes per command (default 256K)\n"
+    "  --stall-timeout=SEC    NBD: fail when the server sends nothing for SEC seconds\n"
+    "                         while commands are in flight (default: wait)\n"
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
@@ -179,6 +188,27 @@ is_fd_number(const char *s)
     return TRUE;
 }
 
+/* An NBD URI that libnbd would refuse for its form: a usage error, before connecting. */
+static gboolean
+check_nbd_uri(const char *spec, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GUri) uri = g_uri_parse(spec, G_URI_FLAGS_ENCODED_QUERY, &err);
+    g_autofree char *name = ioh_nbd_safe_name(spec);
+    const char *query;
+
+    if (!uri) {
+        return usage_error(error, "'%s' is not a valid NBD URI: %s", name, err->message);
+    }
+    query = g_uri_get_query(uri);
+    if (strstr(g_uri_get_scheme(uri), "+unix") &&
+        (!query || (!g_str_has_prefix(query, "socket=") && !strstr(query, "&socket=")))) {
+        return usage_error(error, "'%s' is not a valid NBD URI: +unix needs ?socket=PATH",
+                           name);
+    }
+    return TRUE;
+}
+
 /* IN or OUT: only the bare "-" is stdio, only "fd:" and a decimal number an fd. */
 static gboolean
 parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
@@ -198,6 +228,9 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
         }
         ret->kind = IOH_OPERAND_FD;
         ret->fd = (int)n;
+    } else if (ioh_nbd_is_uri(spec)) {
+        ret->kind = IOH_OPERAND_NBD;
+        return check_nbd_uri(spec, error);
     }
     return TRUE;
 }
@@ -219,6 +252,8 @@ static const struct {
     { "verify-checksum", OPT_VALUE },
     { "compress", OPT_VALUE },       { "decompress", OPT_FLAG },
     { "threads", OPT_VALUE },
+    { "connections", OPT_VALUE },    { "requests", OPT_VALUE },
+    { "request-size", OPT_VALUE },   { "stall-timeout", OPT_VALUE },
 };
 
 /* --compress=zstd[:LEVEL], LEVEL within ioh-limits.h's bounds (negative: zstd's fast
@@ -308,27 +343,48 @@ apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
     return TRUE;
 }
 
+/* --connections, --requests, --request-size, --stall-timeout: the NBD end's. */
 static gboolean
-apply_option(IohArgs *a, const char *name, const char *val, GError **error)
+apply_nbd_option(IohArgs *a, const char *name, const char *val, GError **error)
 {
     guint64 v;
 
-    if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
-        return apply_checksum(a, name, val, error);
-    } else if (g_str_equal(name, "compress") || g_str_equal(name, "decompress") ||
-               g_str_equal(name, "threads")) {
-        return apply_compress(a, name, val, error);
-    } else if (g_str_equal(name, "direct")) {
-        a->direct = TRUE;
-    } else if (g_str_equal(name, "fadvise")) {
-        a->fadvise = TRUE;
-    } else if (g_str_equal(name, "progress")) {
-        a->progress = TRUE;
-    } else if (g_str_equal(name, "help")) {
-        a->help = TRUE;
-    } else if (g_str_equal(name, "version")) {
-        a->version = TRUE;
-    } else if (g_str_equal(name, "pipe-size")) {
+    if (g_str_equal(name, "connections")) {
+        if (!parse_count("--connections", val, 1, 16, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_connections = (guint)v;
+    } else if (g_str_equal(name, "requests")) {
+        if (!parse_count("--requests", val, 1, 256, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_requests = (guint)v;
+    } else if (g_str_equal(name, "stall-timeout")) {
+        if (!parse_count("--stall-timeout", val, 1, 86400, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_stall_timeout = (guint)v;
+    } else {
+        if (!parse_bounded("--request-size", val, 4096, 32ULL << 20, &v, error)) {
+            return FALSE;
+        }
+        a->copy.nbd_request_size = (gsize)v;
+    }
+    a->nbd_option = TRUE;
+    return TRUE;
+}
+
+/* The options that take a size or a count of the copy engine. */
+static const char *const size_options[] = {
+    "pipe-size", "buffer-size", "ring", "offset", "length", "fadvise-window", NULL,
+};
+
+static gboolean
+apply_size(IohArgs *a, const char *name, const char *val, GError **error)
+{
+    guint64 v;
+
+    if (g_str_equal(name, "pipe-size")) {
         if (!parse_bounded("--pipe-size", val, IOH_PIPE_SIZE_MIN, IOH_PIPE_SIZE_MAX, &v,
                            error)) {
             return FALSE;
@@ -363,6 +419,35 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
             return FALSE;
         }
         a->copy.fadvise_window = (gsize)v;
+    }
+    return TRUE;
+}
+
+static gboolean
+apply_option(IohArgs *a, const char *name, const char *val, GError **error)
+{
+    guint64 v;
+
+    if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
+        return apply_checksum(a, name, val, error);
+    } else if (g_str_equal(name, "compress") || g_str_equal(name, "decompress") ||
+               g_str_equal(name, "threads")) {
+        return apply_compress(a, name, val, error);
+    } else if (g_str_equal(name, "connections") || g_str_equal(name, "requests") ||
+               g_str_equal(name, "request-size") || g_str_equal(name, "stall-timeout")) {
+        return apply_nbd_option(a, name, val, error);
+    } else if (g_str_equal(name, "direct")) {
+        a->direct = TRUE;
+    } else if (g_str_equal(name, "fadvise")) {
+        a->fadvise = TRUE;
+    } else if (g_str_equal(name, "progress")) {
+        a->progress = TRUE;
+    } else if (g_str_equal(name, "help")) {
+        a->help = TRUE;
+    } else if (g_str_equal(name, "version")) {
+        a->version = TRUE;
+    } else if (g_strv_contains(size_options, name)) {
+        return apply_size(a, name, val, error);
     } else if (g_str_equal(name, "stats")) {
         if (!val || g_str_equal(val, "text")) {
             a->stats = IOH_STATS_TEXT;
@@ -443,6 +528,32 @@ parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
     return usage_error(error, "unknown option '--%s'", name);
 }
 
+/* An NBD URI on one side: the other is the stream; an export has no end of stream. */
+static gboolean
+check_nbd(const IohArgs *a, GError **error)
+{
+    gboolean in = !a->libvirt && a->in_op.kind == IOH_OPERAND_NBD;
+    gboolean out = !a->libvirt && a->out_op.kind == IOH_OPERAND_NBD;
+
+    if (!in && !out) {
+        return !a->nbd_option ||
+               usage_error(error, "--connections, --requests, --request-size and "
+                           "--stall-timeout need an NBD URI as IN or OUT");
+    }
+    if (in && out) {
+        return usage_error(error, "IN and OUT are both NBD URIs: one side must be the stream");
+    }
+    if (a->direct || a->fadvise) {
+        return usage_error(error, "--direct and --fadvise apply to a file, not to an NBD "
+                           "export");
+    }
+    if (in && !a->copy.has_length) {
+        return usage_error(error, "reading an NBD export needs --length (an export has a "
+                           "fixed size, the stream has no end mark)");
+    }
+    return TRUE;
+}
+
 static gboolean
 parse_args(int argc, char **argv, IohArgs *a, GError **error)
 {
@@ -512,7 +623,7 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
             return FALSE;
         }
     }
-    return TRUE;
+    return check_nbd(a, error);
 }
 
 gboolean

@@ -30,6 +30,7 @@ typedef enum {
     IOH_OPERAND_PATH,        /* a file name */
     IOH_OPERAND_STDIO,       /* "-": stdin for IN, stdout for OUT */
     IOH_OPERAND_FD,          /* "fd:N" */
+    IOH_OPERAND_NBD,         /* an NBD URI: nbd://, nbds://, nbd+unix://... (ioh-nbd.h) */
 } IohOperandKind;
 
 typedef struct {
@@ -58,6 +59,7 @@ typedef struct {
     gboolean compress;       /* --compress=zstd[:LEVEL] (a save) */
     gboolean decompress;     /* --decompress (a restore) */
     const char *filters[3];  /* with either: the checksum on the stream side of (un)zstd */
+    gboolean nbd_option;     /* --connections, --requests or --request-size given */
 } IohArgs;
 
 /* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */

@@ -8,6 +8,9 @@
  * - A save into the page cache (buffered, --fadvise): inline, read then write in one
  *   thread (ioh-strategy-inline.c).
  * - An O_DIRECT source: parallel readers into a ring (ioh-strategy-parallel.c).
+ * - A save to NBD: inline, the pipe read straight into the request buffers; a restore
+ *   from NBD inline too (its reads are in flight at the server already: 1 GiB from
+ *   nbdkit file, median of 5, 1.38 s against 1.47 s with the ring).
  * - Everything else (every restore, an O_DIRECT save): a reader thread and a ring
  *   (ioh-strategy-ring.c).
  *
@@ -125,13 +128,20 @@ ioh_copy_report_progress(IohCopy *c, gboolean final)
     }
 }
 
+/* Storage, or an NBD export (ioh-nbd.h): where the image stays. */
+static gboolean
+is_image(const IohEnd *end)
+{
+    return ioh_end_is_storage(end) || end->kind == IOH_KIND_NBD;
+}
+
 static const char *
 direction(const IohEnd *src, const IohEnd *dst)
 {
-    if (ioh_end_is_storage(dst) && !ioh_end_is_storage(src)) {
+    if (is_image(dst) && !is_image(src)) {
         return "save";
     }
-    if (ioh_end_is_storage(src) && !ioh_end_is_storage(dst)) {
+    if (is_image(src) && !is_image(dst)) {
         return "restore";
     }
     return "copy";
@@ -142,6 +152,10 @@ static const IohStrategy *
 choose_strategy(IohCopy *c)
 {
     gboolean src_direct = ioh_end_is_storage(c->src) && c->src->direct;
+
+    if (c->dst->kind == IOH_KIND_NBD || c->src->kind == IOH_KIND_NBD) {
+        return &ioh_strategy_inline;    /* NBD: see the top */
+    }
 
     if (ioh_end_is_storage(c->dst) && !c->dst->direct && !src_direct) {
         return &ioh_strategy_inline;

@@ -41,6 +41,11 @@ typedef struct {
                                  * checksum differs (EBADMSG) */
     int compress_level;         /* the zstd filter's level (ioh-limits.h) */
     guint threads;              /* the zstd filter's worker threads; 0: the online CPUs */
+    guint nbd_connections;      /* NBD end: connections (0: several with multi-conn, else 1) */
+    guint nbd_requests;         /* NBD end: commands in flight per connection (0: default) */
+    gsize nbd_request_size;     /* NBD end: bytes per command (0: default, ioh-nbd.h) */
+    guint nbd_stall_timeout;    /* NBD end: seconds without a byte from the server, with
+                                 * commands in flight, that fail the copy (0: none) */
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)

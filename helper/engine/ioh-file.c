@@ -167,9 +167,13 @@ ioh_end_free(IohEnd *end)
     if (!end) {
         return;
     }
+    if (end->priv_free) {
+        end->priv_free(end->priv);
+    }
     if (end->owned && end->fd >= 0) {
         close(end->fd);
     }
+    g_free(end->uri);
     g_free(end->name);
     g_free(end);
 }

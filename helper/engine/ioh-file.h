@@ -16,6 +16,7 @@ typedef enum {
     IOH_KIND_FILE,     /* regular file: truncated on save, synced */
     IOH_KIND_BLOCK,    /* block device: synced, never truncated */
     IOH_KIND_OTHER,    /* char device, socket, tty: plain read/write */
+    IOH_KIND_NBD,      /* an NBD export (fd -1): the nbd source and sink (ioh-nbd.h) */
 } IohKind;
 
 typedef struct {
@@ -27,6 +28,9 @@ typedef struct {
     guint align;       /* O_DIRECT alignment of offsets, lengths and buffers (>= 4096) */
     gboolean truncate_pending;  /* a save target opened by path: truncate before writing */
     guint64 truncate_to;
+    char *uri;         /* IOH_KIND_NBD: the URI as given (name: without its query secrets) */
+    gpointer priv;     /* a layer's state for this end, freed with priv_free by ioh_end_free */
+    GDestroyNotify priv_free;
 } IohEnd;
 
 /* Opens @path for reading (@for_write FALSE) or writing. A written regular file is

@@ -388,7 +388,9 @@ unzstd_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
         if (ob.pos > 0 && !ioh_filter_out(out, z->buf, ob.pos, error)) {
             return FALSE;
         }
-    } while (in.pos < in.size || ob.pos == ob.size);
+        /* a full buffer may hide more output, unless the frame is complete (hint 0):
+         * another call would then start reading the next frame's header */
+    } while (in.pos < in.size || (ob.pos == ob.size && z->hint != 0));
     return TRUE;
 }
 

@@ -41,6 +41,17 @@ ioh_filter_chain_new(const IohCopyOptions *opts, GError **error)
     return g_steal_pointer(&chain);
 }
 
+gboolean
+ioh_filter_chain_transforms(const IohFilterChain *chain)
+{
+    for (guint i = 0; chain && i < chain->filters->len; i++) {
+        if (g_array_index(chain->filters, IohFilter, i).klass->transform) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
 void
 ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
                           IohFilterSinkFunc sink, gpointer sink_data)

@@ -72,6 +72,10 @@ typedef gboolean (*IohFilterSinkFunc)(gpointer data, const void *buf, gsize len,
 
 /* Sets the sink (none: the bytes end at the last filter), with the storage end's @file
  * and the sink's @align for transforming filters. */
+/* TRUE when a filter of @chain transforms the stream (what the sink gets is not what the
+ * source gave). Accepts NULL. */
+gboolean ioh_filter_chain_transforms(const IohFilterChain *chain);
+
 void ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
                                IohFilterSinkFunc sink, gpointer sink_data);
 

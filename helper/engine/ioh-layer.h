@@ -46,6 +46,10 @@ typedef struct {
     gboolean (*write)(IohCopy *c, const char *buf, gsize len, GError **error);
     /* Every byte was written: make them durable (storage). */
     gboolean (*finish)(IohCopy *c, GError **error);
+    /* Optional: where the next write's bytes should be read to (at most *@len bytes, which
+     * it may lower), so that write() finds them in place and does not copy them. NULL
+     * with @error set on failure. The inline strategy uses it (the NBD sink has one). */
+    char *(*buffer)(IohCopy *c, gsize *len, GError **error);
 } IohSinkClass;
 
 /* How the bytes move: one of ioh-strategy-*.c. */

@@ -15,6 +15,7 @@ inline_run(IohCopy *c, GError **error)
 {
     const IohCopyOptions *opts = c->opts;
     IohReader rd = { .c = c, .fd = c->src->fd, .direct = c->src->direct };
+    gboolean lend = c->sink->buffer && !ioh_filter_chain_transforms(c->filters);
 
     g_debug("strategy: inline, one buffer of %zu bytes", c->slot);
     /* The caller's cancellable, if any, is what a read of a silent stream waits on. */
@@ -22,6 +23,7 @@ inline_run(IohCopy *c, GError **error)
     for (;;) {
         gsize want = c->slot;
         gssize got;
+        char *buf;
 
         if (opts->has_length) {
             if (c->in >= opts->length) {
@@ -32,9 +34,15 @@ inline_run(IohCopy *c, GError **error)
         if (!ioh_error_check_cancellable(c->cancel, "copy", NULL, error)) {
             return FALSE;
         }
-        got = c->source->read(&rd, c->mem, want, -1, error);
+        /* a sink that lends its own buffer gets the bytes in place, unless a filter
+         * transforms them on the way (then the sink gets the filter's bytes) */
+        buf = lend ? c->sink->buffer(c, &want, error) : c->mem;
+        if (!buf) {
+            return FALSE;
+        }
+        got = c->source->read(&rd, buf, want, -1, error);
         c->stats->reads = c->reads;
-        if (got < 0 || !ioh_copy_deliver(c, c->mem, (gsize)got, TRUE, error)) {
+        if (got < 0 || !ioh_copy_deliver(c, buf, (gsize)got, TRUE, error)) {
             return FALSE;
         }
         ioh_copy_report_progress(c, FALSE);

@@ -91,7 +91,24 @@ fuzz_size(const char *s)
     }
 }
 
-/* Only the bare "-" is stdio, only "fd:" and digits an fd: anything else is a path. */
+/* libnbd's URI schemes: such an operand is an NBD export. */
+static gboolean
+is_nbd_uri(const char *spec)
+{
+    static const char *const schemes[] = {
+        "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(schemes); i++) {
+        if (g_str_has_prefix(spec, schemes[i])) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* Only the bare "-" is stdio, only "fd:" and digits an fd, an NBD scheme an NBD URI:
+ * anything else is a path. */
 static void
 check_operand(const char *spec, const IohOperand *op, int stdio_fd)
 {
@@ -100,6 +117,8 @@ check_operand(const char *spec, const IohOperand *op, int stdio_fd)
     } else if (g_str_has_prefix(spec, "fd:")) {
         check(op->kind == IOH_OPERAND_FD && op->fd >= 0 && spec[3] != '\0' &&
               strspn(spec + 3, "0123456789") == strlen(spec + 3), "fd:N is a number");
+    } else if (is_nbd_uri(spec)) {
+        check(op->kind == IOH_OPERAND_NBD && op->fd == -1, "an NBD scheme is an NBD URI");
     } else {
         check(op->kind == IOH_OPERAND_PATH && op->fd == -1, "anything else is a path");
     }
@@ -111,7 +130,8 @@ takes_next(const char *arg)
 {
     static const char *const names[] = {
         "--pipe-size", "--buffer-size", "--ring", "--offset", "--length",
-        "--fadvise-window", "--status-fd", "--status-interval", "--record", NULL,
+        "--fadvise-window", "--status-fd", "--status-interval", "--record",
+        "--connections", "--requests", "--request-size", "--stall-timeout", NULL,
     };
 
     return g_strv_contains(names, arg);
@@ -182,7 +202,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check(a.in && *a.in && a.out && *a.out && !a.path, "standalone form");
                 check_operand(a.in, &a.in_op, 0);
                 check_operand(a.out, &a.out_op, 1);
+                /* an export has no end of stream: reading one needs --length */
+                check(a.in_op.kind != IOH_OPERAND_NBD || a.copy.has_length,
+                      "an NBD IN has --length");
+                check(!(a.in_op.kind == IOH_OPERAND_NBD && a.out_op.kind == IOH_OPERAND_NBD),
+                      "not both NBD");
             }
+            check(a.copy.nbd_connections <= 16 && a.copy.nbd_requests <= 256 &&
+                  a.copy.nbd_request_size <= (32u << 20) && a.copy.nbd_stall_timeout <= 86400,
+                  "NBD options in range");
         }
         ioh_args_clear(&a);
     } else {

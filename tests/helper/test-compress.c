@@ -173,6 +173,22 @@ test_offset_length(void)
                        "cmp - s", stored), ==, 0);
 }
 
+/* Zero pages compress ~8000:1, so a frame's decoded end can fall exactly on the end of the
+ * decoder's output buffer: the restore must end there, not read a next frame's header
+ * (it once failed with "truncated" after delivering every byte). In every cache mode. */
+static void
+test_zero_run(void)
+{
+    static const char *const modes[] = { "", "--direct", "--fadvise" };
+
+    make_stream("z", 20 * MiB, TRUE);
+    g_assert_cmpint(sh(NULL, "head -c 30M /dev/zero >> z && cat z | $H --compress=zstd - "
+                       "zimg && zstd -q -dc zimg | cmp - z"), ==, 0);
+    for (gsize i = 0; i < G_N_ELEMENTS(modes); i++) {
+        g_assert_cmpint(sh(NULL, "$H %s --decompress zimg - | cmp - z", modes[i]), ==, 0);
+    }
+}
+
 /* What the zstd CLI writes restores: one frame, several frames, a fast level. */
 static void
 test_cli_image(void)
@@ -340,6 +356,7 @@ main(int argc, char **argv)
     }
     g_test_add_func("/compress/offset-length", test_offset_length);
     g_test_add_func("/compress/zstd-cli-image", test_cli_image);
+    g_test_add_func("/compress/zero-run-ends-on-a-buffer", test_zero_run);
     g_test_add_data_func("/compress/corrupt/text", GINT_TO_POINTER(0), test_corrupt);
     g_test_add_data_func("/compress/corrupt/random", GINT_TO_POINTER(1), test_corrupt);
     g_test_add_func("/compress/status-and-record", test_status_record);

@@ -1,0 +1,582 @@
+/* ioh-nbd.c - NBD connections, their I/O threads and the request pool (ioh-nbd.h)
+ *
+ * Why a thread per connection: the pipe side blocks in read()/write(), and libnbd only
+ * moves bytes when its state machine is driven; without a driver the socket buffer fills
+ * and the server idles while we wait on the pipe. Each thread polls its connection's fd
+ * in the direction libnbd asks for, plus an eventfd that the issuing thread writes after
+ * each command (so a command issued while the thread waits only for replies is sent).
+ * libnbd's handle lock makes issuing from one thread and notifying from another safe;
+ * completion callbacks run on the connection thread and only mark their request done.
+ */
+#include "ioh-nbd.h"
+#include "ioh-error.h"
+
+#include <errno.h>
+#include <libnbd.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+typedef struct {
+    IohNbd *n;
+    struct nbd_handle *h;
+    int wake;                 /* eventfd: a command was issued, or stop */
+    GThread *thread;
+    gboolean quit;            /* atomic */
+    char *failed;             /* under n->lock: why the connection died */
+    int failed_errno;         /* ... and its errno (0: ENOTCONN) */
+} Conn;
+
+typedef struct {
+    IohNbd *n;
+    char *buf;
+    gsize len;
+    gboolean busy;            /* issued, not yet taken back */
+    gboolean done;            /* under n->lock */
+    int err;                  /* the command's errno (under n->lock) */
+} Req;
+
+struct _IohNbd {
+    const IohEnd *end;
+    Conn *conns;
+    guint nconns;
+    Req *reqs;
+    guint nreqs;
+    guint head;               /* oldest request issued */
+    guint tail;               /* next request to hand out */
+    guint in_flight;
+    gboolean handed;          /* ioh_nbd_next() handed out reqs[tail] */
+    gsize req_size;
+    guint64 size;
+    gboolean multi_conn;
+    GMutex lock;
+    GCond cond;
+    char *mem;
+    gpointer layer_state;
+    GDestroyNotify layer_state_free;
+    guint stall_ms;           /* --stall-timeout (0: none) */
+};
+
+static const char *const schemes[] = {
+    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://",
+};
+
+gboolean
+ioh_nbd_is_uri(const char *spec)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(schemes); i++) {
+        if (g_str_has_prefix(spec, schemes[i])) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+char *
+ioh_nbd_safe_name(const char *uri)
+{
+    const char *q = strchr(uri, '?');
+    GString *s;
+    g_auto(GStrv) params = NULL;
+
+    if (!q) {
+        return g_strdup(uri);
+    }
+    s = g_string_new_len(uri, q - uri);
+    params = g_strsplit(q + 1, "&", -1);
+    for (guint i = 0; params[i]; i++) {
+        if (g_str_has_prefix(params[i], "socket=")) {
+            g_string_append_printf(s, "?%s", params[i]);
+        }
+    }
+    return g_string_free(s, FALSE);
+}
+
+gboolean
+ioh_nbd_too_small(GError **error, const char *what, const IohEnd *end, guint64 size)
+{
+    g_autofree char *msg = g_strdup_printf("export %s is %" G_GUINT64_FORMAT " bytes, the "
+                                           "stream needs more", end->name, size);
+
+    g_propagate_error(error, ioh_error_new_literal(ENOSPC, what, end->name, msg));
+    return FALSE;
+}
+
+IohEnd *
+ioh_nbd_end_new(const char *uri)
+{
+    IohEnd *end = g_new0(IohEnd, 1);
+
+    end->fd = -1;
+    end->kind = IOH_KIND_NBD;
+    end->align = 4096;
+    end->uri = g_strdup(uri);
+    end->name = ioh_nbd_safe_name(uri);
+    return end;
+}
+
+/* libnbd's last error of this thread, as the cause of an error naming the end. */
+static gboolean
+nbd_fail(GError **error, const IohEnd *end, const char *what)
+{
+    int errsv = nbd_get_errno();
+    const char *msg = nbd_get_error();
+
+    /* libnbd's messages start with the call's name ("nbd_pwrite: ..."): keep the cause. */
+    if (msg && strstr(msg, ": ")) {
+        msg = strstr(msg, ": ") + 2;
+    }
+    return ioh_error_set(error, errsv ? errsv : EIO, what, end->name, "%s",
+                         msg ? msg : g_strerror(errsv ? errsv : EIO));
+}
+
+static void
+conn_failed_errno(Conn *k, int errsv, const char *why)
+{
+    g_mutex_lock(&k->n->lock);
+    if (!k->failed) {
+        k->failed_errno = errsv;
+        k->failed = g_strdup(why ? why : "connection lost");
+    }
+    g_cond_broadcast(&k->n->cond);
+    g_mutex_unlock(&k->n->lock);
+}
+
+static void
+conn_failed(Conn *k, const char *why)
+{
+    conn_failed_errno(k, 0, why);
+}
+
+/* poll() timed out: with commands in flight, the server has stalled (--stall-timeout). */
+static gboolean
+conn_stalled(Conn *k)
+{
+    g_autofree char *why = NULL;
+
+    if (nbd_aio_in_flight(k->h) <= 0) {
+        return TRUE;
+    }
+    why = g_strdup_printf("the server sent nothing for %u s (--stall-timeout)",
+                          k->n->stall_ms / 1000);
+    conn_failed_errno(k, ETIMEDOUT, why);
+    return FALSE;
+}
+
+static void
+conn_wake(Conn *k)
+{
+    guint64 one = 1;
+
+    if (write(k->wake, &one, sizeof(one)) < 0) {
+        /* the counter cannot overflow here: one per issued command at most */
+    }
+}
+
+/* One round of the connection thread: FALSE once it is to stop. */
+static gboolean
+conn_poll_once(Conn *k)
+{
+    unsigned dir = nbd_aio_get_direction(k->h);
+    struct pollfd p[2] = {
+        { .fd = nbd_aio_get_fd(k->h), .events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+                                               ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0) },
+        { .fd = k->wake, .events = POLLIN },
+    };
+    guint64 v;
+    int ready = poll(p, 2, k->n->stall_ms ? (int)k->n->stall_ms : -1);
+
+    if (ready < 0) {
+        return errno == EINTR || (conn_failed(k, g_strerror(errno)), FALSE);
+    }
+    if (ready == 0) {
+        return conn_stalled(k);
+    }
+    if ((p[1].revents & POLLIN) && read(k->wake, &v, sizeof(v)) < 0) {
+        /* EAGAIN: someone else drained it */
+    }
+    if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && nbd_aio_notify_read(k->h) < 0) {
+        conn_failed(k, nbd_get_error());
+        return FALSE;
+    }
+    if ((p[0].revents & POLLOUT) && nbd_aio_notify_write(k->h) < 0) {
+        conn_failed(k, nbd_get_error());
+        return FALSE;
+    }
+    if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
+        conn_failed(k, nbd_get_error());
+        return FALSE;
+    }
+    return !g_atomic_int_get(&k->quit);
+}
+
+static gpointer
+conn_thread(gpointer data)
+{
+    Conn *k = data;
+
+    while (conn_poll_once(k)) {
+    }
+    return NULL;
+}
+
+static int
+req_done(void *user_data, int *error)
+{
+    Req *r = user_data;
+
+    g_mutex_lock(&r->n->lock);
+    r->err = *error;
+    r->done = TRUE;
+    g_cond_broadcast(&r->n->cond);
+    g_mutex_unlock(&r->n->lock);
+    return 1;
+}
+
+/* Opens one connection to end->uri. */
+static struct nbd_handle *
+conn_open(const IohEnd *end, GError **error)
+{
+    struct nbd_handle *h = nbd_create();
+
+    if (!h) {
+        nbd_fail(error, end, "connect");
+        return NULL;
+    }
+    /* The URI is the user's own command line: a tls-psk-file= in it may be read. */
+    if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_connect_uri(h, end->uri) < 0) {
+        nbd_fail(error, end, "connect");
+        nbd_close(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* How many connections: --connections, else several with multi-conn, else one. */
+static gboolean
+choose_conns(IohNbd *n, guint asked, GError **error)
+{
+    if (asked > 1 && !n->multi_conn) {
+        return ioh_error_set(error, EINVAL, "connect", n->end->name, "the server does not "
+                             "advertise multi-conn: --connections=%u refused (1 only)", asked);
+    }
+    n->nconns = asked ? asked : n->multi_conn ? IOH_NBD_DEFAULT_CONNECTIONS : 1;
+    return TRUE;
+}
+
+/* The first connection tells the export's size, flags and block sizes. */
+static gboolean
+probe(IohNbd *n, struct nbd_handle *h, gboolean for_write, const IohCopyOptions *o,
+      GError **error)
+{
+    int64_t size = nbd_get_size(h), maxb = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+
+    if (size < 0) {
+        return nbd_fail(error, n->end, "connect");
+    }
+    if (for_write && nbd_is_read_only(h) == 1) {
+        return ioh_error_set(error, EROFS, "open", n->end->name, "the export is read-only");
+    }
+    n->size = (guint64)size;
+    n->multi_conn = nbd_can_multi_conn(h) == 1;
+    n->req_size = o->nbd_request_size ? o->nbd_request_size : IOH_NBD_DEFAULT_REQUEST;
+    if (maxb > 0 && n->req_size > (guint64)maxb) {
+        n->req_size = (gsize)maxb;
+    }
+    return choose_conns(n, o->nbd_connections, error);
+}
+
+static gboolean
+conn_start(IohNbd *n, Conn *k, struct nbd_handle *h, GError **error)
+{
+    k->n = n;
+    k->h = h;
+    k->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (k->wake < 0) {
+        return ioh_error_set_errno(error, errno, "eventfd", n->end->name);
+    }
+    k->thread = g_thread_new("ioh-nbd", conn_thread, k);
+    return TRUE;
+}
+
+static void conn_stop(Conn *k);
+
+static void
+nbd_free(gpointer data)
+{
+    IohNbd *n = data;
+
+    if (!n) {
+        return;
+    }
+    for (guint i = 0; i < n->nconns; i++) {
+        conn_stop(&n->conns[i]);
+    }
+    if (n->layer_state_free) {
+        n->layer_state_free(n->layer_state);
+    }
+    g_free(n->conns);
+    g_free(n->reqs);
+    free(n->mem);
+    g_mutex_clear(&n->lock);
+    g_cond_clear(&n->cond);
+    g_free(n);
+}
+
+static gboolean
+alloc_pool(IohNbd *n, guint per_conn, GError **error)
+{
+    n->nreqs = n->nconns * per_conn;
+    n->reqs = g_new0(Req, n->nreqs);
+    if (posix_memalign((void **)&n->mem, 4096, n->req_size * n->nreqs) != 0) {
+        n->mem = NULL;
+        return ioh_error_set(error, ENOMEM, NULL, NULL, "allocate %u NBD requests of %zu "
+                             "bytes: %s", n->nreqs, n->req_size, g_strerror(ENOMEM));
+    }
+    for (guint i = 0; i < n->nreqs; i++) {
+        n->reqs[i] = (Req){ .n = n, .buf = n->mem + (gsize)i * n->req_size };
+    }
+    return TRUE;
+}
+
+IohNbd *
+ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
+{
+    IohNbd *n = g_new0(IohNbd, 1);
+    struct nbd_handle *h;
+
+    n->end = end;
+    n->stall_ms = c->opts->nbd_stall_timeout * 1000;
+    g_mutex_init(&n->lock);
+    g_cond_init(&n->cond);
+    end->priv = n;
+    end->priv_free = nbd_free;
+    h = conn_open(end, error);
+    if (!h) {
+        return NULL;
+    }
+    if (!probe(n, h, for_write, c->opts, error)) {
+        nbd_close(h);
+        return NULL;
+    }
+    n->conns = g_new0(Conn, n->nconns);
+    for (guint i = 0; i < n->nconns; i++) {
+        n->conns[i].wake = -1;
+    }
+    for (guint i = 0; i < n->nconns; i++) {
+        if (i > 0 && !(h = conn_open(end, error))) {
+            return NULL;
+        }
+        if (!conn_start(n, &n->conns[i], h, error)) {
+            nbd_close(h);
+            return NULL;
+        }
+    }
+    if (!alloc_pool(n, c->opts->nbd_requests ? c->opts->nbd_requests
+                                             : IOH_NBD_DEFAULT_REQUESTS, error)) {
+        return NULL;
+    }
+    g_debug("%s: %" G_GUINT64_FORMAT " bytes, %sread-only, multi-conn %s: %u connection%s, "
+            "%u requests of %zu bytes in flight", end->name, n->size,
+            nbd_is_read_only(n->conns[0].h) == 1 ? "" : "not ",
+            n->multi_conn ? "yes" : "no", n->nconns, n->nconns == 1 ? "" : "s",
+            n->nreqs, n->req_size);
+    return n;
+}
+
+guint64
+ioh_nbd_export_size(const IohNbd *n)
+{
+    return n->size;
+}
+
+gsize
+ioh_nbd_request_size(const IohNbd *n)
+{
+    return n->req_size;
+}
+
+guint
+ioh_nbd_in_flight(const IohNbd *n)
+{
+    return n->in_flight;
+}
+
+guint
+ioh_nbd_capacity(const IohNbd *n)
+{
+    return n->nreqs;
+}
+
+void
+ioh_nbd_set_layer_state(IohNbd *n, gpointer state, GDestroyNotify state_free)
+{
+    n->layer_state = state;
+    n->layer_state_free = state_free;
+}
+
+gpointer
+ioh_nbd_layer_state(const IohNbd *n)
+{
+    return n->layer_state;
+}
+
+/* Waits for reqs[i]; FALSE with the command's or the connection's error. */
+static gboolean
+wait_req(IohNbd *n, guint i, gboolean write, GError **error)
+{
+    Req *r = &n->reqs[i];
+    Conn *k = &n->conns[i % n->nconns];
+    g_autofree char *why = NULL;
+    int err;
+
+    g_mutex_lock(&n->lock);
+    while (!r->done && !k->failed) {
+        g_cond_wait(&n->cond, &n->lock);
+    }
+    err = r->done ? r->err : k->failed_errno ? k->failed_errno : ENOTCONN;
+    why = r->done ? NULL : g_strdup(k->failed);
+    g_mutex_unlock(&n->lock);
+    r->busy = FALSE;
+    n->in_flight--;
+    if (err == 0) {
+        return TRUE;
+    }
+    if (why && strstr(why, ": ")) {
+        return ioh_error_set(error, err, write ? "write" : "read", n->end->name, "%s",
+                             strstr(why, ": ") + 2);
+    }
+    return ioh_error_set(error, err, write ? "write" : "read", n->end->name, "%s",
+                         why ? why : g_strerror(err));
+}
+
+char *
+ioh_nbd_next(IohNbd *n, gsize *ret_len, GError **error)
+{
+    Req *r = &n->reqs[n->tail];
+
+    *ret_len = 0;
+    if (r->busy) {
+        /* the oldest command: requests are handed out and taken back in order */
+        g_assert(n->head == n->tail);
+        if (!wait_req(n, n->head, FALSE, error)) {
+            return NULL;
+        }
+        n->head = (n->head + 1) % n->nreqs;
+        *ret_len = r->len;
+    }
+    n->handed = TRUE;
+    return r->buf;
+}
+
+char *
+ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error)
+{
+    Req *r = &n->reqs[n->head];
+
+    g_assert(r->busy);
+    if (!wait_req(n, n->head, FALSE, error)) {
+        return NULL;
+    }
+    n->head = (n->head + 1) % n->nreqs;
+    *ret_len = r->len;
+    return r->buf;
+}
+
+gboolean
+ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **error)
+{
+    Req *r = &n->reqs[n->tail];
+    Conn *k = &n->conns[n->tail % n->nconns];
+    nbd_completion_callback cb = { .callback = req_done, .user_data = r };
+    int64_t id;
+
+    g_assert(n->handed && len <= n->req_size);
+    n->handed = FALSE;
+    r->len = len;
+    r->done = FALSE;
+    r->err = 0;
+    id = write ? nbd_aio_pwrite(k->h, r->buf, len, offset, cb, 0)
+               : nbd_aio_pread(k->h, r->buf, len, offset, cb, 0);
+    if (id < 0) {
+        return nbd_fail(error, n->end, write ? "write" : "read");
+    }
+    r->busy = TRUE;
+    n->in_flight++;
+    n->tail = (n->tail + 1) % n->nreqs;
+    conn_wake(k);
+    return TRUE;
+}
+
+/* Waits for the commands in flight, oldest first. */
+static gboolean
+drain(IohNbd *n, gboolean write, GError **error)
+{
+    gboolean ok = TRUE;
+
+    while (n->in_flight > 0) {
+        g_autoptr(GError) err = NULL;
+
+        if (!wait_req(n, n->head, write, &err) && ok) {
+            g_propagate_error(error, g_steal_pointer(&err));
+            ok = FALSE;
+        }
+        n->head = (n->head + 1) % n->nreqs;
+    }
+    return ok;
+}
+
+static void
+conn_stop(Conn *k)
+{
+    if (k->thread) {
+        g_atomic_int_set(&k->quit, TRUE);
+        conn_wake(k);
+        g_thread_join(k->thread);
+        k->thread = NULL;
+    }
+    if (k->wake >= 0) {
+        close(k->wake);
+        k->wake = -1;
+    }
+    if (k->h) {
+        nbd_close(k->h);
+        k->h = NULL;
+    }
+    g_free(k->failed);
+    k->failed = NULL;
+}
+
+gboolean
+ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
+{
+    guint flushes = 0;
+
+    if (!drain(n, flush, error)) {
+        return FALSE;
+    }
+    for (guint i = 0; i < n->nconns; i++) {
+        g_atomic_int_set(&n->conns[i].quit, TRUE);
+        conn_wake(&n->conns[i]);
+        g_thread_join(n->conns[i].thread);
+        n->conns[i].thread = NULL;
+    }
+    for (guint i = 0; flush && i < n->nconns; i++) {
+        struct nbd_handle *h = n->conns[i].h;
+
+        if (nbd_can_flush(h) != 1 || (n->multi_conn && flushes > 0)) {
+            continue;
+        }
+        if (nbd_flush(h, 0) < 0) {
+            return nbd_fail(error, n->end, "flush");
+        }
+        flushes++;
+    }
+    for (guint i = 0; i < n->nconns; i++) {
+        nbd_shutdown(n->conns[i].h, 0);
+    }
+    g_debug("%s: %u flush%s", n->end->name, flushes, flushes == 1 ? "" : "es");
+    return TRUE;
+}

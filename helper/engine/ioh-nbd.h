@@ -1,0 +1,71 @@
+/* ioh-nbd.h - NBD exports as ends of a copy, over libnbd (the nbd source and sink)
+ *
+ * An NBD end has no fd: it is a URI in libnbd's syntax (nbd://HOST[:PORT]/EXPORT,
+ * nbd+unix:///EXPORT?socket=PATH, nbds://... with TLS). The layers connect in prepare():
+ * one or more connections (several only to a server that advertises multi-conn), each
+ * with a thread of its own that drives libnbd's state machine (poll on nbd_aio_get_fd()
+ * in nbd_aio_get_direction(), woken by an eventfd when a command is issued), and a pool
+ * of request buffers cycled in order: at most `requests` commands in flight per
+ * connection, request i on connection i % connections.
+ */
+#pragma once
+
+#include "ioh-layer.h"
+
+G_BEGIN_DECLS
+
+/* Request size when IohCopyOptions.nbd_request_size is 0 (benchmarks in ioh-nbd.c). */
+#define IOH_NBD_DEFAULT_REQUEST (256 * 1024)
+/* Requests in flight per connection by default (nbdcopy's figure). */
+#define IOH_NBD_DEFAULT_REQUESTS 16
+/* Connections by default to a server that advertises multi-conn. */
+#define IOH_NBD_DEFAULT_CONNECTIONS 4
+
+typedef struct _IohNbd IohNbd;
+
+/* TRUE when @spec starts with one of libnbd's URI schemes (nbd, nbds, +unix, +vsock). */
+gboolean ioh_nbd_is_uri(const char *spec);
+
+/* @uri without its secrets, for messages: the query is dropped except "socket=PATH". */
+char *ioh_nbd_safe_name(const char *uri);
+
+/* FALSE with "export NAME is SIZE bytes, the stream needs more" (ENOSPC, operation @what,
+ * path the end's name). */
+gboolean ioh_nbd_too_small(GError **error, const char *what, const IohEnd *end,
+                           guint64 size);
+
+/* An end for @uri: kind IOH_KIND_NBD, fd -1, not yet connected. */
+IohEnd *ioh_nbd_end_new(const char *uri);
+
+/* Connects @end (its priv, freed with the end). A save refuses a read-only export. */
+IohNbd *ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error);
+
+guint64 ioh_nbd_export_size(const IohNbd *n);
+gsize ioh_nbd_request_size(const IohNbd *n);
+
+/* The buffer of the next request, once the command it last carried has completed (its
+ * result in @error: FALSE when it failed). *@ret_len is what that command moved. */
+char *ioh_nbd_next(IohNbd *n, gsize *ret_len, GError **error);
+
+/* Issues the buffer ioh_nbd_next() returned: @len bytes at export offset @offset. */
+gboolean ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset,
+                       GError **error);
+
+/* The oldest request issued, once its command has completed (a read: its data), taken
+ * out of flight; *@ret_len is what it moved. Its buffer stays the caller's until the
+ * next ioh_nbd_next(). */
+char *ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error);
+
+/* Requests issued and not yet taken back; how many may be. */
+guint ioh_nbd_in_flight(const IohNbd *n);
+guint ioh_nbd_capacity(const IohNbd *n);
+
+/* The layer's own state, freed with @n (@state_free may be NULL). */
+void ioh_nbd_set_layer_state(IohNbd *n, gpointer state, GDestroyNotify state_free);
+gpointer ioh_nbd_layer_state(const IohNbd *n);
+
+/* Waits for every command in flight, stops the connection threads and, after writes,
+ * flushes: once with multi-conn, else on every connection. */
+gboolean ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# tests/nbd/test-nbd.sh - iohelper with NBD URIs as IN or OUT, against real servers the
+# test starts: nbdkit (memory and file plugins; stats, log, error, delay, multi-conn
+# filters) on a unix socket and on TCP loopback, and qemu-nbd serving a qcow2 image.
+# Round trips are compared byte for byte; request sizes, connections and flushes are
+# read from the server's own stats and log files. TAP on stdout.
+set -u
+
+IOH=${IOHELPER_PATH:?IOHELPER_PATH not set}
+tmp_root=${IOH_TEST_DIR:-/tmp}
+mkdir -p "$tmp_root"
+work=$(mktemp -d "$tmp_root/nbd.XXXXXX")
+n=0
+failed=0
+declare -A srv_pid
+
+cleanup() {
+    for name in "${!srv_pid[@]}"; do
+        kill -9 "${srv_pid[$name]}" 2>/dev/null
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+for tool in nbdkit qemu-nbd qemu-img; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "1..0 # SKIP $tool not installed (scripts/deps/nbd.txt)"
+        exit 0
+    fi
+done
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
+check() {
+    local desc=$1
+    shift
+    if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+diag() { sed 's/^/# /' "$@"; }
+
+# The forked server writes its pid file once it listens.
+wait_pidfile() {
+    for _ in $(seq 200); do
+        if [ -s "$work/$1.pid" ]; then
+            srv_pid[$1]=$(cat "$work/$1.pid")
+            return 0
+        fi
+        sleep 0.05
+    done
+    echo "# server $1 did not start"
+    return 1
+}
+
+# start_nbdkit NAME [nbdkit args...]: on $work/NAME.sock; waits until it serves.
+start_nbdkit() {
+    local name=$1
+    shift
+    rm -f "$work/$name.sock" "$work/$name.pid"
+    nbdkit --unix "$work/$name.sock" -P "$work/$name.pid" "$@" || return 1
+    wait_pidfile "$name"
+}
+
+# start_nbdkit_tcp NAME PORT [nbdkit args...]
+start_nbdkit_tcp() {
+    local name=$1 port=$2
+    shift 2
+    rm -f "$work/$name.pid"
+    nbdkit -i 127.0.0.1 -p "$port" -P "$work/$name.pid" "$@" || return 1
+    wait_pidfile "$name"
+}
+
+# stop NAME: ends the server and waits for it (its stats file is written at exit).
+stop() {
+    local pid=${srv_pid[$1]:-}
+    [ -n "$pid" ] || return 0
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -9 "$pid" 2>/dev/null    # still in a delayed command: it has nothing to write
+    unset "srv_pid[$1]"
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+unix_uri() { echo "nbd+unix:///?socket=$work/$1.sock"; }
+
+# roundtrip URI SIZE [OFFSET]: save SIZE random bytes, restore them, compare. The stream
+# side is a pipe, as from a hypervisor (a regular file there would take --offset too).
+roundtrip() {
+    local uri=$1 size=$2 off=${3:-}
+    local opt=()
+    [ -n "$off" ] && opt=(--offset="$off")
+    head -c "$size" /dev/urandom >"$work/in"
+    cat "$work/in" | "$IOH" "${opt[@]}" - "$uri" 2>"$work/err" ||
+        { diag "$work/err"; return 1; }
+    "$IOH" "${opt[@]}" --length="$size" "$uri" - 2>"$work/err" | cat >"$work/out"
+    [ "${PIPESTATUS[0]}" = 0 ] || { diag "$work/err"; return 1; }
+    cmp -s "$work/in" "$work/out"
+}
+
+# fails CODE PATTERN CMD...: CMD exits CODE with one stderr line matching PATTERN (its
+# stdout, a restore's stream, goes to a file).
+fails() {
+    local code=$1 pattern=$2 rc
+    shift 2
+    "$@" 2>"$work/err" >"$work/fail.out"
+    rc=$?
+    if [ "$rc" -ne "$code" ] || [ "$(wc -l <"$work/err")" -ne 1 ] ||
+       ! grep -Eq -- "$pattern" "$work/err"; then
+        echo "# exit $rc (expected $code), stderr:"
+        diag "$work/err"
+        return 1
+    fi
+}
+
+stat_ops() { # stat_ops FILE CMD: the op count of "CMD: N ops" in an nbdkit stats file
+    sed -n "s/^$2: \([0-9]*\) ops.*/\1/p" "$1"
+}
+
+# compressed URI: a stream of random and zero parts saved with --compress=zstd (a
+# transforming filter: the sink must get the filter's bytes, not the pipe's), checked with
+# the zstd CLI, then restored with --decompress and --length = the stored bytes.
+compressed() {
+    local uri=$1 stored
+    { head -c $((3 << 20)) /dev/urandom; head -c $((9 << 20)) /dev/zero; } >"$work/in"
+    cat "$work/in" | "$IOH" --compress=zstd --stats=json - "$uri" 2>"$work/err" ||
+        { diag "$work/err"; return 1; }
+    stored=$(sed -n 's/.*"stored":\([0-9]*\).*/\1/p' "$work/err")
+    [ -n "$stored" ] || { diag "$work/err"; return 1; }
+    "$IOH" --length="$stored" "$uri" - 2>"$work/err" | zstd -q -dc | cmp -s - "$work/in" ||
+        { echo "# the image is not the stream's zstd frames"; return 1; }
+    "$IOH" --decompress --length="$stored" "$uri" - 2>"$work/err" | cat >"$work/out"
+    [ "${PIPESTATUS[0]}" = 0 ] || { diag "$work/err"; return 1; }
+    cmp -s "$work/in" "$work/out"
+}
+
+test_memory_unix() {
+    start_nbdkit mem memory 128M || return
+    check "memory, unix socket: --compress=zstd save, --decompress restore" \
+        compressed "$(unix_uri mem)"
+    for size in 0 1 4097 $((5 * 1024 * 1024 + 3)); do
+        check "memory, unix socket: round trip of $size bytes" roundtrip "$(unix_uri mem)" "$size"
+    done
+    check "memory, unix socket: round trip of 3 MiB at --offset=1M+7" \
+        roundtrip "$(unix_uri mem)" $((3 << 20)) $(((1 << 20) + 7))
+    stop mem
+}
+
+test_memory_tcp() {
+    local port
+    port=$(free_port)
+    start_nbdkit_tcp tcp "$port" memory 64M || return
+    check "memory, TCP loopback: round trip of 4097 bytes" \
+        roundtrip "nbd://127.0.0.1:$port/" 4097
+    check "memory, TCP loopback: round trip of 9 MiB at --offset=64K" \
+        roundtrip "nbd://127.0.0.1:$port/" $((9 << 20)) 65536
+    stop tcp
+}
+
+test_file_plugin() {
+    truncate -s 64M "$work/disk.img"
+    start_nbdkit file file "$work/disk.img" || return
+    check "file plugin: round trip of 7 MiB + 1" roundtrip "$(unix_uri file)" $(((7 << 20) + 1))
+    stop file
+    check "file plugin: the bytes are in the file" \
+        cmp -s -n $(((7 << 20) + 1)) "$work/in" "$work/disk.img"
+}
+
+test_qemu_nbd() {
+    qemu-img create -q -f qcow2 "$work/disk.qcow2" 64M || { not_ok "qemu-img create"; return; }
+    rm -f "$work/q.sock"
+    # -t: stays up after the save's connection closes, for the restore
+    qemu-nbd -t -f qcow2 -k "$work/q.sock" --fork --pid-file "$work/q.pid" \
+        "$work/disk.qcow2" || { not_ok "qemu-nbd started"; return; }
+    wait_pidfile q || return
+    check "qemu-nbd qcow2: round trip of 6 MiB + 5 at --offset=4097" \
+        roundtrip "$(unix_uri q)" $(((6 << 20) + 5)) 4097
+    check "qemu-nbd (no multi-conn): --connections=2 refused with a line naming the URI" \
+        fails 1 "^iohelper: connect nbd\+unix:///\?socket=.*q\.sock: .*multi-conn" \
+        "$IOH" --connections=2 - "$(unix_uri q)" </dev/null
+    stop q
+}
+
+# Request sizes, connections and flushes, from nbdkit's stats and log filters.
+test_stats() {
+    local f=$work/st
+    start_nbdkit st --filter=log --filter=stats memory 64M statsfile="$f.stats" \
+        logfile="$f.log" || return
+    head -c $((4 << 20)) /dev/urandom | "$IOH" - "$(unix_uri st)"
+    stop st
+    check "stats: a 4 MiB save is 16 writes of 256 KiB" \
+        [ "$(stat_ops "$f.stats" write)" = 16 -a "$(grep -c '18 bits: 100.0%' "$f.stats")" -ge 1 ]
+    check "stats: multi-conn server: 4 connections" [ "$(grep -c ' Connect ' "$f.log")" = 4 ]
+    check "stats: multi-conn server: one flush" [ "$(stat_ops "$f.stats" flush)" = 1 ]
+
+    start_nbdkit st2 --filter=log --filter=stats --filter=multi-conn memory 64M \
+        multi-conn-mode=disable statsfile="$f.stats2" logfile="$f.log2" || return
+    head -c $((4 << 20)) /dev/urandom |
+        "$IOH" --request-size=1M --requests=2 - "$(unix_uri st2)"
+    stop st2
+    check "stats: --request-size=1M: 4 writes" [ "$(stat_ops "$f.stats2" write)" = 4 ]
+    check "stats: server without multi-conn: 1 connection" \
+        [ "$(grep -c ' Connect ' "$f.log2")" = 1 ]
+    check "stats: server without multi-conn: one flush" [ "$(stat_ops "$f.stats2" flush)" = 1 ]
+}
+
+# save_fails NAME OP PWRITE FLUSH DESC: a save to nbdkit's eval plugin whose pwrite and
+# flush are the shell lines given fails with one line "OP URI: ... No space left".
+save_fails() {
+    start_nbdkit "$1" eval get_size='echo 16777216' can_write='exit 0' can_flush='exit 0' \
+        pwrite="$3" flush="$4" || return
+    check "$5: exit 1, one line naming the URI" \
+        fails 1 "^iohelper: $2 nbd\+unix:///\?socket=.*$1.sock: .*No space left" \
+        "$IOH" - "$(unix_uri "$1")" <"$work/1m"
+    stop "$1"
+}
+
+test_errors() {
+    local port
+    port=$(free_port)
+    check "restore without --length: usage error (exit 2)" \
+        fails 2 "needs --length" "$IOH" "nbd://127.0.0.1:$port/" -
+    check "bad URI: usage error (exit 2)" \
+        fails 2 "not a valid NBD URI" "$IOH" - "nbd://127.0.0.1:xx/" </dev/null
+    check "refused connection: exit 1, line names the URI" \
+        fails 1 "^iohelper: connect nbd://127.0.0.1:$port/: .*refused" \
+        "$IOH" - "nbd://127.0.0.1:$port/" </dev/null
+    check "TLS secret not printed: the query is dropped, socket= kept" \
+        fails 1 "^iohelper: connect nbd\+unix:///x\?socket=$work/none.sock: " \
+        "$IOH" - "nbd+unix:///x?tls-psk-file=/secret/psk&socket=$work/none.sock" </dev/null
+    if grep -q secret "$work/err"; then not_ok "no secret in the message"; else ok "no secret in the message"; fi
+
+    start_nbdkit ro -r memory 16M || return
+    check "read-only export: save refused" \
+        fails 1 "^iohelper: open $(unix_uri ro | sed 's/[+?]/\\&/g'): the export is read-only" \
+        "$IOH" - "$(unix_uri ro)" </dev/null
+    stop ro
+
+    start_nbdkit small --filter=stats memory 1M statsfile="$work/small.stats" || return
+    check "too-small export, --length: refused before anything is sent" \
+        fails 1 "^iohelper: export nbd\+unix:///\?socket=.*small.sock is 1048576 bytes, the stream needs more$" \
+        "$IOH" --length=2M - "$(unix_uri small)" </dev/null
+    check "too-small export, --offset past the end: refused" \
+        fails 1 "is 1048576 bytes, the stream needs more$" \
+        "$IOH" --offset=2M - "$(unix_uri small)" </dev/null
+    check "too-small export: restore of more than it holds refused" \
+        fails 1 "is 1048576 bytes, the stream needs more$" \
+        "$IOH" --length=2M "$(unix_uri small)" -
+    stop small
+    check "too-small export: nothing written or read before those refusals" \
+        [ -z "$(stat_ops "$work/small.stats" write)$(stat_ops "$work/small.stats" read)" ]
+    start_nbdkit small2 memory 1M || return
+    head -c $((2 << 20)) /dev/urandom >"$work/2m"
+    check "too-small export, no --length: fails where the stream outgrows it" \
+        fails 1 "is 1048576 bytes, the stream needs more$" "$IOH" - "$(unix_uri small2)" <"$work/2m"
+    stop small2
+
+    start_nbdkit werr --filter=error memory 16M error-pwrite-rate=1 error=EIO || return
+    head -c $((1 << 20)) /dev/urandom >"$work/1m"
+    check "server write error: exit 1, one line naming the URI" \
+        fails 1 "^iohelper: write nbd\+unix:///\?socket=.*werr.sock: .*Input/output error" \
+        "$IOH" - "$(unix_uri werr)" <"$work/1m"
+    stop werr
+
+    start_nbdkit rerr --filter=error memory 16M error-pread-rate=1 error=EIO || return
+    check "server read error: exit 1, one line naming the URI" \
+        fails 1 "^iohelper: read nbd\+unix:///\?socket=.*rerr.sock: .*Input/output error" \
+        "$IOH" --length=1M "$(unix_uri rerr)" -
+    stop rerr
+
+    # nbdkit 1.32's error filter has no flush rate: the eval plugin's flush fails instead
+    save_fails ferr flush 'cat >/dev/null' 'echo "ENOSPC out of space" >&2; exit 1' \
+        "server flush error (ENOSPC)"
+    save_fails wspc write 'echo "ENOSPC back end full" >&2; exit 1' 'exit 0' \
+        "back end ENOSPC on write"
+}
+
+# killed_during NAME DESC SHELL-LINE: runs the line (URI in $uri) in the background,
+# kills server NAME with SIGKILL half a second in: exit 1 with one line naming the URI.
+killed_during() {
+    local name=$1 desc=$2 pid rc
+    uri=$(unix_uri "$name") IOH=$IOH bash -c "$3" 2>"$work/kerr" >/dev/null &
+    pid=$!
+    sleep 0.5
+    kill -9 "${srv_pid[$name]}"
+    unset "srv_pid[$name]"
+    wait "$pid"
+    rc=$?
+    check "$desc: exit 1 with a line naming the URI" [ "$rc" = 1 -a \
+        "$(grep -c "^iohelper: .* nbd+unix:///?socket=.*$name.sock: " "$work/kerr")" = 1 ]
+    [ "$rc" = 1 ] || diag "$work/kerr"
+}
+
+# The server dies while the helper works: never a success.
+test_killed() {
+    start_nbdkit kill memory 64M || return
+    killed_during kill "server killed mid-save" \
+        '{ head -c 4M /dev/urandom; sleep 1; head -c 4M /dev/urandom; } | "$IOH" - "$uri"'
+    start_nbdkit kill2 --filter=delay memory 64M delay-read=1 || return
+    killed_during kill2 "server killed mid-restore" '"$IOH" --length=32M "$uri" -'
+}
+
+# TLS with a pre-shared key (nbds+unix://USER@/?socket=...&tls-psk-file=...): a round
+# trip, and a failed handshake whose line names the URI without the key file.
+test_tls() {
+    if ! nbdkit --dump-config | grep -qx 'tls=yes'; then
+        ok "# SKIP nbdkit without TLS"
+        return
+    fi
+    echo "alice:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$work/psk"
+    echo "alice:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$work/wrongpsk"
+    chmod 600 "$work/psk" "$work/wrongpsk"
+    start_nbdkit tls --tls=require --tls-psk="$work/psk" memory 32M || return
+    check "TLS (PSK): round trip of 3 MiB + 1 over 4 connections" \
+        roundtrip "nbds+unix://alice@/?socket=$work/tls.sock&tls-psk-file=$work/psk" \
+        $(((3 << 20) + 1))
+    check "TLS with a wrong key: exit 1, the line names the URI without the key file" \
+        fails 1 "^iohelper: connect nbds\+unix://alice@/\?socket=.*tls.sock: " \
+        "$IOH" - "nbds+unix://alice@/?tls-psk-file=$work/wrongpsk&socket=$work/tls.sock" \
+        <"$work/psk"
+    if grep -q psk "$work/err"; then not_ok "no key file in the line"; else ok "no key file in the line"; fi
+    stop tls
+}
+
+# A server that stops answering (nbdkit's delay filter, 30 s per command) fails the copy
+# after --stall-timeout, with a line naming the URI.
+test_stall() {
+    start_nbdkit stw --filter=delay memory 64M delay-write=30 || return
+    check "stalled server, save: --stall-timeout=1 fails it, one line naming the URI" \
+        fails 1 "^iohelper: write nbd\+unix:///\?socket=.*stw.sock: the server sent nothing for 1 s" \
+        timeout 20 "$IOH" --stall-timeout=1 - "$(unix_uri stw)" <"$work/1m"
+    stop stw
+    start_nbdkit str --filter=delay memory 64M delay-read=30 || return
+    check "stalled server, restore: --stall-timeout=1 fails it, one line naming the URI" \
+        fails 1 "^iohelper: read nbd\+unix:///\?socket=.*str.sock: the server sent nothing for 1 s" \
+        timeout 20 "$IOH" --stall-timeout=1 --length=1M "$(unix_uri str)" -
+    stop str
+}
+
+test_memory_unix
+test_tls
+test_memory_tcp
+test_file_plugin
+test_qemu_nbd
+test_stats
+test_errors
+test_killed
+test_stall
+echo "1..$n"
+exit $failed

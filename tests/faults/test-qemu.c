@@ -33,15 +33,7 @@ static QgtQemu *source;
 static void
 faults_on(const char *fault, const char *path, gboolean in_tool)
 {
-    g_autofree char *log = g_build_filename(ft_workdir(), "fault.log", NULL);
-
-    g_setenv("IOH_FAULT_SHIM", FAULT_SHIM_PATH, TRUE);
-    g_setenv("ASAN_OPTIONS", ft_asan_options(), TRUE);
-    g_setenv("IOH_FAULT_HELPER", real_helper, TRUE);
-    g_setenv("IOH_FAULT", fault, TRUE);
-    g_setenv("IOH_FAULT_PATH", path, TRUE);
-    g_setenv("IOH_FAULT_LOG", log, TRUE);
-    g_setenv("IOHELPER_PATH", FAULTY_HELPER_PATH, TRUE);
+    ft_use_faulty_helper(fault, path, real_helper);
     if (in_tool) {
         g_setenv("LD_PRELOAD", FAULT_SHIM_PATH, TRUE);
     }

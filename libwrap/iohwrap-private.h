@@ -7,6 +7,7 @@
  *   iohwrap-finish.c    waiting for the helper: the result, sync and async
  *   iohwrap-nohelper.c  the path without a helper: the fd as it is, fdatasync at the end
  *   iohwrap-check.c     what ioh_wrap_new() refuses before anything is done
+ *   iohwrap-options.c   IohWrapOptions: checksum (and what later releases add)
  *
  * Threads: the wrap is reference counted inside (sources, pending GTask and idle
  * deliveries each hold a reference); @lock guards the monitor, the result and the
@@ -99,6 +100,16 @@ void iohw_finish_complete_task(IohWrap *wrap);
 /* Returns @err (taken; NULL: success, TRUE) from @task. */
 void iohw_task_return(GTask *task, GError *err);
 
+/* ---- iohwrap-options.c: what the helper does besides copying ---------------------- */
+
+struct _IohWrapOptions {
+    char *checksum;           /* the helper's --checksum, NULL: none */
+    char *verify_checksum;    /* the helper's --verify-checksum (lower case), NULL: none */
+};
+
+/* A copy of @options (NULL: the defaults); never NULL. */
+IohWrapOptions *iohw_options_copy(const IohWrapOptions *options);
+
 /* ---- iohwrap.c: the object ------------------------------------------------------- */
 
 struct _IohWrap {
@@ -115,8 +126,7 @@ struct _IohWrap {
     int file_fd;              /* the caller's file, kept (CLOEXEC) until the end */
     guint64 start;            /* file offset where the stream starts */
     guint64 length;           /* 0: to EOF */
-    char *checksum_algorithm; /* the helper's --checksum, NULL: none */
-    char *verify_checksum;    /* the helper's --verify-checksum, NULL: none */
+    IohWrapOptions *options;  /* what the helper does besides copying (never NULL) */
 
     int caller_fd;            /* our end of the data pipe, as handed out in *fd */
     dev_t caller_dev;

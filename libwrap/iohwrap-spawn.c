@@ -149,10 +149,11 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
     if (plan->length && !wrap->save) {
         g_ptr_array_add(argv, g_strdup_printf("--length=%" G_GUINT64_FORMAT, plan->length));
     }
-    if (wrap->verify_checksum) {
-        g_ptr_array_add(argv, g_strdup_printf("--verify-checksum=%s", wrap->verify_checksum));
-    } else if (wrap->checksum_algorithm) {
-        g_ptr_array_add(argv, g_strdup_printf("--checksum=%s", wrap->checksum_algorithm));
+    if (wrap->options->verify_checksum) {
+        g_ptr_array_add(argv, g_strdup_printf("--verify-checksum=%s",
+                                              wrap->options->verify_checksum));
+    } else if (wrap->options->checksum) {
+        g_ptr_array_add(argv, g_strdup_printf("--checksum=%s", wrap->options->checksum));
     }
     g_ptr_array_add(argv, g_strdup("--"));
     g_ptr_array_add(argv, g_strdup(wrap->path));

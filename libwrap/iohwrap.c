@@ -55,8 +55,7 @@ iohw_unref(gpointer data)
     g_clear_pointer(&wrap->context, g_main_context_unref);
     g_free(wrap->path);
     g_free(wrap->helper);
-    g_free(wrap->checksum_algorithm);
-    g_free(wrap->verify_checksum);
+    ioh_wrap_options_free(wrap->options);
     g_mutex_clear(&wrap->lock);
     g_free(wrap);
 }
@@ -78,10 +77,17 @@ wrap_new(const char *path, int fd, const IohwPlan *plan)
     return wrap;
 }
 
+/* The helper's --checksum: asked for, or implied by a verification. */
+static const char *
+options_checksum(const IohWrapOptions *options)
+{
+    return options->verify_checksum ? "xxh3" : options->checksum;
+}
+
 IohWrap *
-ioh_wrap_new_full(int *fd, const char *path, IohWrapFlags flags,
-                  const IohWrapParams *params, const char *checksum,
-                  const char *verify_checksum, GError **error)
+ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
+                          const IohWrapParams *params, const IohWrapOptions *options,
+                          GError **error)
 {
     g_autoptr(IohWrap) wrap = NULL;
     IohwPlan plan;
@@ -94,20 +100,40 @@ ioh_wrap_new_full(int *fd, const char *path, IohWrapFlags flags,
     }
     /* Everything the helper would refuse, refused now: nothing is touched before. */
     if (!iohw_check_new(*fd, path, flags, params, &plan, error) ||
-        !iohw_check_checksum(plan.save, checksum, verify_checksum, error)) {
+        (options && !iohw_check_checksum(plan.save, NULL, options->verify_checksum, error))) {
         return NULL;
     }
     wrap = wrap_new(path, *fd, &plan);
-    wrap->checksum_algorithm = g_strdup(verify_checksum ? "xxh3" : checksum);
-    wrap->verify_checksum = verify_checksum ? g_ascii_strdown(verify_checksum, -1) : NULL;
+    wrap->options = iohw_options_copy(options);
     /* The checksum is computed by the helper: asking for one spawns it. */
     helper = (plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0 ||
-             wrap->checksum_algorithm;
+             options_checksum(wrap->options);
     if (helper ? !iohw_spawn(wrap, fd, &plan, error)
                : !iohw_nohelper_start(wrap, *fd, &plan, error)) {
         return NULL;
     }
     return g_steal_pointer(&wrap);
+}
+
+IohWrap *
+ioh_wrap_new_full(int *fd, const char *path, IohWrapFlags flags,
+                  const IohWrapParams *params, const char *checksum,
+                  const char *verify_checksum, GError **error)
+{
+    g_autoptr(IohWrapOptions) options = ioh_wrap_options_new();
+
+    if (!fd) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_new: fd must not be NULL");
+        return NULL;
+    }
+    /* The order of the checks of 0.2: the fd and parameters first, then the checksum. */
+    if (!iohw_check_new(*fd, path, flags, params, &(IohwPlan){ 0 }, error) ||
+        !ioh_wrap_options_set_checksum(options, checksum, error) ||
+        !ioh_wrap_options_set_verify_checksum(options, verify_checksum, error)) {
+        return NULL;
+    }
+    return ioh_wrap_new_with_options(fd, path, flags, params, options, error);
 }
 
 IohWrap *

@@ -227,6 +227,77 @@ IohWrap *ioh_wrap_new_full(int *fd, const char *path, IohWrapFlags flags,
                            const char *verify_checksum, GError **error);
 
 /**
+ * IohWrapOptions:
+ *
+ * What the helper does to the stream besides copying it (since 0.3): an opaque object
+ * the caller fills with the ioh_wrap_options_set_*() functions and hands to
+ * ioh_wrap_new_with_options(), which copies it (free it when you like). New options are
+ * new setters, so the object never changes size under a caller.
+ */
+typedef struct _IohWrapOptions IohWrapOptions;
+
+/**
+ * ioh_wrap_options_new:
+ *
+ * Returns: (transfer full): options with every default: no checksum, no verification.
+ */
+IohWrapOptions *ioh_wrap_options_new(void);
+
+/**
+ * ioh_wrap_options_free:
+ * @options: (nullable): options, or NULL.
+ */
+void ioh_wrap_options_free(IohWrapOptions *options);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohWrapOptions, ioh_wrap_options_free)
+
+/**
+ * ioh_wrap_options_set_checksum:
+ * @options: the options.
+ * @algorithm: (nullable): "xxh3" (XXH3-64, seed 0, as `xxhsum -H3`), or NULL for none.
+ * @error: return location for a #GError.
+ *
+ * Has the helper compute a checksum of the stream as it passes, on a save or a restore
+ * (read it with ioh_wrap_get_checksum() after a successful finish). A checksum always
+ * needs a helper: one is spawned whatever the flags say (buffered unless DIRECT or
+ * FADVISE ask otherwise). Refuses an unknown @algorithm (IOH_WRAP_ERROR_INVALID).
+ */
+gboolean ioh_wrap_options_set_checksum(IohWrapOptions *options, const char *algorithm,
+                                       GError **error);
+
+/**
+ * ioh_wrap_options_set_verify_checksum:
+ * @options: the options.
+ * @hex: (nullable): the XXH3-64 the stream must have, 16 hex digits (either case); NULL
+ *     for no verification.
+ * @error: return location for a #GError.
+ *
+ * Restore only (ioh_wrap_new_with_options() refuses it on a save): as @verify_checksum
+ * of ioh_wrap_new_full(). Implies the "xxh3" checksum. Refuses a @hex that is not 16 hex
+ * digits (IOH_WRAP_ERROR_INVALID).
+ */
+gboolean ioh_wrap_options_set_verify_checksum(IohWrapOptions *options, const char *hex,
+                                              GError **error);
+
+/**
+ * ioh_wrap_new_with_options:
+ * @fd: (inout): as for ioh_wrap_new().
+ * @path: (nullable): as for ioh_wrap_new().
+ * @flags: as for ioh_wrap_new().
+ * @params: (nullable): as for ioh_wrap_new().
+ * @options: (nullable): what the helper does besides copying; copied. NULL: none.
+ * @error: return location for a #GError.
+ *
+ * ioh_wrap_new() with options (since 0.3); ioh_wrap_new_full() is this with the two
+ * checksum options. Refuses, besides what ioh_wrap_new() refuses, the options that do
+ * not fit the direction (a verification on a save).
+ *
+ * Returns: (transfer full): as ioh_wrap_new().
+ */
+IohWrap *ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
+                                   const IohWrapParams *params,
+                                   const IohWrapOptions *options, GError **error);
+
+/**
  * ioh_wrap_get_checksum:
  * @wrap: (nullable): a wrap.
  *

@@ -1743,15 +1743,18 @@ xxh3_of(const char *file)
 }
 
 /* Saves @src into @dst with a checksum (no flags: the checksum alone spawns the helper)
- * and returns it. */
+ * and returns it. Asked through IohWrapOptions (0.3); the restores use the 0.2 call. */
 static char *
 save_summed(const char *src, const char *dst)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
+    g_autoptr(IohWrapOptions) options = ioh_wrap_options_new();
     int fd = open_save(dst);
 
-    wrap = ioh_wrap_new_full(&fd, dst, IOH_WRAP_NONE, NULL, "xxh3", NULL, &error);
+    g_assert_true(ioh_wrap_options_set_checksum(options, "xxh3", &error));
+    wrap = ioh_wrap_new_with_options(&fd, dst, IOH_WRAP_NONE, NULL, options, &error);
+    g_clear_pointer(&options, ioh_wrap_options_free);   /* the wrap keeps a copy */
     g_assert_no_error(error);
     g_assert_true(ioh_wrap_is_spawned(wrap));
     g_assert_null(ioh_wrap_get_checksum(wrap));    /* not before the finish */
@@ -1898,6 +1901,39 @@ test_checksum_refuses(SumFixture *f, gconstpointer data)
     g_assert_null(ioh_wrap_get_checksum(wrap));
 }
 
+/* IohWrapOptions: each setter refuses a bad value at once and keeps the old one; the
+ * constructor refuses what does not fit the direction and leaves the fd alone. */
+static void
+test_options_refuses(SumFixture *f, gconstpointer data)
+{
+    g_autoptr(IohWrapOptions) options = ioh_wrap_options_new();
+    g_autoptr(GError) error = NULL;
+    int fd, before;
+
+    (void)data;
+    g_assert_false(ioh_wrap_options_set_checksum(options, "crc32", &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "checksum 'crc32' is not a known algorithm"));
+    g_clear_error(&error);
+    g_assert_false(ioh_wrap_options_set_verify_checksum(options, "12", &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_false(ioh_wrap_options_set_checksum(NULL, "xxh3", &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    ioh_wrap_options_free(NULL);
+
+    g_assert_true(ioh_wrap_options_set_verify_checksum(options, "0123456789ABCDEF", &error));
+    ioht_write_random_file(f->saved, 4096, 17);
+    before = fd = open_save(f->saved);
+    g_assert_null(ioh_wrap_new_with_options(&fd, f->saved, IOH_WRAP_POLLABLE, NULL, options,
+                                            &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "verify_checksum is for a restore"));
+    g_assert_cmpint(fd, ==, before);
+    close(fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1955,6 +1991,8 @@ main(int argc, char **argv)
                test_checksum_mismatch, sum_teardown);
     g_test_add("/libwrap/checksum/refuses", SumFixture, NULL, sum_setup,
                test_checksum_refuses, sum_teardown);
+    g_test_add("/libwrap/options/refuses", SumFixture, NULL, sum_setup,
+               test_options_refuses, sum_teardown);
     ioht_dir_add("/libwrap/async/progress/fadvise", GUINT_TO_POINTER(IOH_WRAP_FADVISE),
                  test_async_progress);
     ioht_dir_add("/libwrap/async/progress/direct", GUINT_TO_POINTER(IOH_WRAP_DIRECT),

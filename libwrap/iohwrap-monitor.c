@@ -63,6 +63,7 @@ apply_msg(IohwMonitor *m, const IohProtocolMsg *msg)
     m->written = MAX(m->written, msg->written);
     /* restore: nothing to sync; every byte in the pipe is delivered */
     m->synced = MAX(m->synced, m->save ? msg->synced : msg->written);
+    m->stored = MAX(m->stored, msg->stored);
     if (msg->kind == IOH_PROTOCOL_RESULT) {
         m->got_result = TRUE;
         g_free(m->checksum);

@@ -35,6 +35,10 @@ iohw_options_copy(const IohWrapOptions *options)
     if (options) {
         copy->checksum = g_strdup(options->checksum);
         copy->verify_checksum = g_strdup(options->verify_checksum);
+        copy->compress = options->compress;
+        copy->compress_level = options->compress_level;
+        copy->decompress = options->decompress;
+        copy->threads = options->threads;
     }
     return copy;
 }
@@ -75,4 +79,110 @@ ioh_wrap_options_set_verify_checksum(IohWrapOptions *options, const char *hex,
     g_free(options->verify_checksum);
     options->verify_checksum = hex ? g_ascii_strdown(hex, -1) : NULL;
     return TRUE;
+}
+
+/* ---- compression (0.3) ------------------------------------------------------------ */
+
+/* "zstd" or "zstd:LEVEL" with LEVEL in the helper's bounds (ioh-limits.h). */
+static gboolean
+parse_compress(const char *spec, int *ret_level, GError **error)
+{
+    gint64 level = IOH_ZSTD_LEVEL_DEFAULT;
+
+    if (g_str_equal(spec, "zstd") ||
+        (g_str_has_prefix(spec, "zstd:") &&
+         g_ascii_string_to_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX,
+                                  &level, NULL))) {
+        *ret_level = (int)level;
+        return TRUE;
+    }
+    g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                "ioh_wrap_options_set_compress: '%s' is not zstd or zstd:LEVEL "
+                "(LEVEL %d to %d)", spec, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
+    return FALSE;
+}
+
+gboolean
+ioh_wrap_options_set_compress(IohWrapOptions *options, const char *spec, GError **error)
+{
+    int level = 0;
+
+    if (!options) {
+        return options_invalid(error, "set_compress");
+    }
+    if (spec && !parse_compress(spec, &level, error)) {
+        return FALSE;
+    }
+    options->compress = spec != NULL;
+    options->compress_level = level;
+    return TRUE;
+}
+
+gboolean
+ioh_wrap_options_set_decompress(IohWrapOptions *options, gboolean decompress,
+                                GError **error)
+{
+    if (!options) {
+        return options_invalid(error, "set_decompress");
+    }
+    options->decompress = decompress;
+    return TRUE;
+}
+
+gboolean
+ioh_wrap_options_set_threads(IohWrapOptions *options, guint threads, GError **error)
+{
+    if (!options) {
+        return options_invalid(error, "set_threads");
+    }
+    if (threads > IOH_THREADS_MAX) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_options_set_threads: %u threads is out of range (%d to %d, "
+                    "or 0 for the online CPUs)", threads, IOH_THREADS_MIN, IOH_THREADS_MAX);
+        return FALSE;
+    }
+    options->threads = threads;
+    return TRUE;
+}
+
+gboolean
+iohw_options_check(const IohWrapOptions *options, gboolean save, GError **error)
+{
+    const char *what = NULL;
+
+    if (!options) {
+        return TRUE;
+    }
+    if (options->compress && !save) {
+        what = "compress is for a save (the fd is open for reading)";
+    } else if (options->decompress && save) {
+        what = "decompress is for a restore (the fd is open for writing)";
+    } else if (options->threads && !options->compress) {
+        what = "threads are compression threads: they need compress";
+    }
+    if (what) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID, "ioh_wrap_new: %s", what);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+iohw_options_compressing(const IohWrapOptions *options)
+{
+    return options->compress || options->decompress;
+}
+
+void
+iohw_options_add_compress_args(const IohWrapOptions *options, GPtrArray *argv)
+{
+    if (options->compress) {
+        g_ptr_array_add(argv, g_strdup_printf("--compress=zstd:%d", options->compress_level));
+    }
+    if (options->decompress) {
+        g_ptr_array_add(argv, g_strdup("--decompress"));
+    }
+    if (options->threads) {
+        g_ptr_array_add(argv, g_strdup_printf("--threads=%u", options->threads));
+    }
 }

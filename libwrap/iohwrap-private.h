@@ -40,6 +40,7 @@ typedef struct {
     gboolean got_final;        /* a final line (result or error) was read */
     GError *final_error;       /* the error line, as IOH_WRAP_ERROR_FAILED */
     char *checksum;            /* the result line's checksum (hex), NULL without one */
+    guint64 stored;            /* the storage side's counter (compressed bytes) */
 
     int err_fd;
     gboolean err_eof;
@@ -105,10 +106,20 @@ void iohw_task_return(GTask *task, GError *err);
 struct _IohWrapOptions {
     char *checksum;           /* the helper's --checksum, NULL: none */
     char *verify_checksum;    /* the helper's --verify-checksum (lower case), NULL: none */
+    gboolean compress;        /* the helper's --compress=zstd:LEVEL (save) */
+    int compress_level;
+    gboolean decompress;      /* the helper's --decompress (restore) */
+    guint threads;            /* the helper's --threads (with compress), 0: its default */
 };
 
 /* A copy of @options (NULL: the defaults); never NULL. */
 IohWrapOptions *iohw_options_copy(const IohWrapOptions *options);
+/* What the constructor refuses of @options (NULL: nothing) for the direction. */
+gboolean iohw_options_check(const IohWrapOptions *options, gboolean save, GError **error);
+/* Whether @options (de)compress: the helper is needed whatever the flags. */
+gboolean iohw_options_compressing(const IohWrapOptions *options);
+/* Appends the helper's compression arguments (--compress, --decompress, --threads). */
+void iohw_options_add_compress_args(const IohWrapOptions *options, GPtrArray *argv);
 
 /* ---- iohwrap.c: the object ------------------------------------------------------- */
 

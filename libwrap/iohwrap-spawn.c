@@ -155,6 +155,7 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
     } else if (wrap->options->checksum) {
         g_ptr_array_add(argv, g_strdup_printf("--checksum=%s", wrap->options->checksum));
     }
+    iohw_options_add_compress_args(wrap->options, argv);
     g_ptr_array_add(argv, g_strdup("--"));
     g_ptr_array_add(argv, g_strdup(wrap->path));
     g_ptr_array_add(argv, g_strdup(wrap->save ? "1" : "0"));

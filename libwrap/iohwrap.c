@@ -100,14 +100,15 @@ ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
     }
     /* Everything the helper would refuse, refused now: nothing is touched before. */
     if (!iohw_check_new(*fd, path, flags, params, &plan, error) ||
-        (options && !iohw_check_checksum(plan.save, NULL, options->verify_checksum, error))) {
+        (options && !iohw_check_checksum(plan.save, NULL, options->verify_checksum, error)) ||
+        !iohw_options_check(options, plan.save, error)) {
         return NULL;
     }
     wrap = wrap_new(path, *fd, &plan);
     wrap->options = iohw_options_copy(options);
-    /* The checksum is computed by the helper: asking for one spawns it. */
+    /* The checksum and compression are the helper's: asking for them spawns it. */
     helper = (plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0 ||
-             options_checksum(wrap->options);
+             options_checksum(wrap->options) || iohw_options_compressing(wrap->options);
     if (helper ? !iohw_spawn(wrap, fd, &plan, error)
                : !iohw_nohelper_start(wrap, *fd, &plan, error)) {
         return NULL;
@@ -242,4 +243,39 @@ ioh_wrap_free(IohWrap *wrap)
     }
     g_clear_pointer(&progress, iohw_progress_cb_unref);
     iohw_unref(wrap);
+}
+
+/* ---- the result's byte counts (0.3) ------------------------------------------------ */
+
+/* The final counters of a successful finish: the stream and the storage side. */
+static void
+result_bytes(IohWrap *wrap, guint64 *ret_stream, guint64 *ret_stored)
+{
+    *ret_stream = *ret_stored = 0;
+    if (wrap && wrap->spawned) {
+        g_mutex_lock(&wrap->lock);
+        if (wrap->finished && !wrap->result && wrap->monitor->got_result) {
+            *ret_stream = wrap->monitor->written;
+            *ret_stored = wrap->monitor->stored;
+        }
+        g_mutex_unlock(&wrap->lock);
+    }
+}
+
+guint64
+ioh_wrap_get_stream_bytes(IohWrap *wrap)
+{
+    guint64 stream, stored;
+
+    result_bytes(wrap, &stream, &stored);
+    return stream;
+}
+
+guint64
+ioh_wrap_get_stored_bytes(IohWrap *wrap)
+{
+    guint64 stream, stored;
+
+    result_bytes(wrap, &stream, &stored);
+    return stored;
 }

@@ -426,4 +426,79 @@ void ioh_wrap_free(IohWrap *wrap);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohWrap, ioh_wrap_free)
 
+
+/* ---- compression (0.3) ----------------------------------------------------------- */
+
+/**
+ * ioh_wrap_options_set_compress:
+ * @options: the options.
+ * @spec: (nullable): "zstd" (the helper's default level, 1) or "zstd:LEVEL" (LEVEL -7
+ *     to 19; negative: zstd's fast levels), or NULL for none.
+ * @error: return location for a #GError.
+ *
+ * Save only (ioh_wrap_new_with_options() refuses it on a restore): the helper stores
+ * the stream as a sequence of standard zstd frames (its `--compress=zstd:LEVEL`), so
+ * `zstd -dc` of the file from the stream's start gives the stream back. A checksum is
+ * still of the stream. Compression always needs a helper: one is spawned whatever the
+ * flags say (buffered unless DIRECT or FADVISE ask otherwise); the progress counts
+ * stream bytes. ioh_wrap_get_stored_bytes() tells the compressed size after the finish.
+ * Refuses another @spec (IOH_WRAP_ERROR_INVALID). (Since 0.3.)
+ */
+gboolean ioh_wrap_options_set_compress(IohWrapOptions *options, const char *spec,
+                                       GError **error);
+
+/**
+ * ioh_wrap_options_set_decompress:
+ * @options: the options.
+ * @decompress: TRUE: the file holds zstd frames (from the stream's start, for
+ *     IohWrapParams.length bytes when given: the stored length), and the helper hands
+ *     on what they decode to.
+ * @error: return location for a #GError.
+ *
+ * Restore only (ioh_wrap_new_with_options() refuses it on a save); always spawns a
+ * helper. A corrupt image (a bad block, a frame checksum mismatch, a frame cut short)
+ * fails the finish with the helper's line, `decompress PATH: corrupt zstd image: ...`
+ * (errno EBADMSG): what was delivered before must be discarded, as after a checksum
+ * mismatch. (Since 0.3.)
+ */
+gboolean ioh_wrap_options_set_decompress(IohWrapOptions *options, gboolean decompress,
+                                         GError **error);
+
+/**
+ * ioh_wrap_options_set_threads:
+ * @options: the options.
+ * @threads: zstd's compression workers, 1 to 64; 0: the helper's default (the online
+ *     CPUs).
+ * @error: return location for a #GError.
+ *
+ * The helper's `--threads`. Only with ioh_wrap_options_set_compress() (the constructor
+ * refuses it otherwise). Refuses more than 64 (IOH_WRAP_ERROR_INVALID). (Since 0.3.)
+ */
+gboolean ioh_wrap_options_set_threads(IohWrapOptions *options, guint threads,
+                                      GError **error);
+
+/**
+ * ioh_wrap_get_stream_bytes:
+ * @wrap: (nullable): a wrap.
+ *
+ * The length of the stream, from the final line of the helper's status protocol (its
+ * `written`): what QEMU wrote (save) or was given (restore). Available once
+ * ioh_wrap_finish() (or ioh_wrap_finish_finish()) returned TRUE for a wrap with a
+ * helper; 0 before that, after a failure, for a NULL @wrap and without a helper.
+ * (Since 0.3.)
+ */
+guint64 ioh_wrap_get_stream_bytes(IohWrap *wrap);
+
+/**
+ * ioh_wrap_get_stored_bytes:
+ * @wrap: (nullable): a wrap.
+ *
+ * The bytes on the storage side, from the final line (its `stored`): written to the
+ * file after the offset (save) or read from it (restore). Equal to
+ * ioh_wrap_get_stream_bytes() unless the stream was (de)compressed; what an image
+ * header records as the stored length. Available as ioh_wrap_get_stream_bytes() is;
+ * 0 otherwise. (Since 0.3.)
+ */
+guint64 ioh_wrap_get_stored_bytes(IohWrap *wrap);
+
 G_END_DECLS

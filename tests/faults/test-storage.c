@@ -275,6 +275,61 @@ test_enospc(gconstpointer data)
     ft_umount(g_steal_pointer(&mnt));
 }
 
+/* ---- EIO mid-frame: a compressed save, a compressed restore ---- */
+
+/* The fault shim fails the write (save) or read (restore) that reaches 3 MiB of the image,
+ * inside a zstd frame (random data: raw frames, so the image is as large as the stream):
+ * the same guarantees as raw, exit 1 and one line naming the image. */
+static void
+test_eio_compressed(gconstpointer data)
+{
+    const Inject *t = data;
+    g_autofree char *src = ft_make_source("src", t->size, 6);
+    g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
+    g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
+    g_autofree char *needle = NULL;
+    FtSpawn how = { .fault = t->fault };
+    FtResult r;
+    guint n;
+
+    if (t->restore) {
+        ft_save(src, dst, mode_opts(t->mode, "--compress=zstd"), NULL, &r, NULL);
+        g_assert_cmpint(r.code, ==, 0);
+        g_assert_cmpuint(ft_file_size(dst), >, 4 * MiB);
+        ft_result_clear(&r);
+        ft_restore(dst, out, mode_opts(t->mode, "--decompress"), &how, &r, NULL);
+    } else {
+        ft_save(src, dst, mode_opts(t->mode, "--compress=zstd"), &how, &r, NULL);
+    }
+    n = ft_faults_logged();
+    g_assert_cmpuint(n, >, 0);
+    ft_count_faults(n);
+    needle = g_strdup_printf(t->needle, dst);
+    assert_failed_with(&r, needle);
+    ft_result_clear(&r);
+    g_unlink(src);
+    g_unlink(dst);
+    g_unlink(out);
+}
+
+static void
+add_eio_compressed(const Mode *m)
+{
+    g_autofree char *ps = g_strdup_printf("/faults/save/write-EIO-mid-frame-compressed/%s",
+                                          m->name);
+    g_autofree char *pr = g_strdup_printf("/faults/restore/read-EIO-mid-frame-compressed/%s",
+                                          m->name);
+    Inject *t = g_new0(Inject, 1);
+
+    *t = (Inject){ m, "write:@3M:EIO", "write %s: Input/output error", FALSE, FALSE,
+                   16 * MiB };
+    g_test_add_data_func_full(ps, t, test_eio_compressed, g_free);
+    t = g_new0(Inject, 1);
+    *t = (Inject){ m, "read:@3M:EIO", "read %s: Input/output error", TRUE, FALSE,
+                   16 * MiB };
+    g_test_add_data_func_full(pr, t, test_eio_compressed, g_free);
+}
+
 /* ---- EFBIG: the process's file size limit (SIGXFSZ must not kill it silently) ---- */
 
 static void
@@ -397,6 +452,7 @@ add_full_cases(void)
                                                  modes[i].name);
             g_test_add_data_func(p, &modes[i], test_efbig);
         }
+        add_eio_compressed(&modes[i]);
     }
 }
 

@@ -2,7 +2,7 @@
  *
  *   qemu-iohelper save    --qmp SOCK FILE [--bypass-cache[=direct|fadvise]] [--live]
  *                         [--max-bandwidth=MIB] [--stall-timeout=S] [--progress]
- *                         [--stats[=text|json]]
+ *                         [--stats[=text|json]] [--compress[=zstd[:LEVEL]]] [--threads=N]
  *   qemu-iohelper restore --qmp SOCK FILE [--bypass-cache[=direct|fadvise]]
  *                         [--stall-timeout=S] [--progress] [--stats[=text|json]]
  *   qemu-iohelper qmp     --qmp SOCK COMMAND [ARGS-JSON] [--wait-migration]
@@ -38,6 +38,8 @@ typedef struct {
     gboolean wait_migration;
     gboolean tty;
     gboolean drew;
+    char *compress;        /* save: "zstd" or "zstd:LEVEL"; NULL: raw */
+    gint threads;          /* save --compress: zstd's workers; 0: the online CPUs */
 } Opts;
 
 static Opts opts = { .stall_timeout_s = G_MININT };
@@ -151,6 +153,23 @@ parse_stats(const char *name, const char *value, gpointer data, GError **error)
     return TRUE;
 }
 
+/* --compress alone is zstd at the helper's default level; the value is checked here, so
+ * that a bad one is a usage error before QEMU is asked anything. */
+static gboolean
+parse_compress(const char *name, const char *value, gpointer data, GError **error)
+{
+    g_autoptr(QgImageInfo) probe = qg_image_info_new();
+
+    (void)name;
+    (void)data;
+    if (!qg_image_set_compression(probe, value ? value : "zstd", error)) {
+        return FALSE;
+    }
+    g_free(opts.compress);
+    opts.compress = g_strdup(value ? value : "zstd");
+    return TRUE;
+}
+
 static const GOptionEntry entries[] = {
     { "qmp", 0, 0, G_OPTION_ARG_FILENAME, &opts.qmp_path,
       "QEMU's QMP unix socket (required)", "SOCK" },
@@ -170,6 +189,12 @@ static const GOptionEntry entries[] = {
       "seconds to wait for any one QMP reply (default 120)", "S" },
     { "stall-timeout", 0, 0, G_OPTION_ARG_INT, &opts.stall_timeout_s,
       "fail when no byte of the stream moved for S seconds (default 120; 0: never)", "S" },
+    { "compress", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_compress,
+      "save: store the stream as zstd frames (LEVEL -7 to 19, default 1); a restore reads "
+      "it from the header", "zstd[:LEVEL]" },
+    { "threads", 0, 0, G_OPTION_ARG_INT, &opts.threads,
+      "save --compress: zstd's compression threads (1 to 64; default: the online CPUs)",
+      "N" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
 };
 
@@ -233,6 +258,21 @@ cpu_seconds(int who)
            (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
+/* The image's side: what the file holds after the header, and how it was stored. */
+static void
+add_compression_json(JsonBuilder *b, const QgMigrateStats *s)
+{
+    json_builder_set_member_name(b, "stored_bytes");
+    json_builder_add_int_value(b, (gint64)s->stored_length);
+    add_double(b, "ratio", s->stream_length ? (double)s->stored_length / s->stream_length
+                                            : 1.0);
+    add_string(b, "compression", s->compressed ? "zstd" : "none");
+    if (s->compressed) {
+        json_builder_set_member_name(b, "compression_level");
+        json_builder_add_int_value(b, s->compress_level);
+    }
+}
+
 static void
 print_stats_json(const char *what, const char *file, const QgMigrateStats *s)
 {
@@ -258,6 +298,7 @@ print_stats_json(const char *what, const char *file, const QgMigrateStats *s)
     json_builder_set_member_name(b, "running");
     json_builder_add_boolean_value(b, s->running);
     add_string(b, "checksum", sum);
+    add_compression_json(b, s);
     /* this process moves no byte of the stream: its CPU stays near zero */
     add_double(b, "cpu_seconds", cpu_seconds(RUSAGE_SELF));
     add_double(b, "helper_cpu_seconds", cpu_seconds(RUSAGE_CHILDREN));
@@ -288,8 +329,9 @@ show_progress(const char *what, const QgProgress *p, gpointer data)
     }
     format_eta(eta, etabuf, sizeof(etabuf));
     if (g_str_equal(what, "save")) {
-        fprintf(stderr, "%ssave: %.1f MiB on disk (%.1f MiB synced), %.0f MiB/s, %3.0f%%, "
+        fprintf(stderr, "%ssave: %.1f MiB %s (%.1f MiB synced), %.0f MiB/s, %3.0f%%, "
                 "ETA %s%s", opts.tty ? "\r" : "", (double)p->written / (1 << 20),
+                opts.compress ? "of stream compressed" : "on disk",
                 (double)p->synced / (1 << 20), rate / (1 << 20), p->fraction * 100, etabuf,
                 opts.tty ? "   " : "\n");
     } else {
@@ -300,6 +342,18 @@ show_progress(const char *what, const QgProgress *p, gpointer data)
     }
     fflush(stderr);
     opts.drew = opts.tty;
+}
+
+/* Text stats, a compressed image's second line: stored bytes and the ratio. */
+static void
+print_stats_stored(const QgMigrateStats *s)
+{
+    if (s->compressed) {
+        printf("stored: %.1f MiB, ratio %.3f (zstd level %d)\n",
+               (double)s->stored_length / (1 << 20),
+               s->stream_length ? (double)s->stored_length / s->stream_length : 1.0,
+               s->compress_level);
+    }
 }
 
 static void
@@ -320,6 +374,7 @@ print_stats(const char *what, const char *file, const QgMigrateStats *s)
                                                        : ", guest was paused")
                                          : (s->running ? ", guest resumed" : ", guest paused"),
                sum);
+        print_stats_stored(s);
     }
     fflush(stdout);
 }
@@ -390,6 +445,26 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
     }
 }
 
+/* --compress and --threads belong to a save; --threads to --compress. */
+static gboolean
+check_compress_args(const char *cmd)
+{
+    if ((opts.compress || opts.threads) && !g_str_equal(cmd, "save")) {
+        print_error("--compress and --threads are for save (a restore reads the "
+                    "compression from the image's header)");
+        return FALSE;
+    }
+    if (opts.threads && !opts.compress) {
+        print_error("--threads needs --compress (they are zstd's compression threads)");
+        return FALSE;
+    }
+    if (opts.threads < 0 || opts.threads > 64) {
+        print_error("--threads takes 1 to 64, not %d", opts.threads);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Parses and checks the command line: 0, or the exit status of a usage error. */
 static int
 parse_args(int *argc, char ***argv)
@@ -422,6 +497,9 @@ parse_args(int *argc, char ***argv)
         print_error("%s: FILE is empty (see --help)", av[1]);
         return 2;
     }
+    if (!check_compress_args(av[1])) {
+        return 2;
+    }
     if (opts.max_bandwidth_mib < 0 || opts.timeout_s < 0 ||
         (opts.stall_timeout_s < 0 && opts.stall_timeout_s != G_MININT)) {
         print_error("--max-bandwidth, --timeout and --stall-timeout take positive numbers");
@@ -444,6 +522,8 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
     mopts.max_bandwidth = (guint64)opts.max_bandwidth_mib << 20;
     mopts.progress_interval_ms = 500;
     mopts.cancellable = cancellable;
+    mopts.compress = opts.compress;
+    mopts.threads = (guint)opts.threads;
     mopts.stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
                                                              : (guint)opts.stall_timeout_s;
     if (opts.progress) {

@@ -9,6 +9,8 @@
 #include "qg-json.h"
 #include <xxhash.h>
 
+#include "ioh-limits.h"
+
 #define QG_IMAGE_MAGIC "IOHQEMU\n"
 #define QG_IMAGE_MAGIC_PART "IOHQPART"
 #define QG_IMAGE_FIXED 32
@@ -33,6 +35,7 @@ qg_image_info_free(QgImageInfo *info)
     }
     g_free(info->qemu_version);
     g_free(info->machine);
+    g_free(info->compression);
     g_free(info);
 }
 
@@ -74,6 +77,24 @@ get_le64(const guint8 *p)
     return GUINT64_FROM_LE(v);
 }
 
+/* Version 2: the stored length and the compression, inside "stream". */
+static void
+qg_image_add_compression(JsonBuilder *b, const QgImageInfo *info)
+{
+    if (!info->compression) {
+        return;   /* version 1, as before compression existed */
+    }
+    json_builder_set_member_name(b, "stored-length");
+    json_builder_add_int_value(b, (gint64)info->stored_length);
+    json_builder_set_member_name(b, "compression");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "method");
+    json_builder_add_string_value(b, info->compression);
+    json_builder_set_member_name(b, "level");
+    json_builder_add_int_value(b, info->compress_level);
+    json_builder_end_object(b);
+}
+
 gboolean
 qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
 {
@@ -105,6 +126,7 @@ qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
     json_builder_add_int_value(b, (gint64)info->stream_length);
     json_builder_set_member_name(b, "checksum");
     json_builder_add_string_value(b, sum);
+    qg_image_add_compression(b, info);
     json_builder_end_object(b);
     json_builder_end_object(b);
     root = json_builder_get_root(b);
@@ -118,7 +140,8 @@ qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
     }
     memset(buf, 0, QG_IMAGE_HEADER_SIZE);
     memcpy(buf, QG_IMAGE_MAGIC, 8);
-    put_le32(buf + 8, QG_IMAGE_FORMAT_VERSION);
+    put_le32(buf + 8, info->compression ? QG_IMAGE_FORMAT_VERSION_COMPRESSED
+                                        : QG_IMAGE_FORMAT_VERSION);
     put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
     put_le32(buf + 16, (guint32)len);
     put_le32(buf + 20, 0);
@@ -143,6 +166,50 @@ qg_image_parse_checksum(const char *s, guint64 *ret)
     return end && *end == '\0';
 }
 
+/* Version 2's compression: a known method and level, a stored length. */
+static gboolean
+qg_image_decode_compression(JsonObject *stream, QgImageInfo *info)
+{
+    JsonObject *c = qg_json_get_object(stream, "compression");
+    gint64 level = c ? qg_json_get_int(c, "level", G_MININT64) : G_MININT64;
+    gint64 stored = qg_json_get_int(stream, "stored-length", -1);
+
+    if (!c || g_strcmp0(qg_json_get_string(c, "method"), "zstd") != 0 ||
+        level < IOH_ZSTD_LEVEL_MIN || level > IOH_ZSTD_LEVEL_MAX || stored < 0) {
+        return FALSE;
+    }
+    info->compression = g_strdup("zstd");
+    info->compress_level = (int)level;
+    info->stored_length = (guint64)stored;
+    return TRUE;
+}
+
+/* The "stream" member: offset, length, checksum; in version 2 the compression. */
+static gboolean
+qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
+                       QgImageInfo *info, const char *path, GError **error)
+{
+    if (!stream ||
+        !qg_image_parse_checksum(qg_json_get_string(stream, "checksum"), &info->checksum) ||
+        qg_json_get_int(stream, "length", -1) < 0 ||
+        qg_json_get_int(stream, "offset", -1) != hsize) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: stream description missing or invalid", path);
+        return FALSE;
+    }
+    info->stream_offset = hsize;
+    info->stream_length = (guint64)qg_json_get_int(stream, "length", 0);
+    info->stored_length = info->stream_length;
+    if (version == QG_IMAGE_FORMAT_VERSION_COMPRESSED &&
+        !qg_image_decode_compression(stream, info)) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: compression (zstd, level -7 to 19, "
+                    "stored-length) missing or invalid", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 QgImageInfo *
 qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **error)
 {
@@ -150,7 +217,7 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
     g_autoptr(JsonParser) parser = json_parser_new_immutable();
     g_autoptr(GError) local = NULL;
     g_autoptr(GDateTime) dt = NULL;
-    JsonObject *root, *stream;
+    JsonObject *root;
     guint32 version, hsize, jlen;
     JsonNode *node;
 
@@ -172,10 +239,11 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
     version = get_le32(buf + 8);
     hsize = get_le32(buf + 12);
     jlen = get_le32(buf + 16);
-    if (version != QG_IMAGE_FORMAT_VERSION) {
+    if (version < QG_IMAGE_FORMAT_VERSION || version > QG_IMAGE_FORMAT_VERSION_COMPRESSED) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION,
-                    "unsupported image %s: format version %u (this tool reads %u)", path,
-                    version, QG_IMAGE_FORMAT_VERSION);
+                    "unsupported image %s: format version %u (this tool reads %u and %u)",
+                    path, version, QG_IMAGE_FORMAT_VERSION,
+                    QG_IMAGE_FORMAT_VERSION_COMPRESSED);
         return NULL;
     }
     if (hsize != QG_IMAGE_HEADER_SIZE || jlen > hsize - QG_IMAGE_FIXED) {
@@ -201,18 +269,10 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
         return NULL;
     }
     root = json_node_get_object(node);
-    stream = qg_json_get_object(root, "stream");
-    if (!stream ||
-        !qg_image_parse_checksum(
-            qg_json_get_string(stream, "checksum"),
-            &info->checksum) ||
-        qg_json_get_int(stream, "length", -1) < 0 || qg_json_get_int(stream, "offset", -1) != hsize) {
-        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
-                    "corrupt image header %s: stream description missing or invalid", path);
+    if (!qg_image_decode_stream(qg_json_get_object(root, "stream"), hsize, version, info,
+                                path, error)) {
         return NULL;
     }
-    info->stream_offset = hsize;
-    info->stream_length = (guint64)qg_json_get_int(stream, "length", 0);
     info->qemu_version = g_strdup(qg_json_get_string(root, "qemu-version") ?: "");
     info->machine = g_strdup(qg_json_get_string(root, "machine") ?: "");
     info->ram_size = (guint64)qg_json_get_int(root, "ram-size", 0);
@@ -303,13 +363,34 @@ qg_image_read_header(int fd, const char *path, GError **error)
                     "cannot stat the image %s: %s", path, g_strerror(errno));
         return NULL;
     }
-    if ((guint64)st.st_size < info->stream_offset + info->stream_length) {
+    if ((guint64)st.st_size < info->stream_offset + info->stored_length) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
-                    "image truncated %s: %" G_GUINT64_FORMAT " bytes of stream, "
+                    "image truncated %s: %" G_GUINT64_FORMAT " bytes of %s, "
                     "the header says %" G_GUINT64_FORMAT, path,
                     (guint64)MAX(st.st_size - (gint64)info->stream_offset, 0),
-                    info->stream_length);
+                    info->compression ? "compressed stream" : "stream",
+                    info->stored_length);
         return NULL;
     }
     return g_steal_pointer(&info);
+}
+
+gboolean
+qg_image_set_compression(QgImageInfo *info, const char *spec, GError **error)
+{
+    gint64 level = IOH_ZSTD_LEVEL_DEFAULT;
+
+    if (!g_str_equal(spec, "zstd") &&
+        !(g_str_has_prefix(spec, "zstd:") &&
+          g_ascii_string_to_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX,
+                                   &level, NULL))) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--compress takes zstd or zstd:LEVEL (LEVEL %d to %d), not '%s'",
+                    IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, spec);
+        return FALSE;
+    }
+    g_free(info->compression);
+    info->compression = g_strdup("zstd");
+    info->compress_level = (int)level;
+    return TRUE;
 }

@@ -4,7 +4,7 @@
  * starts aligned for O_DIRECT. The header (all integers little endian):
  *
  *   0   char[8]  magic "IOHQEMU\n" (complete) or "IOHQPART" (save not finished)
- *   8   u32      format version (1)
+ *   8   u32      format version: 1 (the stream as QEMU wrote it) or 2 (compressed)
  *   12  u32      header size (4096): the stream's offset
  *   16  u32      length of the JSON metadata that follows
  *   20  u32      reserved, 0
@@ -16,6 +16,15 @@
  * "checksum": "xxh3-64:<16 hex digits>"}}. The checksum is XXH3-64 (seed 0) of the
  * stream bytes, the same as `tail -c +4097 IMAGE | xxhsum -H3`.
  *
+ * Compressed images (since issue 12) have format version 2 and two more members in
+ * "stream": "stored-length" (the bytes after the header: a sequence of standard zstd
+ * frames, so `tail -c +4097 IMAGE | zstd -dc` is the stream) and "compression":
+ * {"method": "zstd", "level": L}. "length" and "checksum" stay the stream's (the
+ * uncompressed bytes QEMU wrote and reads). Raw images keep version 1 and the metadata
+ * they had, byte for byte, so the tools of the previous release read them; a tool that
+ * knows only version 1 refuses a compressed image ("format version 2") instead of
+ * feeding QEMU zstd frames. A version above 2 is refused the same way.
+ *
  * A save writes the "IOHQPART" placeholder first and the real header LAST, after the
  * stream is durable; so a file whose save died never reads as a complete image.
  */
@@ -26,7 +35,8 @@
 G_BEGIN_DECLS
 
 #define QG_IMAGE_HEADER_SIZE 4096
-#define QG_IMAGE_FORMAT_VERSION 1
+#define QG_IMAGE_FORMAT_VERSION 1              /* a raw image */
+#define QG_IMAGE_FORMAT_VERSION_COMPRESSED 2   /* a compressed image: the newest read */
 
 #define QG_IMAGE_ERROR (qg_image_error_quark())
 GQuark qg_image_error_quark(void);
@@ -50,6 +60,10 @@ typedef struct {
     guint64 stream_offset;  /* QG_IMAGE_HEADER_SIZE */
     guint64 stream_length;
     guint64 checksum;       /* XXH3-64 of the stream */
+    /* format version 2: a compressed image */
+    char *compression;      /* "zstd", or NULL: the stream is stored as it is */
+    int compress_level;     /* the level it was saved with (may be negative) */
+    guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
 } QgImageInfo;
 
 QgImageInfo *qg_image_info_new(void);
@@ -76,5 +90,10 @@ QgImageInfo *qg_image_read_header(int fd, const char *path, GError **error);
 
 /* "xxh3-64:0123456789abcdef" */
 char *qg_image_checksum_to_string(guint64 checksum);
+
+/* Parses a --compress spec, "zstd" or "zstd:LEVEL" (LEVEL -7 to 19, default 1, as the
+ * helper's): sets @info's compression and level. FALSE (G_OPTION_ERROR_BAD_VALUE, the
+ * message naming --compress) for anything else. */
+gboolean qg_image_set_compression(QgImageInfo *info, const char *spec, GError **error);
 
 G_END_DECLS

@@ -6,6 +6,7 @@
  *   qg-mig-watch.c   waiting for QEMU's MIGRATION event: progress, stall timeout, cancel
  *   qg-save-file.c   the new image (prefix qg_save_file_): "FILE.part-XXXXXX", then header, rename, fsync
  *   qg-save.c, qg-restore.c  the two jobs, step by step
+ *   qg-compress.c    compressed images: the helper's options, the header's figures
  */
 #pragma once
 
@@ -163,5 +164,18 @@ gboolean qg_mig_helper_checksum(IohWrap *wrap, guint64 *ret_sum, GError **error)
 /* A copy of @fd, the caller's end of libwrap's pipe (O_CLOEXEC), for QEMU: libwrap
  * closes the original at its finish. */
 int qg_mig_dup(int fd, GError **error);
+
+/* ---- qg-compress.c: compressed images ---- */
+
+/* Save: records @opts->compress in @info (qg_image_set_compression()); nothing when
+ * NULL. Before QEMU is touched. */
+gboolean qg_mig_compress_check(QgImageInfo *info, const QgMigrateOptions *opts,
+                               GError **error);
+/* libwrap's options for the job: a save's checksum and compression (@info's), a
+ * restore's verification and decompression (from the header in @info). */
+IohWrapOptions *qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info,
+                                    gboolean save, GError **error);
+/* The compression figures of @info into @stats. */
+void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
 
 G_END_DECLS

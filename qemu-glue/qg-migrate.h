@@ -63,6 +63,11 @@ typedef struct {
      * is then cancelled in QEMU, a restore's QEMU quit, as on any other failure. The
      * helper's final fdatasync after QEMU completed is not bounded by it. */
     guint stall_timeout_s;
+    /* save: "zstd" or "zstd:LEVEL" (LEVEL -7 to 19, default 1): the helper stores the
+     * stream as zstd frames, the header (version 2) records it; NULL: raw. A restore
+     * reads the compression from the header and needs nothing here. */
+    const char *compress;
+    guint threads;              /* save with compress: zstd's workers; 0: the CPUs */
 } QgMigrateOptions;
 
 typedef struct {
@@ -74,6 +79,9 @@ typedef struct {
     gboolean running;       /* save: guest was running; restore: guest was resumed */
     gboolean helper;        /* an iohelper process served the file: always TRUE (it
                              * computes the checksum; docs/qemu-glue.md) */
+    gboolean compressed;    /* the image holds zstd frames */
+    int compress_level;     /* the level it was saved with */
+    guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
 } QgMigrateStats;
 
 /**

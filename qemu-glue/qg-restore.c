@@ -107,12 +107,14 @@ static gboolean
 qg_restore_plumb(QgRestore *r, GError **error)
 {
     IohWrapParams params = { .offset = r->info->stream_offset,
-                             .length = r->info->stream_length,
+                             .length = r->info->stored_length,   /* compressed: the frames */
                              .progress_interval_ms = 250 };
-    g_autofree char *sum = g_strdup_printf("%016" G_GINT64_MODIFIER "x", r->info->checksum);
+    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(r->job.opts, r->info, FALSE, error);
 
-    r->wrap = ioh_wrap_new_full(&r->fd, r->job.path, qg_mig_wrap_flags(r->job.opts->cache),
-                                &params, NULL, sum, error);
+    r->wrap = wopts ? ioh_wrap_new_with_options(&r->fd, r->job.path,
+                                                qg_mig_wrap_flags(r->job.opts->cache),
+                                                &params, wopts, error)
+                    : NULL;
     if (!r->wrap) {
         return FALSE;
     }
@@ -238,6 +240,7 @@ qg_restore_verify(QgRestore *r, GError **error)
         return FALSE;
     }
     r->job.stats.stream_length = bytes;
+    qg_mig_compress_stats(r->info, &r->job.stats);
     return TRUE;
 }
 

@@ -81,10 +81,12 @@ static gboolean
 qg_save_plumb(QgSave *s, GError **error)
 {
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
+    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(s->job.opts, s->info, TRUE, error);
 
-    s->wrap = ioh_wrap_new_full(&s->file->fd, s->file->tmp_path,
-                                qg_mig_wrap_flags(s->job.opts->cache), &params, "xxh3", NULL,
-                                error);
+    s->wrap = wopts ? ioh_wrap_new_with_options(&s->file->fd, s->file->tmp_path,
+                                                qg_mig_wrap_flags(s->job.opts->cache),
+                                                &params, wopts, error)
+                    : NULL;
     if (!s->wrap) {
         return FALSE;
     }
@@ -185,6 +187,8 @@ qg_save_complete(QgSave *s, GError **error)
         return FALSE;
     }
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
+    s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
+    qg_mig_compress_stats(s->info, &s->job.stats);
     if (!qg_save_file_commit(s->file, s->info, error)) {
         return FALSE;
     }
@@ -210,7 +214,8 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     /* What FILE is, before QEMU is asked anything: a save never pauses a guest for a
      * file it cannot write. */
     s->target = qg_file_save_target(path, error);
-    if (!s->target || !qg_save_check_qemu(s, error) ||
+    if (!s->target || !qg_mig_compress_check(s->info, opts, error) ||
+        !qg_save_check_qemu(s, error) ||
         !qg_save_prepare(s, error) || !qg_save_migrate(s, error) ||
         !qg_save_complete(s, error)) {
         return FALSE;

@@ -1,0 +1,477 @@
+/* test-compress.c - compressed images: `qemu-iohelper save --compress` of a real QEMU
+ * guest in each cache mode, restored byte for byte without a flag; the image part is
+ * plain zstd; a raw and a compressed image restore alike; a corrupt compressed image
+ * is refused and the guest never resumes. And the header's version 2, without QEMU. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "ioh-test.h"
+#include "qg-image.h"
+#include "qg-test.h"
+
+static char *workdir;
+static char *data_file;    /* what the source guest holds: text, zeros and random */
+static char *other_file;   /* what the destination holds before the restore */
+
+static gboolean
+need_qemu(void)
+{
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+assert_contains(const char *text, const char *needle)
+{
+    if (!text || !strstr(text, needle)) {
+        g_test_message("expected \"%s\" in: %s", needle, text ? text : "(null)");
+        g_assert_not_reached();
+    }
+}
+
+/* Guest data that compresses partly, as RAM does: 3/4 text, 1/4 random (64 KiB of it
+ * after every ~190 KiB of text). */
+static void
+write_guest_data(const char *path)
+{
+    g_autoptr(GString) s = g_string_sized_new(QGT_DATA_SIZE);
+    g_autoptr(GRand) rand = g_rand_new_with_seed(12);
+
+    for (guint i = 0; s->len < QGT_DATA_SIZE; i++) {
+        if (i % 4096 == 3) {
+            for (guint k = 0; k < (64u << 10) / 4; k++) {
+                guint32 v = g_rand_int(rand);
+                g_string_append_len(s, (const char *)&v, 4);
+            }
+        } else {
+            g_string_append_printf(s, "%08u: a line of a file the guest has cached\n", i);
+        }
+    }
+    g_assert_true(g_file_set_contents(path, s->str, QGT_DATA_SIZE, NULL));
+}
+
+/* Runs `sh -c @cmd`; returns its stdout (it must succeed). */
+static char *
+sh_out(const char *cmd)
+{
+    const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    int status;
+
+    g_test_message("sh: %s", cmd);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                               NULL, &status, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    return out;
+}
+
+static QgImageInfo *
+read_info(const char *img)
+{
+    g_autoptr(GError) error = NULL;
+    QgImageInfo *info;
+    int fd = open(img, O_RDONLY | O_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    info = qg_image_read_header(fd, img, &error);
+    g_assert_no_error(error);
+    close(fd);
+    return info;
+}
+
+/* The image format version, from the header's fixed part. */
+static guint32
+image_version(const char *img)
+{
+    guint8 buf[12];
+    guint32 v;
+    int fd = open(img, O_RDONLY | O_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(pread(fd, buf, sizeof(buf), 0), ==, sizeof(buf));
+    close(fd);
+    memcpy(&v, buf + 8, 4);
+    return GUINT32_FROM_LE(v);
+}
+
+/* Saves a guest holding data_file (running when @running) into @img with @extra
+ * options; pmemsaves the paused source into @src_dump. Returns the --stats output. */
+static char *
+save_guest(const char *img, const char *const *extra, gboolean running, const char *src_dump)
+{
+    g_autofree char *out = NULL;
+    g_autofree char *st = NULL;
+    QgtQemu *src = qgt_qemu_start(data_file, FALSE);
+    const char *args[16] = { "save", "--qmp", src->sock, img };
+    int n = 4;
+
+    if (running) {
+        g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
+    }
+    for (; extra && *extra; extra++) {
+        args[n++] = *extra;
+    }
+    args[n] = NULL;
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    st = qgt_qemu_status(src);
+    g_assert_cmpstr(st, ==, "postmigrate");   /* paused: its RAM is the image's */
+    if (src_dump) {
+        qgt_qemu_pmemsave(src, src_dump, QGT_DATA_SIZE);
+    }
+    qgt_qemu_stop(src);
+    return g_steal_pointer(&out);
+}
+
+/* Restores @img into a new QEMU (no flag besides @mode_opt), checks the guest's RAM
+ * against @want, returns the --stats=json output. */
+static char *
+restore_guest(const char *img, const char *mode_opt, const char *want)
+{
+    g_autofree char *dump = g_build_filename(workdir, "dst.dump", NULL);
+    g_autofree char *out = NULL;
+    g_autofree char *st = NULL;
+    QgtQemu *dst = qgt_qemu_start(other_file, TRUE);
+    const char *args[] = { "restore", "--qmp", dst->sock, img, "--stats=json", mode_opt,
+                           NULL };
+
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    st = qgt_qemu_status(dst);
+    g_assert_cmpstr(st, ==, "running");   /* the sources are saved running */
+    qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, want));
+    qgt_qemu_stop(dst);
+    g_unlink(dump);
+    return g_steal_pointer(&out);
+}
+
+/* The image part is plain zstd: `tail -c +4097 IMG | zstd -dc` is the stream, of the
+ * header's length, and `xxhsum -H3` of it is the header's checksum. */
+static void
+check_zstd_part(const char *img, const QgImageInfo *info)
+{
+    g_autofree char *stream = g_build_filename(workdir, "stream", NULL);
+    g_autofree char *cmd = g_strdup_printf("tail -c +4097 '%s' | zstd -q -dc > '%s' && "
+                                           "xxhsum -H3 '%s'", img, stream, stream);
+    g_autofree char *sum = qg_image_checksum_to_string(info->checksum);
+    g_autofree char *out = sh_out(cmd);
+    struct stat st;
+
+    g_assert_cmpint(g_stat(stream, &st), ==, 0);
+    g_assert_cmpuint((guint64)st.st_size, ==, info->stream_length);
+    /* "XXH3 (FILE) = HEX" or "HEX  FILE", as xxhsum versions print it */
+    assert_contains(out, sum + strlen("xxh3-64:"));
+    g_unlink(stream);
+}
+
+typedef struct {
+    const char *mode;         /* --bypass-cache=MODE, or NULL */
+    const char *compress;     /* --compress[=...] as given */
+    int level;                /* what the header must record */
+    const char *threads;      /* --threads=N or NULL */
+} Case;
+
+static const Case cases[] = {
+    { NULL, "--compress", 1, NULL },
+    { "direct", "--compress=zstd:3", 3, "--threads=2" },
+    { "fadvise", "--compress=zstd:-3", -3, "--threads=1" },
+};
+
+/* Save --compress in a cache mode, restore without a flag in the same mode: the paused
+ * source's RAM and the restored guest's are identical. */
+static void
+test_roundtrip(gconstpointer data)
+{
+    const Case *c = data;
+    g_autofree char *img = g_build_filename(workdir, "c.img", NULL);
+    g_autofree char *src_dump = g_build_filename(workdir, "src.dump", NULL);
+    g_autofree char *mode_opt = c->mode ? g_strdup_printf("--bypass-cache=%s", c->mode)
+                                        : NULL;
+    g_autofree char *level = g_strdup_printf("\"compression_level\":%d", c->level);
+    g_autofree char *out = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    const char *extra[] = { "--stats=json", c->compress, mode_opt ? mode_opt : c->threads,
+                            mode_opt ? c->threads : NULL, NULL };
+    struct stat st;
+
+    if (!need_qemu()) {
+        return;
+    }
+    out = save_guest(img, extra, TRUE, src_dump);
+    assert_contains(out, "\"compression\":\"zstd\"");
+    assert_contains(out, level);
+    assert_contains(out, "\"stored_bytes\":");
+    g_assert_true(ioht_files_equal(src_dump, data_file));
+
+    info = read_info(img);
+    g_assert_cmpuint(image_version(img), ==, QG_IMAGE_FORMAT_VERSION_COMPRESSED);
+    g_assert_cmpstr(info->compression, ==, "zstd");
+    g_assert_cmpint(info->compress_level, ==, c->level);
+    g_assert_cmpint(g_stat(img, &st), ==, 0);
+    g_assert_cmpuint((guint64)st.st_size, ==, 4096 + info->stored_length);
+    g_assert_cmpuint(info->stored_length, <, info->stream_length * 3 / 4);
+    check_zstd_part(img, info);
+
+    g_clear_pointer(&out, g_free);
+    out = restore_guest(img, mode_opt, src_dump);
+    assert_contains(out, "\"operation\":\"restore\"");
+    assert_contains(out, "\"compression\":\"zstd\"");
+    g_unlink(img);
+    g_unlink(src_dump);
+}
+
+/* A raw image (version 1, as before compression) and a compressed one of the same guest
+ * restore the same way, to the same RAM; --stats text shows the stored bytes. */
+static void
+test_raw_and_compressed(void)
+{
+    g_autofree char *raw = g_build_filename(workdir, "raw.img", NULL);
+    g_autofree char *zst = g_build_filename(workdir, "zst.img", NULL);
+    g_autofree char *out = NULL;
+    g_autoptr(QgImageInfo) rinfo = NULL;
+    g_autoptr(QgImageInfo) zinfo = NULL;
+    const char *raw_extra[] = { "--stats", NULL };
+    const char *zst_extra[] = { "--stats", "--compress=zstd", NULL };
+
+    if (!need_qemu()) {
+        return;
+    }
+    out = save_guest(raw, raw_extra, TRUE, NULL);
+    g_assert_null(strstr(out, "stored:"));
+    g_clear_pointer(&out, g_free);
+    out = save_guest(zst, zst_extra, TRUE, NULL);
+    assert_contains(out, "stored: ");
+    assert_contains(out, ", ratio 0.");
+    rinfo = read_info(raw);
+    zinfo = read_info(zst);
+    g_assert_cmpuint(image_version(raw), ==, QG_IMAGE_FORMAT_VERSION);
+    g_assert_null(rinfo->compression);
+    g_assert_cmpuint(rinfo->stored_length, ==, rinfo->stream_length);
+    g_assert_cmpuint(zinfo->stored_length, <, rinfo->stored_length);
+
+    g_clear_pointer(&out, g_free);
+    out = restore_guest(raw, NULL, data_file);
+    assert_contains(out, "\"compression\":\"none\"");
+    g_clear_pointer(&out, g_free);
+    out = restore_guest(zst, NULL, data_file);
+    assert_contains(out, "\"compression\":\"zstd\"");
+    g_unlink(raw);
+    g_unlink(zst);
+}
+
+/* After a refused restore the guest did not resume: QEMU quit (a half-loaded guest) or
+ * stays paused (a loaded one that proved bad). */
+static void
+assert_not_resumed(QgtQemu *dst)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) r = qg_qmp_execute(dst->qmp, "query-status", NULL, &error);
+    int status;
+
+    if (r) {
+        const char *st = json_object_get_string_member(json_node_get_object(r), "status");
+
+        g_test_message("destination status: %s", st);
+        g_assert_cmpstr(st, !=, "running");
+        return;
+    }
+    g_test_message("destination gone: %s", error->message);
+    g_assert_cmpint(waitpid(dst->pid, &status, 0), ==, dst->pid);
+    dst->pid = 0;
+}
+
+/* A restore of @img that fails with one line saying @needle, the guest not resumed. */
+static void
+restore_refused(const char *img, const char *needle, gboolean untouched)
+{
+    g_autofree char *err = NULL;
+    QgtQemu *dst = qgt_qemu_start(other_file, TRUE);
+    const char *args[] = { "restore", "--qmp", dst->sock, img, NULL };
+
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    qgt_assert_one_line(err);
+    assert_contains(err, needle);
+    assert_contains(err, img);
+    if (untouched) {
+        g_autofree char *st = qgt_qemu_status(dst);
+        g_assert_cmpstr(st, ==, "inmigrate");
+    } else {
+        assert_not_resumed(dst);
+    }
+    qgt_qemu_stop(dst);
+}
+
+static void
+copy_truncated(const char *from, const char *to, guint64 len)
+{
+    g_autofree char *buf = NULL;
+    gsize flen;
+
+    g_assert_true(g_file_get_contents(from, &buf, &flen, NULL));
+    g_assert_cmpuint(len, <=, flen);
+    g_assert_true(g_file_set_contents(to, buf, (gssize)len, NULL));
+}
+
+/* A flipped byte in the frames, a file cut short, frames cut short under a header that
+ * agrees: each refused with one line; QEMU never runs the guest. */
+static void
+test_corrupt(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "good.img", NULL);
+    g_autofree char *bad = g_build_filename(workdir, "bad.img", NULL);
+    g_autoptr(QgImageInfo) info = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *extra[] = { "--compress=zstd", NULL };
+    guint64 at;
+    guint8 b;
+    int fd;
+
+    if (!need_qemu()) {
+        return;
+    }
+    g_free(save_guest(img, extra, TRUE, NULL));
+    info = read_info(img);
+
+    /* One byte flipped in the middle of the frames. */
+    at = 4096 + info->stored_length / 3;
+    copy_truncated(img, bad, 4096 + info->stored_length);
+    fd = open(bad, O_RDWR | O_CLOEXEC);
+    g_assert_cmpint(pread(fd, &b, 1, (off_t)at), ==, 1);
+    b ^= 0x10;
+    g_assert_cmpint(pwrite(fd, &b, 1, (off_t)at), ==, 1);
+    close(fd);
+    restore_refused(bad, "corrupt zstd image", FALSE);
+
+    /* The file cut short: the header says more, refused before QEMU is touched. */
+    copy_truncated(img, bad, 4096 + info->stored_length - 5000);
+    restore_refused(bad, "image truncated", TRUE);
+
+    /* Frames cut short, the header rewritten to agree: the helper finds the cut. */
+    info->stored_length -= 5000;
+    fd = open(bad, O_RDWR | O_CLOEXEC);
+    g_assert_true(qg_image_write_header(fd, bad, info, &error));
+    g_assert_no_error(error);
+    close(fd);
+    restore_refused(bad, "corrupt zstd image", FALSE);
+    g_unlink(img);
+    g_unlink(bad);
+}
+
+/* Version 2 round trip; version 1 unchanged; a newer version and a damaged compression
+ * refused with a clear line. */
+static void
+test_header(void)
+{
+    g_autoptr(QgImageInfo) info = qg_image_info_new();
+    g_autoptr(QgImageInfo) back = NULL;
+    g_autoptr(GError) error = NULL;
+    guint8 buf[QG_IMAGE_HEADER_SIZE];
+
+    info->stream_length = 1000000;
+    info->checksum = 42;
+    g_assert_true(qg_image_header_encode(info, buf, &error));
+    g_assert_cmpint(buf[8], ==, 1);
+    g_assert_null(memmem(buf, sizeof(buf), "stored-length", 13));   /* as before */
+
+    g_assert_true(qg_image_set_compression(info, "zstd:-7", &error));
+    info->stored_length = 300000;
+    g_assert_true(qg_image_header_encode(info, buf, &error));
+    g_assert_cmpint(buf[8], ==, 2);
+    back = qg_image_header_decode(buf, sizeof(buf), "img", &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(back->compression, ==, "zstd");
+    g_assert_cmpint(back->compress_level, ==, -7);
+    g_assert_cmpuint(back->stored_length, ==, 300000);
+    g_assert_cmpuint(back->stream_length, ==, 1000000);
+    g_clear_pointer(&back, qg_image_info_free);
+
+    buf[8] = 3;
+    back = qg_image_header_decode(buf, sizeof(buf), "img", &error);
+    g_assert_null(back);
+    g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION);
+    assert_contains(error->message, "unsupported image img: format version 3 "
+                                    "(this tool reads 1 and 2)");
+    g_clear_error(&error);
+
+    /* A version-2 header without its compression is corrupt, not raw. */
+    g_assert_true(qg_image_set_compression(info, "zstd", &error));
+    g_clear_pointer(&info->compression, g_free);
+    g_assert_true(qg_image_header_encode(info, buf, &error));
+    buf[8] = 2;
+    back = qg_image_header_decode(buf, sizeof(buf), "img", &error);
+    g_assert_null(back);
+    g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT);
+    g_clear_error(&error);
+
+    for (gsize i = 0; i < 4; i++) {
+        static const char *const bad[] = { "gzip", "zstd:20", "zstd:", "zstd:x" };
+        g_assert_false(qg_image_set_compression(info, bad[i], &error));
+        assert_contains(error->message, "--compress takes zstd or zstd:LEVEL (LEVEL -7 to 19)");
+        g_clear_error(&error);
+    }
+}
+
+/* Usage errors, before any QEMU is asked: exit 2 and one line. */
+static void
+test_usage(void)
+{
+    static const struct { const char *args[8]; const char *needle; } cases_[] = {
+        { { "save", "--qmp", "/nonexistent", "x.img", "--compress=gzip", NULL },
+          "--compress takes zstd or zstd:LEVEL" },
+        { { "save", "--qmp", "/nonexistent", "x.img", "--compress=zstd:99", NULL },
+          "not 'zstd:99'" },
+        { { "restore", "--qmp", "/nonexistent", "x.img", "--compress", NULL },
+          "--compress and --threads are for save" },
+        { { "save", "--qmp", "/nonexistent", "x.img", "--threads=2", NULL },
+          "--threads needs --compress" },
+        { { "save", "--qmp", "/nonexistent", "x.img", "--compress", "--threads=65", NULL },
+          "--threads takes 1 to 64" },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases_); i++) {
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(qgt_tool_run(cases_[i].args, NULL, &err), ==, 2);
+        qgt_assert_one_line(err);
+        assert_contains(err, cases_[i].needle);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static const char *const names[] = { "buffered", "direct", "fadvise" };
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    if (argc < 2) {
+        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
+        return 2;
+    }
+    qgt_set_tool(argv[1]);
+    workdir = ioht_workdir();
+    data_file = g_build_filename(workdir, "guest.bin", NULL);
+    other_file = g_build_filename(workdir, "other.bin", NULL);
+    write_guest_data(data_file);
+    ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
+
+    g_test_add_func("/qemu/compress/header", test_header);
+    g_test_add_func("/qemu/compress/usage", test_usage);
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *p = g_strdup_printf("/qemu/compress/roundtrip/%s", names[i]);
+        g_test_add_data_func(p, &cases[i], test_roundtrip);
+    }
+    g_test_add_func("/qemu/compress/raw-and-compressed", test_raw_and_compressed);
+    g_test_add_func("/qemu/compress/corrupt", test_corrupt);
+    ret = g_test_run();
+    ioht_workdir_remove(workdir);
+    return ret;
+}

@@ -7,6 +7,12 @@
  */
 #include "qg-migrate-private.h"
 
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qg-file.h"
+
 gboolean
 qg_mig_compress_check(QgImageInfo *info, const QgMigrateOptions *opts, GError **error)
 {
@@ -56,4 +62,68 @@ qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats)
     stats->compressed = info->compression != NULL;
     stats->compress_level = info->compress_level;
     stats->stored_length = info->stored_length;
+}
+
+/* Reads the helper's pipe to its end, discarding: the frames are checked as they pass. */
+static void
+qg_mig_compress_drain(int fd)
+{
+    g_autofree char *buf = g_malloc(1 << 20);
+
+    for (;;) {
+        ssize_t n = read(fd, buf, 1 << 20);
+
+        if (n == 0 || (n < 0 && errno != EINTR)) {
+            return;
+        }
+    }
+}
+
+/* Decompresses the whole image to nothing: FALSE with the helper's error when a frame
+ * is corrupt (or the image cannot be read). */
+static gboolean
+qg_mig_compress_verify(const char *path, const QgImageInfo *info, GError **error)
+{
+    IohWrapParams params = { .offset = info->stream_offset, .length = info->stored_length };
+    g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd = qg_file_open_image(path, error);
+
+    if (fd < 0) {
+        return FALSE;
+    }
+    ioh_wrap_options_set_decompress(o, TRUE, NULL);
+    wrap = ioh_wrap_new_with_options(&fd, path, IOH_WRAP_NONE, &params, o, error);
+    if (!wrap) {
+        close(fd);
+        return FALSE;
+    }
+    qg_mig_compress_drain(fd);
+    return ioh_wrap_finish(wrap, error);
+}
+
+void
+qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, GError **error)
+{
+    g_autoptr(GError) corrupt = NULL;
+    GError *qerr = error ? *error : NULL;
+    const char *qemu_says;
+    char *msg;
+
+    /* The helper hands on what a frame decodes to before the frame's checksum: a
+     * damaged raw block can reach QEMU, which refuses the stream first (the helper then
+     * only saw EPIPE). Read the frames to the end to tell the user which it was. */
+    if (!info || !info->compression ||
+        !g_error_matches(qerr, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED) ||
+        qg_mig_compress_verify(path, info, &corrupt) ||
+        !g_str_has_prefix(corrupt->message, "decompress ")) {
+        return;
+    }
+    qemu_says = qerr->message;
+    if (g_str_has_prefix(qemu_says, "restore failed: ")) {
+        qemu_says += strlen("restore failed: ");
+    }
+    msg = g_strdup_printf("restore failed: %s; %s", corrupt->message, qemu_says);
+    g_free(qerr->message);
+    qerr->message = msg;
 }

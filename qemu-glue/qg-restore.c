@@ -271,6 +271,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         !qg_mig_enable_events(qmp, error) || !qg_restore_plumb(r, error) ||
         !qg_restore_load(r, error) || !qg_restore_verify(r, error) ||
         !qg_restore_resume(r, error)) {
+        qg_mig_compress_diagnose(path, r->info, error);
         return FALSE;
     }
     if (ret_stats) {

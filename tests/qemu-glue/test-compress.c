@@ -13,27 +13,29 @@
 #include "qg-image.h"
 #include "qg-test.h"
 
-static char *workdir;
-static char *data_file;    /* what the source guest holds: text, zeros and random */
-static char *other_file;   /* what the destination holds before the restore */
+/* The files of the suite: a work folder, the source guest's data (text and random) and
+ * what the destination holds before a restore. */
+static char *workdir, *data_file, *other_file;
 
+/* Without an emulator each QEMU test is skipped, saying so. */
 static gboolean
 need_qemu(void)
 {
-    if (!qgt_qemu_binary()) {
-        g_test_skip("qemu-system-x86_64 is not installed");
-        return FALSE;
+    gboolean found = qgt_qemu_binary() != NULL;
+
+    if (!found) {
+        g_test_skip("no qemu-system-x86_64: no guest to save");
     }
-    return TRUE;
+    return found;
 }
 
+/* @text (the tool's stdout or stderr) says @needle. */
 static void
 assert_contains(const char *text, const char *needle)
 {
-    if (!text || !strstr(text, needle)) {
-        g_test_message("expected \"%s\" in: %s", needle, text ? text : "(null)");
-        g_assert_not_reached();
-    }
+    g_test_message("looking for \"%s\"", needle);
+    g_assert_nonnull(text);
+    g_assert_nonnull(strstr(text, needle));
 }
 
 /* Guest data that compresses partly, as RAM does: 3/4 text, 1/4 random (64 KiB of it
@@ -365,15 +367,46 @@ test_corrupt(void)
     g_unlink(bad);
 }
 
+/* A page header flipped inside a raw block (random data is stored as it is): the
+ * bytes reach QEMU before the frame's checksum is checked, and QEMU refuses the stream
+ * first. The tool then reads the frames to the end and says the image is corrupt. */
+static void
+test_corrupt_qemu_first(void)
+{
+    const char *extra[] = { "--compress=zstd", NULL };
+    const char *hit = NULL;
+    gsize ilen, dlen;
+    g_autofree char *img = g_build_filename(workdir, "good.img", NULL);
+    g_autofree char *image = NULL;
+    g_autofree char *data = NULL;
+
+    if (!need_qemu()) {
+        return;
+    }
+    g_free(save_guest(img, extra, TRUE, NULL));
+    g_assert_true(g_file_get_contents(img, &image, &ilen, NULL));
+    g_assert_true(g_file_get_contents(data_file, &data, &dlen, NULL));
+    /* the first guest page whose bytes stand verbatim in the image: a raw block */
+    for (gsize page = 0; !hit && page < dlen; page += 4096) {
+        hit = memmem(image + 4096, ilen - 4096, data + page, 64);
+    }
+    g_assert_nonnull(hit);
+    /* the low byte of the page's be64 header: its flags; PAGE | XBZRLE is no page */
+    image[hit - image - 1] ^= 0x40;
+    g_assert_true(g_file_set_contents(img, image, (gssize)ilen, NULL));
+    restore_refused(img, "corrupt zstd image", FALSE);
+    g_unlink(img);
+}
+
 /* Version 2 round trip; version 1 unchanged; a newer version and a damaged compression
  * refused with a clear line. */
 static void
 test_header(void)
 {
+    guint8 buf[QG_IMAGE_HEADER_SIZE];
+    g_autoptr(GError) error = NULL;
     g_autoptr(QgImageInfo) info = qg_image_info_new();
     g_autoptr(QgImageInfo) back = NULL;
-    g_autoptr(GError) error = NULL;
-    guint8 buf[QG_IMAGE_HEADER_SIZE];
 
     info->stream_length = 1000000;
     info->checksum = 42;
@@ -445,32 +478,47 @@ test_usage(void)
     }
 }
 
-int
-main(int argc, char **argv)
+static void
+make_files(void)
 {
-    static const char *const names[] = { "buffered", "direct", "fadvise" };
-    int ret;
-
-    g_test_init(&argc, &argv, NULL);
-    if (argc < 2) {
-        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
-        return 2;
-    }
-    qgt_set_tool(argv[1]);
     workdir = ioht_workdir();
     data_file = g_build_filename(workdir, "guest.bin", NULL);
     other_file = g_build_filename(workdir, "other.bin", NULL);
     write_guest_data(data_file);
     ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
+}
 
-    g_test_add_func("/qemu/compress/header", test_header);
-    g_test_add_func("/qemu/compress/usage", test_usage);
+int
+main(int argc, char **argv)
+{
+    static const char *const names[] = { "buffered", "direct", "fadvise" };
+    static const struct {
+        const char *path;
+        GTestFunc func;
+    } plain[] = {
+        { "/qemu/compress/header", test_header },
+        { "/qemu/compress/usage", test_usage },
+        { "/qemu/compress/raw-and-compressed", test_raw_and_compressed },
+        { "/qemu/compress/corrupt", test_corrupt },
+        { "/qemu/compress/corrupt-qemu-first", test_corrupt_qemu_first },
+    };
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    if (argc != 2) {
+        g_printerr("%s: the first argument is the qemu-iohelper to test\n", argv[0]);
+        return 2;
+    }
+    qgt_set_tool(argv[1]);
+    make_files();
+
+    for (gsize i = 0; i < G_N_ELEMENTS(plain); i++) {
+        g_test_add_func(plain[i].path, plain[i].func);
+    }
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *p = g_strdup_printf("/qemu/compress/roundtrip/%s", names[i]);
         g_test_add_data_func(p, &cases[i], test_roundtrip);
     }
-    g_test_add_func("/qemu/compress/raw-and-compressed", test_raw_and_compressed);
-    g_test_add_func("/qemu/compress/corrupt", test_corrupt);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     return ret;

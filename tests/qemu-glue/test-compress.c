@@ -322,8 +322,8 @@ copy_truncated(const char *from, const char *to, guint64 len)
     g_assert_true(g_file_set_contents(to, buf, (gssize)len, NULL));
 }
 
-/* A flipped byte in the frames, a file cut short, frames cut short under a header that
- * agrees: each refused with one line; QEMU never runs the guest. */
+/* A flipped byte in the frames, a newer format, a file cut short, frames cut short under
+ * a header that agrees: each refused with one line; QEMU never runs the guest. */
 static void
 test_corrupt(void)
 {
@@ -351,6 +351,14 @@ test_corrupt(void)
     g_assert_cmpint(pwrite(fd, &b, 1, (off_t)at), ==, 1);
     close(fd);
     restore_refused(bad, "corrupt zstd image", FALSE);
+
+    /* An image of a newer format: refused before QEMU is touched. */
+    copy_truncated(img, bad, 4096 + info->stored_length);
+    fd = open(bad, O_RDWR | O_CLOEXEC);
+    b = 3;
+    g_assert_cmpint(pwrite(fd, &b, 1, 8), ==, 1);
+    close(fd);
+    restore_refused(bad, "format version 3 (this tool reads 1 and 2)", TRUE);
 
     /* The file cut short: the header says more, refused before QEMU is touched. */
     copy_truncated(img, bad, 4096 + info->stored_length - 5000);

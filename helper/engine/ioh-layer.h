@@ -61,12 +61,15 @@ typedef struct {
 extern const IohStrategy ioh_strategy_inline;    /* read then write, one thread */
 extern const IohStrategy ioh_strategy_ring;      /* a reader thread and a ring */
 extern const IohStrategy ioh_strategy_parallel;  /* parallel O_DIRECT readers, a ring */
+extern const IohStrategy ioh_strategy_splice;    /* splice(2) between a pipe and the page
+                                                  * cache, one thread */
 
 /* Write-behind and drop-behind: what the cache policy has done so far. */
 typedef struct {
     guint64 dropped;         /* fadvise: stream bytes already written back and dropped */
     guint64 started;         /* stream bytes whose write-back was started */
     gboolean no_writeback;   /* sync_file_range does not apply to the destination */
+    guint64 ahead;           /* restore: stream bytes whose reads were started (splice) */
 } IohCachePolicy;
 
 struct _IohCopy {
@@ -113,6 +116,10 @@ const IohSinkClass *ioh_sink_for(const IohEnd *end);
 /* One read call done (any thread). */
 void ioh_copy_count_read(IohCopy *c);
 
+/* @len bytes moved from the source to the sink by the strategy itself (splice), past no
+ * filter: counts them and runs the cache policy, as ioh_copy_deliver() does. */
+gboolean ioh_copy_moved(IohCopy *c, gsize len, gboolean write_behind, GError **error);
+
 /* Passes @len bytes written... first through the filters, then to the sink; then counts
  * them and runs the cache policy (@write_behind: start write-back early, see
  * ioh-cache-policy.c). The writing thread's one way to deliver a chunk. */
@@ -144,6 +151,7 @@ gboolean ioh_cache_after_chunk(IohCopy *c, gboolean write_behind, GError **error
 void ioh_cache_finish_read(IohCopy *c);
 gboolean ioh_cache_finish_write(IohCopy *c, GError **error);
 void ioh_cache_drop_written(IohCopy *c);
+void ioh_cache_read_ahead(IohCopy *c, guint64 total);
 
 /* The ring strategies' common part (ioh-ring.c): @readers[0..n) read the source into the
  * ring from threads of their own while the calling thread delivers. */

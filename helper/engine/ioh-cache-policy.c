@@ -10,9 +10,6 @@
  *   is written, and waits for and drops the window before it, so the page cache holds
  *   about two windows of the image whatever its size; a restore drops what has been read,
  *   a window behind the head.
- * - read-ahead (a restore spliced from the page cache, buffered or --fadvise): the reads of
- *   the next two windows are started (POSIX_FADV_WILLNEED) before the splice reaches them,
- *   so the disk works ahead of the pipe instead of the kernel's small readahead windows.
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"
@@ -73,12 +70,15 @@ drop_behind_write(IohCopy *c, gboolean final, GError **error)
     return TRUE;
 }
 
-/* --fadvise restore: drop what has been read, a window behind the head. */
+/* --fadvise restore: drop what has been read, a window behind the head. Pages a splice
+ * put in the pipe stay held until the reader takes them (c->cache.held bytes at most), and
+ * a held page cannot be dropped (trying costs an lru_add_drain_all on every CPU): only
+ * what lies behind them is dropped, the rest at the end. */
 static void
 drop_behind_read(IohCopy *c, gboolean final)
 {
     guint64 win = c->opts->fadvise_window;
-    guint64 done = c->in;
+    guint64 done = final ? c->in : c->in - MIN(c->in, c->cache.held);
 
     if (done - c->cache.dropped >= win || (final && done > c->cache.dropped)) {
         c->stats->cache_calls++;
@@ -125,24 +125,6 @@ ioh_cache_after_chunk(IohCopy *c, gboolean write_behind_on, GError **error)
         return write_behind(c, error);
     }
     return TRUE;
-}
-
-/* Before a splice from the source at stream offset c->in: starts the reads of what lies
- * up to two windows ahead, a window at a time, never past @total stream bytes. Advice:
- * a failure only loses the head start. */
-void
-ioh_cache_read_ahead(IohCopy *c, guint64 total)
-{
-    guint64 win = MAX(c->opts->fadvise_window, 1);
-
-    while (c->cache.ahead < total && c->cache.ahead < c->in + 2 * win) {
-        guint64 len = MIN(win, total - c->cache.ahead);
-
-        c->stats->cache_calls++;
-        posix_fadvise(c->src->fd, (off_t)(c->src_start + c->cache.ahead), (off_t)len,
-                      POSIX_FADV_WILLNEED);
-        c->cache.ahead += len;
-    }
 }
 
 /* The file source's finish: the rest of a --fadvise restore is dropped. */

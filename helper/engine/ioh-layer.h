@@ -69,7 +69,8 @@ typedef struct {
     guint64 dropped;         /* fadvise: stream bytes already written back and dropped */
     guint64 started;         /* stream bytes whose write-back was started */
     gboolean no_writeback;   /* sync_file_range does not apply to the destination */
-    guint64 ahead;           /* restore: stream bytes whose reads were started (splice) */
+    guint64 held;            /* restore: stream bytes behind the head a spliced pipe may
+                              * still hold (its size), not yet droppable */
 } IohCachePolicy;
 
 struct _IohCopy {
@@ -151,7 +152,6 @@ gboolean ioh_cache_after_chunk(IohCopy *c, gboolean write_behind, GError **error
 void ioh_cache_finish_read(IohCopy *c);
 gboolean ioh_cache_finish_write(IohCopy *c, GError **error);
 void ioh_cache_drop_written(IohCopy *c);
-void ioh_cache_read_ahead(IohCopy *c, guint64 total);
 
 /* The ring strategies' common part (ioh-ring.c): @readers[0..n) read the source into the
  * ring from threads of their own while the calling thread delivers. */

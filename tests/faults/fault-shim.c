@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -659,8 +660,18 @@ splice_len(int fd, size_t len)
     struct stat st;
     int avail = 0;
 
-    if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && ioctl(fd, FIONREAD, &avail) == 0 &&
-        avail > 0) {
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+    if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+        return len;
+    }
+    /* A blocking splice waits for the pipe's first bytes: wait for them here, so that
+     * what the pipe holds is what the call will move. */
+    if (!(fcntl(fd, F_GETFL) & O_NONBLOCK)) {
+        while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+        }
+    }
+    if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0) {
         return MIN_LEN(len, avail);
     }
     return len;
@@ -680,7 +691,10 @@ splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
     if (!m_in && !m_out) {
         return real_splice(fd_in, off_in, fd_out, off_out, len, flags);
     }
-    r = splice_fault(m_in, m_out, splice_len(fd_in, len), off_in ? (long long)*off_in : position(fd_in),
+    /* Moves at most what the shim saw in the pipe, so that the rule matched the bytes the
+     * call moves even when a writer adds more meanwhile (a short splice is always legal). */
+    len = splice_len(fd_in, len);
+    r = splice_fault(m_in, m_out, len, off_in ? (long long)*off_in : position(fd_in),
                      off_out ? (long long)*off_out : position(fd_out), &op, &nth);
     if (r && r->stall_ms) {
         stall(op, nth, r, fd);
@@ -692,9 +706,9 @@ splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
         errno = r->err;
         return -1;
     }
-    if (r && r->is_short && splice_len(fd_in, len) > 1) {
+    if (r && r->is_short && len > 1) {
         log_fault(op, nth, r, fd);
-        len = short_len(splice_len(fd_in, len));
+        len = short_len(len);
     }
     ret = real_splice(fd_in, off_in, fd_out, off_out, len, flags);
     err = errno;

@@ -449,8 +449,9 @@ add_splice_cases(void)
     /* a kernel that refuses to splice (EINVAL) mid-stream: read/write take over */
     add_splice_inject("EINVAL-falls-back", "splice:3:EINVAL", NULL, FALSE, 8 * MiB + 11);
     add_splice_inject("EINVAL-falls-back", "splice:3:EINVAL", NULL, TRUE, 8 * MiB + 11);
-    /* posix_fadvise is advice: its failure (read-ahead, drop-behind) costs no byte */
-    add_splice_inject("fadvise-EIO-every", "fadvise:every:EIO", NULL, TRUE, 24 * MiB + 9);
+    /* posix_fadvise is advice: its failure (drop-behind) costs no byte */
+    add_inject("splice-fadvise-EIO-every", "fadvise:every:EIO", NULL, TRUE, FALSE,
+               24 * MiB + 9, TRUE);
 }
 
 int

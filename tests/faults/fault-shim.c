@@ -626,6 +626,24 @@ pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
     return pwritev64v2(fd, iov, cnt, off, flags);
 }
 
+/* The fault @r (of the call @nth of @op on @fd, moving @len bytes) before the call: a
+ * stall sleeps (then no fault, *@r cleared); an errno is logged and traced, and returned
+ * for the caller to fail with. 0: make the call (shortened when *@r is "short"). */
+static int
+fault_errno(int op, unsigned long nth, const Rule **r, int fd, long long len)
+{
+    if (*r && (*r)->stall_ms) {
+        stall(op, nth, *r, fd);
+        *r = NULL;
+    }
+    if (*r && !(*r)->is_short) {
+        log_fault(op, nth, *r, fd);
+        trace(op == OP_FADVISE ? OP_FADVISE : OP_SPLICE, fd, len, -1, (*r)->err);
+        return (*r)->err;
+    }
+    return 0;
+}
+
 /* splice moves bytes out of fd_in and into fd_out, so it is covered as the calls it
  * stands for: a rule on "splice" matches it (counted once per call, on the matching end
  * its position comes from), and so does a rule on "write" when fd_out matches (the bytes
@@ -696,14 +714,9 @@ splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
     len = splice_len(fd_in, len);
     r = splice_fault(m_in, m_out, len, off_in ? (long long)*off_in : position(fd_in),
                      off_out ? (long long)*off_out : position(fd_out), &op, &nth);
-    if (r && r->stall_ms) {
-        stall(op, nth, r, fd);
-        r = NULL;
-    }
-    if (r && !r->is_short) {
-        log_fault(op, nth, r, fd);
-        trace(OP_SPLICE, fd, (long long)len, -1, r->err);
-        errno = r->err;
+    err = fault_errno(op, nth, &r, fd, (long long)len);
+    if (err) {
+        errno = err;
         return -1;
     }
     if (r && r->is_short && len > 1) {
@@ -831,14 +844,9 @@ posix_fadvise64(int fd, off_t off, off_t len, int advice)
     }
     /* posix_fadvise returns the error number instead of setting errno. */
     r = next_fault(OP_FADVISE, 0, -1, &nth);
-    if (r && r->stall_ms) {
-        stall(OP_FADVISE, nth, r, fd);
-        r = NULL;
-    }
-    if (r && !r->is_short) {
-        log_fault(OP_FADVISE, nth, r, fd);
-        trace(OP_FADVISE, fd, (long long)len, -1, r->err);
-        return r->err;
+    ret = fault_errno(OP_FADVISE, nth, &r, fd, (long long)len);
+    if (ret) {
+        return ret;
     }
     ret = real_posix_fadvise64(fd, off, len, advice);
     trace(OP_FADVISE, fd, (long long)len, ret ? -1 : 0, ret);

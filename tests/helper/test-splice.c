@@ -132,61 +132,50 @@ assert_path(const SpliceCase *t, const SpliceRun *r)
     }
 }
 
-/* A save of @t->size bytes (into an image whose first 4096 bytes stay, when ranged). */
+/* Runs case @t on @img (fed from @feed or drained into @drain): exit 0, the stream's
+ * length in --stats=json, the path the case must take. */
 static void
-test_save(gconstpointer data)
+run_checked(const SpliceCase *t, const char *img, const char *feed, const char *drain)
 {
-    const SpliceCase *t = data;
-    g_autofree char *src = g_build_filename(workdir, "sv-src", NULL);
-    g_autofree char *img = g_build_filename(workdir, "sv-img", NULL);
-    g_autofree char *got = NULL, *want = NULL;
     g_autoptr(GPtrArray) args = case_args(t, img, t->size);
-    gsize got_len = 0, want_len = 0;
-    guint64 start = t->ranged ? 4096 : 0;
     SpliceRun r = { 0 };
 
-    ioht_write_random_file(src, t->size, (guint32)t->size + 1);
-    ioht_write_random_file(img, start, 99);
-    run_helper((const char *const *)args->pdata, src, NULL, &r);
+    run_helper((const char *const *)args->pdata, feed, drain, &r);
     g_assert_cmpint(r.code, ==, 0);
     parse_stats(&r);
     g_assert_cmpint(json_object_get_int_member(r.stats, "bytes"), ==, (gint64)t->size);
     assert_path(t, &r);
-    g_assert_true(g_file_get_contents(img, &got, &got_len, NULL));
-    g_assert_true(g_file_get_contents(src, &want, &want_len, NULL));
-    g_assert_cmpuint(got_len, ==, start + t->size);
-    g_assert_cmpmem(got + start, got_len - start, want, want_len);
     splice_run_clear(&r);
-    g_unlink(src);
-    g_unlink(img);
 }
 
-/* A restore of @t->size bytes (from byte 4096 of a larger image, 3 bytes short of its
- * end, when ranged: --length stops it exactly there). */
+/* One case: a save of @t->size bytes (into an image whose first 4096 bytes stay, when
+ * ranged), or a restore of as many (from byte 4096 of an image 3 bytes longer, when
+ * ranged: --length stops it exactly there). The stream's bytes must be the image's. */
 static void
-test_restore(gconstpointer data)
+test_case(gconstpointer data)
 {
     const SpliceCase *t = data;
-    g_autofree char *img = g_build_filename(workdir, "rs-img", NULL);
-    g_autofree char *out = g_build_filename(workdir, "rs-out", NULL);
-    g_autofree char *got = NULL, *all = NULL;
-    g_autoptr(GPtrArray) args = case_args(t, img, t->size);
-    gsize got_len = 0, all_len = 0;
+    g_autofree char *stream = g_build_filename(workdir, "stream", NULL);
+    g_autofree char *img = g_build_filename(workdir, "img", NULL);
+    g_autofree char *s_data = NULL, *i_data = NULL;
+    gsize s_len = 0, i_len = 0;
     guint64 start = t->ranged ? 4096 : 0;
-    SpliceRun r = { 0 };
 
-    ioht_write_random_file(img, start + t->size + (t->ranged ? 3 : 0), (guint32)t->size + 2);
-    run_helper((const char *const *)args->pdata, NULL, out, &r);
-    g_assert_cmpint(r.code, ==, 0);
-    parse_stats(&r);
-    g_assert_cmpint(json_object_get_int_member(r.stats, "bytes"), ==, (gint64)t->size);
-    assert_path(t, &r);
-    g_assert_true(g_file_get_contents(out, &got, &got_len, NULL));
-    g_assert_true(g_file_get_contents(img, &all, &all_len, NULL));
-    g_assert_cmpmem(got, got_len, all + start, t->size);
-    splice_run_clear(&r);
+    if (t->restore) {
+        ioht_write_random_file(img, start + t->size + (t->ranged ? 3 : 0), (guint32)t->size);
+        run_checked(t, img, NULL, stream);
+    } else {
+        ioht_write_random_file(stream, t->size, (guint32)t->size + 1);
+        ioht_write_random_file(img, start, 99);
+        run_checked(t, img, stream, NULL);
+    }
+    g_assert_true(g_file_get_contents(stream, &s_data, &s_len, NULL));
+    g_assert_true(g_file_get_contents(img, &i_data, &i_len, NULL));
+    g_assert_cmpuint(s_len, ==, t->size);
+    g_assert_cmpuint(i_len, ==, start + t->size + (t->restore && t->ranged ? 3 : 0));
+    g_assert_cmpmem(i_data + start, t->size, s_data, s_len);
+    g_unlink(stream);
     g_unlink(img);
-    g_unlink(out);
 }
 
 /* An O_APPEND file refuses splice (EINVAL): the save goes on with write(), and appends. */
@@ -239,7 +228,7 @@ add_case(const char *mode, guint64 size, gboolean restore, gboolean ranged, cons
     path = g_strdup_printf("/splice/%s/%s/%" G_GUINT64_FORMAT "%s%s", restore ? "restore"
                            : "save", *mode ? mode + 2 : "buffered", size,
                            ranged ? "/offset-length" : "", extra ? "/filter" : "");
-    g_test_add_data_func_full(path, t, restore ? test_restore : test_save, g_free);
+    g_test_add_data_func_full(path, t, test_case, g_free);
 }
 
 int

@@ -5,8 +5,11 @@
  * machine class (ext4 on a virtual disk, 2 cores shared with the producer;
  * benchmarks/RESULTS.md):
  *
- * - A save into the page cache (buffered, --fadvise): inline, read then write in one
- *   thread (ioh-strategy-inline.c).
+ * - A pipe to or from the page cache (buffered, --fadvise) with no filter: splice(2), no
+ *   copy through the helper (ioh-strategy-splice.c); it falls back to inline where the
+ *   kernel refuses.
+ * - A save into the page cache otherwise (a filter, a socket): inline, read then write in
+ *   one thread (ioh-strategy-inline.c).
  * - An O_DIRECT source: parallel readers into a ring (ioh-strategy-parallel.c).
  * - A save to NBD: inline, the pipe read straight into the request buffers; a restore
  *   from NBD inline too (its reads are in flight at the server already: 1 GiB from
@@ -14,11 +17,10 @@
  * - Everything else (every restore, an O_DIRECT save): a reader thread and a ring
  *   (ioh-strategy-ring.c).
  *
- * Plain read()/write() rather than splice(2) or io_uring: splice measured faster for a
- * --fadvise save in a one-thread test (1.67 vs 1.39 GB/s, 1 GiB, median of 4), but the
- * fault-injection tests interpose read/write/fdatasync with LD_PRELOAD and count those
- * calls, which splice and io_uring would bypass; io_uring is not needed for O_DIRECT reads
- * (threads give the queue) and cannot beat the inode lock for writes.
+ * No io_uring: it is not needed for O_DIRECT reads (threads give the queue) and cannot
+ * beat the inode lock for writes. The fault shim (tests/faults/fault-shim.c) sees splice
+ * as both a read of its source and a write of its sink, so a rule on write reaches a
+ * spliced save as it does a written one.
  */
 #include "ioh-copy.h"
 #include "ioh-error.h"
@@ -28,6 +30,7 @@
 #include "ioh-pipe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -85,6 +88,15 @@ count(IohCopy *c)
 
     c->stats->bytes = save ? c->in : c->out;
     c->stats->stored = save ? c->out : c->in;
+}
+
+gboolean
+ioh_copy_moved(IohCopy *c, gsize len, gboolean write_behind, GError **error)
+{
+    c->in += (guint64)len;
+    c->out += (guint64)len;
+    count(c);
+    return ioh_cache_after_chunk(c, write_behind, error);
 }
 
 /* What leaves the last filter: the sink writes it. */
@@ -147,6 +159,37 @@ direction(const IohEnd *src, const IohEnd *dst)
     return "copy";
 }
 
+/* TRUE when @end is a pipe open for @mode (O_RDONLY: reading, O_WRONLY: writing). */
+static gboolean
+is_pipe_for(const IohEnd *end, int mode)
+{
+    int got = -1;
+
+    return end->kind == IOH_KIND_PIPE && ioh_fd_access_mode(end->fd, &got, NULL, NULL) &&
+           (got == mode || got == O_RDWR);
+}
+
+/* splice(2) moves a pipe's pages into the page cache and back without a copy through the
+ * helper: a pipe and a storage end without O_DIRECT, and no filter that needs the bytes
+ * (a checksum, compression or counting filter takes the read/write path). */
+static gboolean
+splice_fits(IohCopy *c)
+{
+    gboolean save = ioh_end_is_storage(c->dst);
+    IohEnd *file = save ? c->dst : c->src;
+    int mode = -1;
+
+    if (c->opts->filters && c->opts->filters[0]) {
+        return FALSE;
+    }
+    if (!ioh_end_is_storage(file) || file->direct ||
+        !ioh_fd_access_mode(file->fd, &mode, NULL, NULL) ||
+        mode == (save ? O_RDONLY : O_WRONLY)) {
+        return FALSE;
+    }
+    return save ? is_pipe_for(c->src, O_RDONLY) : is_pipe_for(c->dst, O_WRONLY);
+}
+
 /* The strategy, once the ends are prepared (O_DIRECT set or not): see the top. */
 static const IohStrategy *
 choose_strategy(IohCopy *c)
@@ -157,6 +200,9 @@ choose_strategy(IohCopy *c)
         return &ioh_strategy_inline;    /* NBD: see the top */
     }
 
+    if (splice_fits(c)) {
+        return &ioh_strategy_splice;
+    }
     if (ioh_end_is_storage(c->dst) && !c->dst->direct && !src_direct) {
         return &ioh_strategy_inline;
     }
@@ -173,7 +219,9 @@ alloc_buffers(IohCopy *c, GError **error)
     c->align = MAX(c->src->direct ? c->src->align : 1, c->dst->direct ? c->dst->align : 1);
     c->align = MAX(c->align, 4096);
     c->slot = IOH_ALIGN_UP(MAX(c->opts->buffer_size, 1), c->align);
-    c->nslots = c->strategy == &ioh_strategy_inline ? 1 : MAX(c->opts->ring, 1);
+    /* splice keeps one buffer for what it leaves to inline (ioh-strategy-splice.c) */
+    c->nslots = c->strategy == &ioh_strategy_inline || c->strategy == &ioh_strategy_splice
+                ? 1 : MAX(c->opts->ring, 1);
     if (c->slot > G_MAXSIZE / c->nslots ||
         posix_memalign((void **)&c->mem, c->align, c->slot * c->nslots) != 0) {
         c->mem = NULL;

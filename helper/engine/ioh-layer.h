@@ -61,12 +61,16 @@ typedef struct {
 extern const IohStrategy ioh_strategy_inline;    /* read then write, one thread */
 extern const IohStrategy ioh_strategy_ring;      /* a reader thread and a ring */
 extern const IohStrategy ioh_strategy_parallel;  /* parallel O_DIRECT readers, a ring */
+extern const IohStrategy ioh_strategy_splice;    /* splice(2) between a pipe and the page
+                                                  * cache, one thread */
 
 /* Write-behind and drop-behind: what the cache policy has done so far. */
 typedef struct {
     guint64 dropped;         /* fadvise: stream bytes already written back and dropped */
     guint64 started;         /* stream bytes whose write-back was started */
     gboolean no_writeback;   /* sync_file_range does not apply to the destination */
+    guint64 held;            /* restore: stream bytes behind the head a spliced pipe may
+                              * still hold (its size), not yet droppable */
 } IohCachePolicy;
 
 struct _IohCopy {
@@ -112,6 +116,10 @@ const IohSinkClass *ioh_sink_for(const IohEnd *end);
 
 /* One read call done (any thread). */
 void ioh_copy_count_read(IohCopy *c);
+
+/* @len bytes moved from the source to the sink by the strategy itself (splice), past no
+ * filter: counts them and runs the cache policy, as ioh_copy_deliver() does. */
+gboolean ioh_copy_moved(IohCopy *c, gsize len, gboolean write_behind, GError **error);
 
 /* Passes @len bytes written... first through the filters, then to the sink; then counts
  * them and runs the cache policy (@write_behind: start write-back early, see

@@ -33,6 +33,12 @@ ioh_stats_ratio(const IohStats *stats)
     return stats->bytes > 0 ? (double)stats->stored / (double)stats->bytes : 1.0;
 }
 
+guint64
+ioh_stats_syscalls(const IohStats *stats)
+{
+    return stats->reads + stats->writes - stats->splices + stats->cache_calls;
+}
+
 /* ", zstd level 1: 123 bytes stored, ratio 0.330, compression CPU 1.234 s" or "". */
 static char *
 compression_text(const IohStats *stats)
@@ -58,10 +64,11 @@ ioh_stats_format_text(const IohStats *stats)
 
     return g_strdup_printf("total: %" G_GUINT64_FORMAT " bytes (%.2f GiB), %.3f s, %.1f MiB/s, "
                            "%" G_GUINT64_FORMAT " reads, %" G_GUINT64_FORMAT " writes, "
+                           "%" G_GUINT64_FORMAT " splices, %" G_GUINT64_FORMAT " syscalls, "
                            "sync %.3f s, %s %s%s",
                            stats->bytes, (double)stats->bytes / (1024.0 * 1024.0 * 1024.0),
                            ioh_stats_seconds(stats), mib_per_s(stats), stats->reads,
-                           stats->writes, (double)stats->sync_us / G_USEC_PER_SEC,
+                           stats->writes, stats->splices, ioh_stats_syscalls(stats), (double)stats->sync_us / G_USEC_PER_SEC,
                            stats->mode ? stats->mode : "buffered",
                            stats->direction ? stats->direction : "copy", sum);
 }
@@ -103,6 +110,10 @@ ioh_stats_format_json(const IohStats *stats)
     json_builder_add_int_value(b, (gint64)stats->reads);
     json_builder_set_member_name(b, "writes");
     json_builder_add_int_value(b, (gint64)stats->writes);
+    json_builder_set_member_name(b, "splices");
+    json_builder_add_int_value(b, (gint64)stats->splices);
+    json_builder_set_member_name(b, "syscalls");
+    json_builder_add_int_value(b, (gint64)ioh_stats_syscalls(stats));
     json_builder_set_member_name(b, "sync_seconds");
     json_builder_add_double_value(b, (double)stats->sync_us / G_USEC_PER_SEC);
     json_builder_set_member_name(b, "mode");

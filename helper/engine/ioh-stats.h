@@ -12,8 +12,12 @@ typedef struct {
     guint64 synced;         /* save: stored bytes that have left the page cache (O_DIRECT
                              * written, or fadvise write-back waited for); they are durable
                              * only after the final fdatasync, when synced == stored */
-    guint64 reads;          /* read-side system calls (read, splice, ...) */
-    guint64 writes;         /* write-side system calls */
+    guint64 reads;          /* read-side system calls (read, splice) */
+    guint64 writes;         /* write-side system calls (write, splice) */
+    guint64 splices;        /* splice calls, counted in reads and writes too: each moves
+                             * bytes from one end to the other without a copy through the
+                             * helper (ioh-strategy-splice.c) */
+    guint64 cache_calls;    /* sync_file_range and posix_fadvise calls (the cache policy) */
     gint64 start_us;        /* g_get_monotonic_time() at the start */
     gint64 end_us;          /* ... and at the end (0 while running) */
     gint64 sync_us;         /* time spent in fdatasync and sync_file_range waits */
@@ -38,8 +42,11 @@ double ioh_stats_ratio(const IohStats *stats);
 /* Seconds since the start (until end_us once set). */
 double ioh_stats_seconds(const IohStats *stats);
 
+/* Every I/O system call of the copy, each once: reads + writes - splices + cache_calls. */
+guint64 ioh_stats_syscalls(const IohStats *stats);
+
 /* "total: 2147483648 bytes (2.00 GiB), 1.23 s, 1665.0 MiB/s, 2048 reads, 2048 writes,
- *  sync 0.12 s, direct save" */
+ *  0 splices, 512 syscalls, sync 0.12 s, direct save" */
 char *ioh_stats_format_text(const IohStats *stats);
 
 /* The same as a one-line JSON object. */

@@ -9,7 +9,9 @@
  *   IOH_FAULT        ','-separated rules OP:WHEN:WHAT
  *                      OP    read write pread pwrite readv writev splice copy_file_range
  *                            sendfile fdatasync fsync close sync_file_range fallocate
- *                            ftruncate io_uring_submit, or "any" for every I/O call
+ *                            ftruncate io_uring_submit fadvise (posix_fadvise) readahead,
+ *                            or "any" for every I/O call; splice also matches rules on
+ *                            write (into a matching fd) and read (out of one): see splice()
  *                    (the first rule that matches a call wins)
  *                      WHEN  N     the Nth matching call of OP (counted from 1)
  *                            N+    the Nth and every later one
@@ -51,6 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -65,14 +70,14 @@
 enum {
     OP_READ, OP_WRITE, OP_PREAD, OP_PWRITE, OP_READV, OP_WRITEV, OP_SPLICE,
     OP_COPY_FILE_RANGE, OP_SENDFILE, OP_FDATASYNC, OP_FSYNC, OP_CLOSE, OP_SYNC_FILE_RANGE,
-    OP_FALLOCATE, OP_FTRUNCATE, OP_IO_URING_SUBMIT, OP_COUNT,
+    OP_FALLOCATE, OP_FTRUNCATE, OP_IO_URING_SUBMIT, OP_FADVISE, OP_READAHEAD, OP_COUNT,
     OP_ANY = OP_COUNT,
 };
 
 static const char *const op_names[OP_COUNT] = {
     "read", "write", "pread", "pwrite", "readv", "writev", "splice",
     "copy_file_range", "sendfile", "fdatasync", "fsync", "close", "sync_file_range",
-    "fallocate", "ftruncate", "io_uring_submit",
+    "fallocate", "ftruncate", "io_uring_submit", "fadvise", "readahead",
 };
 
 typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY, WHEN_UNALIGNED, WHEN_AT } When;
@@ -621,16 +626,108 @@ pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
     return pwritev64v2(fd, iov, cnt, off, flags);
 }
 
-/* splice and friends: faulted when either end matches (one of them is the pipe). */
+/* The fault @r (of the call @nth of @op on @fd, moving @len bytes) before the call: a
+ * stall sleeps (then no fault, *@r cleared); an errno is logged and traced, and returned
+ * for the caller to fail with. 0: make the call (shortened when *@r is "short"). */
+static int
+fault_errno(int op, unsigned long nth, const Rule **r, int fd, long long len)
+{
+    if (*r && (*r)->stall_ms) {
+        stall(op, nth, *r, fd);
+        *r = NULL;
+    }
+    if (*r && !(*r)->is_short) {
+        log_fault(op, nth, *r, fd);
+        trace(op == OP_FADVISE ? OP_FADVISE : OP_SPLICE, fd, len, -1, (*r)->err);
+        return (*r)->err;
+    }
+    return 0;
+}
+
+/* splice moves bytes out of fd_in and into fd_out, so it is covered as the calls it
+ * stands for: a rule on "splice" matches it (counted once per call, on the matching end
+ * its position comes from), and so does a rule on "write" when fd_out matches (the bytes
+ * written into the image, however they get there) and one on "read" when fd_in matches;
+ * the call counts as one of each. The first rule that fires wins, in that order, and the
+ * fault is logged under that rule's operation ("fault write#3 EIO"); "short" shortens the
+ * splice. Traced as "splice fd=N", N the matching end (fd_out when both match). */
+static const Rule *
+splice_fault(int m_in, int m_out, size_t len, long long pos_in, long long pos_out,
+             int *ret_op, unsigned long *ret_nth)
+{
+    const Rule *r;
+
+    *ret_op = OP_SPLICE;
+    r = next_fault(OP_SPLICE, len, m_out ? pos_out : pos_in, ret_nth);
+    if (!r && m_out) {
+        *ret_op = OP_WRITE;
+        r = next_fault(OP_WRITE, len, pos_out, ret_nth);
+    }
+    if (!r && m_in) {
+        *ret_op = OP_READ;
+        r = next_fault(OP_READ, len, pos_in, ret_nth);
+    }
+    return r;
+}
+
+/* What a splice out of @fd can move: at most what a pipe holds (so that "unaligned" and
+ * "@OFF" see the bytes the call moves, as for a read of that much), else @len. */
+static size_t
+splice_len(int fd, size_t len)
+{
+    struct stat st;
+    int avail = 0;
+
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+    if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+        return len;
+    }
+    /* A blocking splice waits for the pipe's first bytes: wait for them here, so that
+     * what the pipe holds is what the call will move. */
+    if (!(fcntl(fd, F_GETFL) & O_NONBLOCK)) {
+        while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+        }
+    }
+    if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0) {
+        return MIN_LEN(len, avail);
+    }
+    return len;
+}
+
 ssize_t
 splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
        unsigned int flags)
 {
+    int m_in = fd_matches(fd_in), m_out = fd_matches(fd_out);
+    int fd = m_out ? fd_out : fd_in, op, err;
+    unsigned long nth;
+    const Rule *r;
+    ssize_t ret;
+
     REAL(splice, ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned int));
-    FAULTED_IO(OP_SPLICE, fd_matches(fd_in) ? fd_in : fd_out, len,
-               fd_matches(fd_in) ? (off_in ? (long long)*off_in : position(fd_in))
-                                 : (off_out ? (long long)*off_out : position(fd_out)),
-               real_splice(fd_in, off_in, fd_out, off_out, len, flags));
+    if (!m_in && !m_out) {
+        return real_splice(fd_in, off_in, fd_out, off_out, len, flags);
+    }
+    /* Moves at most what the shim saw in the pipe, so that the rule matched the bytes the
+     * call moves even when a writer adds more meanwhile (a short splice is always legal). */
+    len = splice_len(fd_in, len);
+    r = splice_fault(m_in, m_out, len, off_in ? (long long)*off_in : position(fd_in),
+                     off_out ? (long long)*off_out : position(fd_out), &op, &nth);
+    err = fault_errno(op, nth, &r, fd, (long long)len);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    if (r && r->is_short && len > 1) {
+        log_fault(op, nth, r, fd);
+        len = short_len(len);
+    }
+    ret = real_splice(fd_in, off_in, fd_out, off_out, len, flags);
+    err = errno;
+    trace(OP_SPLICE, fd, (long long)len, (long long)ret, err);
+    errno = err;
+    return ret;
 }
 
 ssize_t
@@ -732,6 +829,41 @@ int
 ftruncate(int fd, off_t len)
 {
     return ftruncate64(fd, len);
+}
+
+int
+posix_fadvise64(int fd, off_t off, off_t len, int advice)
+{
+    unsigned long nth;
+    const Rule *r;
+    int ret;
+
+    REAL(posix_fadvise64, int (*)(int, off_t, off_t, int));
+    if (!fd_matches(fd)) {
+        return real_posix_fadvise64(fd, off, len, advice);
+    }
+    /* posix_fadvise returns the error number instead of setting errno. */
+    r = next_fault(OP_FADVISE, 0, -1, &nth);
+    ret = fault_errno(OP_FADVISE, nth, &r, fd, (long long)len);
+    if (ret) {
+        return ret;
+    }
+    ret = real_posix_fadvise64(fd, off, len, advice);
+    trace(OP_FADVISE, fd, (long long)len, ret ? -1 : 0, ret);
+    return ret;
+}
+
+int
+posix_fadvise(int fd, off_t off, off_t len, int advice)
+{
+    return posix_fadvise64(fd, off, len, advice);
+}
+
+ssize_t
+readahead(int fd, off64_t off, size_t len)
+{
+    REAL(readahead, ssize_t (*)(int, off64_t, size_t));
+    FAULTED_CALL(OP_READAHEAD, fd, real_readahead(fd, off, len));
 }
 
 /* A failing close still closes the fd (Linux always does): the data may be lost but the

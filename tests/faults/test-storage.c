@@ -430,6 +430,60 @@ add_full_cases(void)
     }
 }
 
+/* ---- splice (ioh-strategy-splice.c): a buffered or --fadvise save or restore with no
+ * filter moves the pipe's pages with splice(2); the shim's rules on splice reach it.
+ * A rule that never fires fails the test (test_inject), so each case also proves the
+ * splice path was taken. ---- */
+static void
+add_splice_inject(const char *name, const char *fault, const char *needle, gboolean restore,
+                  guint64 size)
+{
+    static const gsize page_cache_modes[] = { 0, 2 };    /* buffered, fadvise */
+
+    for (gsize i = 0; i < G_N_ELEMENTS(page_cache_modes); i++) {
+        const Mode *m = &modes[page_cache_modes[i]];
+        Inject *t = g_new0(Inject, 1);
+        g_autofree char *path = g_strdup_printf("/faults/%s/splice-%s/%s",
+                                                restore ? "restore" : "save", name, m->name);
+
+        *t = (Inject){ m, fault, needle, restore, FALSE, size };
+        g_test_add_data_func_full(path, t, test_inject, g_free);
+    }
+}
+
+static void
+add_splice_cases(void)
+{
+    add_splice_inject("EIO-first", "splice:1:EIO", "write %s: Input/output error", FALSE,
+                      4 * MiB);
+    add_splice_inject("EIO-at-5M", "splice:@5M:EIO", "write %s: Input/output error", FALSE,
+                      16 * MiB);
+    add_splice_inject("ENOSPC-at-3M", "splice:@3M:ENOSPC", "write %s: No space left on device",
+                      FALSE, 16 * MiB);
+    add_splice_inject("EDQUOT-3rd", "splice:3:EDQUOT", "write %s: Disk quota exceeded", FALSE,
+                      8 * MiB);
+    add_splice_inject("short-every", "splice:every:short", NULL, FALSE, 8 * MiB + 4097);
+    add_splice_inject("EINTR-storm", "splice:%2:EINTR", NULL, FALSE, 8 * MiB + 1);
+    add_splice_inject("EAGAIN-storm", "splice:%3:EAGAIN", NULL, FALSE, 8 * MiB + 5);
+    add_splice_inject("short-EINTR-EAGAIN", "splice:%2:short,splice:%3:EINTR,splice:%5:EAGAIN",
+                      NULL, FALSE, 12 * MiB + 4095);
+    add_splice_inject("EIO-first", "splice:1:EIO", "read %s: Input/output error", TRUE,
+                      4 * MiB);
+    add_splice_inject("EIO-at-3M", "splice:@3M:EIO", "read %s: Input/output error", TRUE,
+                      16 * MiB);
+    add_splice_inject("ENOMEM-2nd", "splice:2:ENOMEM", "read %s: Cannot allocate memory", TRUE,
+                      8 * MiB);
+    add_splice_inject("short-every", "splice:every:short", NULL, TRUE, 8 * MiB + 4097);
+    add_splice_inject("EINTR-storm", "splice:%2:EINTR", NULL, TRUE, 8 * MiB + 3);
+    add_splice_inject("EAGAIN-storm", "splice:%3:EAGAIN", NULL, TRUE, 8 * MiB + 5);
+    /* a kernel that refuses to splice (EINVAL) mid-stream: read/write take over */
+    add_splice_inject("EINVAL-falls-back", "splice:3:EINVAL", NULL, FALSE, 8 * MiB + 11);
+    add_splice_inject("EINVAL-falls-back", "splice:3:EINVAL", NULL, TRUE, 8 * MiB + 11);
+    /* posix_fadvise is advice: its failure (drop-behind) costs no byte */
+    add_inject("splice-fadvise-EIO-every", "fadvise:every:EIO", NULL, TRUE, FALSE,
+               24 * MiB + 9, TRUE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -487,6 +541,7 @@ main(int argc, char **argv)
     add_inject("read-EINTR-storm", "read:%2:EINTR", NULL, TRUE, FALSE, 8 * MiB + 3, FALSE);
 
     add_full_cases();
+    add_splice_cases();
     ret = g_test_run();
     ft_report();
     ft_cleanup();

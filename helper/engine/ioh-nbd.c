@@ -4,9 +4,15 @@
  * moves bytes when its state machine is driven; without a driver the socket buffer fills
  * and the server idles while we wait on the pipe. Each thread polls its connection's fd
  * in the direction libnbd asks for, plus an eventfd that the issuing thread writes after
- * each command (so a command issued while the thread waits only for replies is sent).
- * libnbd's handle lock makes issuing from one thread and notifying from another safe;
- * completion callbacks run on the connection thread and only mark their request done.
+ * a command that the socket did not take whole (so that the thread, in poll() for the
+ * replies only, sends the rest). libnbd's handle lock makes issuing from one thread and
+ * notifying from another safe; completion callbacks run on the connection thread and
+ * only mark their request done, waking the issuing thread only when it waits for that
+ * one. Both cut the syscalls of 256 MiB to nbdkit memory (strace -c -f): a restore 14725
+ * -> 10907 (futex 2643 -> 1240, eventfd writes 1024 -> 0), a save 11838 -> 10306.
+ * Saves also flush behind (IOH_NBD_FLUSH_BEHIND): 1 GiB to nbdkit file (unix socket),
+ * 2 GiB, 3 interleaved runs, median: 561 MB/s with the final flush only, 722 (8 MiB),
+ * 790 (32 MiB), 849 (64 MiB; 610 in another 1 GiB run): 32 MiB keeps the tail short.
  */
 #include "ioh-nbd.h"
 #include "ioh-error.h"
@@ -35,6 +41,8 @@ typedef struct {
     gsize len;
     gboolean busy;            /* issued, not yet taken back */
     gboolean done;            /* under n->lock */
+    gboolean waited;          /* the issuing thread waits for it (under n->lock): the
+                               * completion wakes it only then, not for every request */
     int err;                  /* the command's errno (under n->lock) */
 } Req;
 
@@ -236,7 +244,9 @@ req_done(void *user_data, int *error)
     g_mutex_lock(&r->n->lock);
     r->err = *error;
     r->done = TRUE;
-    g_cond_broadcast(&r->n->cond);
+    if (r->waited) {
+        g_cond_broadcast(&r->n->cond);
+    }
     g_mutex_unlock(&r->n->lock);
     return 1;
 }
@@ -442,9 +452,11 @@ wait_req(IohNbd *n, guint i, gboolean write, GError **error)
     int err;
 
     g_mutex_lock(&n->lock);
+    r->waited = TRUE;
     while (!r->done && !k->failed) {
         g_cond_wait(&n->cond, &n->lock);
     }
+    r->waited = FALSE;
     err = r->done ? r->err : k->failed_errno ? k->failed_errno : ENOTCONN;
     why = r->done ? NULL : g_strdup(k->failed);
     g_mutex_unlock(&n->lock);
@@ -576,7 +588,11 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
     r->busy = TRUE;
     n->in_flight++;
     n->tail = (n->tail + 1) % n->nreqs;
-    conn_wake(k);
+    /* libnbd sent what the socket took in this thread: the connection's thread, in poll()
+     * for the replies, needs waking only when the rest waits for the socket */
+    if (nbd_aio_get_direction(k->h) & LIBNBD_AIO_DIRECTION_WRITE) {
+        conn_wake(k);
+    }
     return !write || flush_behind(n, len, error);
 }
 

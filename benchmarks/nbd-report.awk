@@ -2,7 +2,8 @@
 # nbd-report.awk - the tables of benchmarks/nbd from its raw.tsv (POSIX awk: mawk or gawk).
 # Throughput is MiB/s = bytes / seconds / 2^20; medians and min-max over the runs. A ratio
 # is taken run by run (the two cases of a pair ran a few seconds apart) and its median and
-# min-max are shown, with the issue's target where it has one.
+# min-max are shown, with the issue's target where it has one. CPU busy: the machine's CPUs
+# (all processes) during the case, median %.
 # -v runs=N plotdata=FILE
 
 function median(list,    n, a, i, j, t) {
@@ -58,11 +59,12 @@ NR == 1 { next }
     if (!(k in seen)) { seen[k] = 1; order[++n] = k }
     secs[k, $4] = $6
     size[k] = $5
+    busy[k] = busy[k] " " $7
 }
 END {
     printf "### MiB/s, median (min-max) of %d run(s)\n\n", runs
-    print "| server | case | save: pipe -> NBD | restore: NBD -> pipe |"
-    print "| --- | --- | ---: | ---: |"
+    print "| server | case | save: pipe -> NBD | restore: NBD -> pipe | CPU busy % save / restore |"
+    print "| --- | --- | ---: | ---: | ---: |"
     for (i = 1; i <= n; i++) {
         split(order[i], f, SUBSEP)
         row = f[1] SUBSEP f[2]
@@ -72,7 +74,9 @@ END {
         s = series(ks); t = series(kr)
         cs = s == "" ? "-" : sprintf("%.0f (%.0f-%.0f)", median(s), lo(s), hi(s))
         cr = t == "" ? "-" : sprintf("%.0f (%.0f-%.0f)", median(t), lo(t), hi(t))
-        printf "| %s | %s | %s | %s |\n", f[1], f[2], cs, cr
+        bs = s == "" ? "-" : sprintf("%.0f", median(busy[ks]))
+        br = t == "" ? "-" : sprintf("%.0f", median(busy[kr]))
+        printf "| %s | %s | %s | %s | %s / %s |\n", f[1], f[2], cs, cr, bs, br
         if (plotdata != "")
             printf "\"%s: %s\" %s %s %s %s %s %s\n", f[1], f[2],
                 s == "" ? "?" : median(s), s == "" ? "?" : lo(s), s == "" ? "?" : hi(s),
@@ -94,6 +98,8 @@ END {
     ratio("qemu", "restore", "ours", "nbdcopy", 1.0)
     ratio("sweep", "save", "ours connections=4", "ours connections=1", 1.2)
     ratio("sweep", "restore", "ours connections=4", "ours connections=1", 0, "multi-conn")
+    ratio("perconn", "save", "ours connections=4", "ours connections=1", 0, "a limit per connection")
+    ratio("perconn", "restore", "ours connections=4", "ours connections=1", 0, "a limit per connection")
     ratio("file", "save", "ours", "ours-conn1", 0, "4 vs 1 connection, disk-bound")
     ratio("sweep", "save", "ours requests=16", "ours requests=1", 0, "overlap")
     ratio("sweep", "restore", "ours requests=16", "ours requests=1", 0, "overlap")

@@ -6,26 +6,21 @@
 # (all processes) during the case, median %.
 # -v runs=N plotdata=FILE
 
-function median(list,    n, a, i, j, t) {
+# sorted(list, a): the numbers of a space-separated list into a[1..n], ascending; n.
+function sorted(list, a,    n, i, j, t) {
     n = split(list, a, " ")
-    for (i = 2; i <= n; i++) {
-        t = a[i] + 0
-        for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]
-        a[j + 1] = t
-    }
-    if (n == 0) return 0
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    for (i = 1; i <= n; i++) a[i] += 0
+    for (i = 1; i < n; i++)
+        for (j = i + 1; j <= n; j++)
+            if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n
 }
-function lo(list,    n, a, i, m) {
-    n = split(list, a, " "); m = a[1] + 0
-    for (i = 2; i <= n; i++) if (a[i] + 0 < m) m = a[i] + 0
-    return m
+function median(list,    a, n) {
+    n = sorted(list, a)
+    return n == 0 ? 0 : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-function hi(list,    n, a, i, m) {
-    n = split(list, a, " "); m = a[1] + 0
-    for (i = 2; i <= n; i++) if (a[i] + 0 > m) m = a[i] + 0
-    return m
-}
+function lo(list,    a) { return sorted(list, a) ? a[1] : 0 }
+function hi(list,    a, n) { n = sorted(list, a); return n ? a[n] : 0 }
 function thr(k, r) {
     return ((k, r) in secs && secs[k, r] > 0) ? size[k] / secs[k, r] / 1048576 : 0
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# benchmarks/nbd-quick.sh - a short NBD comparison (issue 13), not the full suite:
+# benchmarks/nbd-quick.sh - a short NBD comparison (issue 13); the full one is benchmarks/nbd:
 #   pipe -> nbdkit file (unix socket): iohelper vs nbdcopy vs iohelper --fadvise to a
 #   local file on the same disk; nbdkit file -> pipe: iohelper vs nbdcopy; nbdkit memory:
 #   --connections 1 vs 4, --requests 1/4/16/64, --request-size 64K/256K/1M/4M. nbdcopy

@@ -36,6 +36,11 @@ typedef struct {
     gssize (*read)(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error);
     /* The stream has been read whole. */
     void (*finish)(IohCopy *c);
+    /* Optional: the next bytes of the stream (at most *@len, which it lowers; 0 at the
+     * end) where the source holds them, valid until its next call: the inline strategy
+     * delivers them from there, no copy (the NBD source's request buffers). NULL with
+     * @error set on failure. */
+    const char *(*peek)(IohCopy *c, gsize *len, GError **error);
 } IohSourceClass;
 
 typedef struct {

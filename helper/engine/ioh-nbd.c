@@ -4,9 +4,15 @@
  * moves bytes when its state machine is driven; without a driver the socket buffer fills
  * and the server idles while we wait on the pipe. Each thread polls its connection's fd
  * in the direction libnbd asks for, plus an eventfd that the issuing thread writes after
- * each command (so a command issued while the thread waits only for replies is sent).
- * libnbd's handle lock makes issuing from one thread and notifying from another safe;
- * completion callbacks run on the connection thread and only mark their request done.
+ * a command that the socket did not take whole (so that the thread, in poll() for the
+ * replies only, sends the rest). libnbd's handle lock makes issuing from one thread and
+ * notifying from another safe; completion callbacks run on the connection thread and
+ * only mark their request done, waking the issuing thread only when it waits for that
+ * one. Both cut the syscalls of 256 MiB to nbdkit memory (strace -c -f): a restore 14725
+ * -> 10907 (futex 2643 -> 1240, eventfd writes 1024 -> 0), a save 11838 -> 10306.
+ * Saves also flush behind (IOH_NBD_FLUSH_BEHIND): 1 GiB to nbdkit file (unix socket),
+ * 2 GiB, 3 interleaved runs, median: 561 MB/s with the final flush only, 722 (8 MiB),
+ * 790 (32 MiB), 849 (64 MiB; 610 in another 1 GiB run): 32 MiB keeps the tail short.
  */
 #include "ioh-nbd.h"
 #include "ioh-error.h"
@@ -35,6 +41,8 @@ typedef struct {
     gsize len;
     gboolean busy;            /* issued, not yet taken back */
     gboolean done;            /* under n->lock */
+    gboolean waited;          /* the issuing thread waits for it (under n->lock): the
+                               * completion wakes it only then, not for every request */
     int err;                  /* the command's errno (under n->lock) */
 } Req;
 
@@ -57,6 +65,12 @@ struct _IohNbd {
     gpointer layer_state;
     GDestroyNotify layer_state_free;
     guint stall_ms;           /* --stall-timeout (0: none) */
+    gboolean behind_busy;     /* a write-behind flush is in flight (under lock) */
+    int behind_err;           /* the first one that failed: its errno (under lock) */
+    guint behind_next;        /* the connection of the next one */
+    Conn *behind_k;           /* ... and of the last one */
+    guint behind_count;
+    guint64 unflushed;        /* bytes written since the last flush issued */
 };
 
 static const char *const schemes[] = {
@@ -230,7 +244,9 @@ req_done(void *user_data, int *error)
     g_mutex_lock(&r->n->lock);
     r->err = *error;
     r->done = TRUE;
-    g_cond_broadcast(&r->n->cond);
+    if (r->waited) {
+        g_cond_broadcast(&r->n->cond);
+    }
     g_mutex_unlock(&r->n->lock);
     return 1;
 }
@@ -246,7 +262,10 @@ conn_open(const IohEnd *end, GError **error)
         return NULL;
     }
     /* The URI is the user's own command line: a tls-psk-file= in it may be read. */
-    if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_connect_uri(h, end->uri) < 0) {
+    /* Every read's result is checked before its bytes are used: no zeroing (it cost 6%
+     * of a restore's CPU), as nbdcopy does. */
+    if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_set_pread_initialize(h, false) < 0 ||
+        nbd_connect_uri(h, end->uri) < 0) {
         nbd_fail(error, end, "connect");
         nbd_close(h);
         return NULL;
@@ -433,9 +452,11 @@ wait_req(IohNbd *n, guint i, gboolean write, GError **error)
     int err;
 
     g_mutex_lock(&n->lock);
+    r->waited = TRUE;
     while (!r->done && !k->failed) {
         g_cond_wait(&n->cond, &n->lock);
     }
+    r->waited = FALSE;
     err = r->done ? r->err : k->failed_errno ? k->failed_errno : ENOTCONN;
     why = r->done ? NULL : g_strdup(k->failed);
     g_mutex_unlock(&n->lock);
@@ -485,6 +506,67 @@ ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error)
     return r->buf;
 }
 
+static int
+behind_done(void *user_data, int *error)
+{
+    IohNbd *n = user_data;
+
+    g_mutex_lock(&n->lock);
+    if (*error && !n->behind_err) {
+        n->behind_err = *error;
+    }
+    n->behind_busy = FALSE;
+    g_cond_broadcast(&n->cond);
+    g_mutex_unlock(&n->lock);
+    return 1;
+}
+
+/* FALSE with the error of a write-behind flush that failed. */
+static gboolean
+behind_failed(IohNbd *n, GError **error)
+{
+    int err;
+
+    g_mutex_lock(&n->lock);
+    err = n->behind_err;
+    g_mutex_unlock(&n->lock);
+    return err == 0 || ioh_error_set(error, err, "flush", n->end->name, "%s", g_strerror(err));
+}
+
+/* Write-behind: a flush without waiting for it, every IOH_NBD_FLUSH_BEHIND bytes written,
+ * on the connections in turn (at most one in flight: a busy server is not asked twice). */
+static gboolean
+flush_behind(IohNbd *n, gsize len, GError **error)
+{
+    Conn *k = &n->conns[n->behind_next % n->nconns];
+    nbd_completion_callback cb = { .callback = behind_done, .user_data = n };
+    gboolean busy;
+
+    n->unflushed += len;
+    if (n->unflushed < IOH_NBD_FLUSH_BEHIND || nbd_can_flush(k->h) != 1) {
+        return TRUE;
+    }
+    g_mutex_lock(&n->lock);
+    busy = n->behind_busy;
+    n->behind_busy = TRUE;
+    g_mutex_unlock(&n->lock);
+    if (busy) {
+        return behind_failed(n, error);
+    }
+    if (nbd_aio_flush(k->h, cb, 0) < 0) {
+        g_mutex_lock(&n->lock);
+        n->behind_busy = FALSE;
+        g_mutex_unlock(&n->lock);
+        return nbd_fail(error, n->end, "flush");
+    }
+    n->behind_k = k;
+    n->behind_next++;
+    n->behind_count++;
+    n->unflushed = 0;
+    conn_wake(k);
+    return behind_failed(n, error);
+}
+
 gboolean
 ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **error)
 {
@@ -506,8 +588,35 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
     r->busy = TRUE;
     n->in_flight++;
     n->tail = (n->tail + 1) % n->nreqs;
-    conn_wake(k);
-    return TRUE;
+    /* libnbd sent what the socket took in this thread: the connection's thread, in poll()
+     * for the replies, needs waking only when the rest waits for the socket */
+    if (nbd_aio_get_direction(k->h) & LIBNBD_AIO_DIRECTION_WRITE) {
+        conn_wake(k);
+    }
+    return !write || flush_behind(n, len, error);
+}
+
+/* Waits for the write-behind flush in flight, if any; FALSE if one failed. */
+static gboolean
+wait_behind(IohNbd *n, GError **error)
+{
+    Conn *k = n->behind_k;
+    g_autofree char *why = NULL;
+    int err = 0;
+
+    g_mutex_lock(&n->lock);
+    while (n->behind_busy && !k->failed) {
+        g_cond_wait(&n->cond, &n->lock);
+    }
+    if (n->behind_busy) {
+        why = g_strdup(k->failed);
+        err = k->failed_errno ? k->failed_errno : ENOTCONN;
+    }
+    g_mutex_unlock(&n->lock);
+    if (why) {
+        return ioh_error_set(error, err, "flush", n->end->name, "%s", why);
+    }
+    return behind_failed(n, error);
 }
 
 /* Waits for the commands in flight, oldest first. */
@@ -524,6 +633,9 @@ drain(IohNbd *n, gboolean write, GError **error)
             ok = FALSE;
         }
         n->head = (n->head + 1) % n->nreqs;
+    }
+    if (write && ok) {
+        return wait_behind(n, error);
     }
     return ok;
 }
@@ -577,6 +689,7 @@ ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
     for (guint i = 0; i < n->nconns; i++) {
         nbd_shutdown(n->conns[i].h, 0);
     }
-    g_debug("%s: %u flush%s", n->end->name, flushes, flushes == 1 ? "" : "es");
+    g_debug("%s: %u flush%s, %u behind", n->end->name, flushes, flushes == 1 ? "" : "es",
+            n->behind_count);
     return TRUE;
 }

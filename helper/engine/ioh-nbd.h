@@ -21,6 +21,10 @@ G_BEGIN_DECLS
 /* Connections by default to a server that advertises multi-conn. */
 #define IOH_NBD_DEFAULT_CONNECTIONS 4
 
+/* A save flushes without waiting every this many bytes (write-behind): the server's disk
+ * writes while the stream comes, not all at the final flush (measured in ioh-nbd.c). */
+#define IOH_NBD_FLUSH_BEHIND (32 * 1024 * 1024)
+
 typedef struct _IohNbd IohNbd;
 
 /* TRUE when @spec starts with one of libnbd's URI schemes (nbd, nbds, +unix, +vsock). */

@@ -1,0 +1,24 @@
+#!/bin/bash
+# nbd-smoke.sh NBD BUILDDIR - TAP: benchmarks/nbd works in its quick mode (64 MiB, one
+# run) and prints its tables. Speed is never asserted.
+nbd=$1 build=$2
+out=$build/bench-nbd-smoke
+log=$out.log
+for t in nbdkit nbdcopy qemu-nbd; do
+    command -v "$t" >/dev/null || { echo "1..0 # SKIP $t not installed"; exit 0; }
+done
+rm -rf "$out"
+bash "$nbd" --quick --build "$build" --out "$out" --dir "${IOH_TEST_DIR:-$build/test-tmp}" \
+    > "$log" 2>&1
+rc=$?
+i=0
+tap() {    # DESCRIPTION TEST...: one TAP line; the log as diagnostics when it fails
+    local desc=$1
+    shift
+    i=$((i + 1))
+    if "$@"; then echo "ok $i $desc"; else echo "not ok $i $desc"; sed 's/^/# /' "$log"; fi
+}
+echo "1..3"
+tap "benchmarks/nbd --quick exits 0" [ "$rc" = 0 ]
+tap "tables printed" grep -q '^| file | save | ours / nbdcopy |' "$log"
+tap "every case measured" [ "$(grep -c '^| [a-z-]* | [a-z].* | [0-9]' "$log")" -ge 30 ]

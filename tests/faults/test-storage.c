@@ -446,7 +446,7 @@ add_splice_inject(const char *name, const char *fault, const char *needle, gbool
         g_autofree char *path = g_strdup_printf("/faults/%s/splice-%s/%s",
                                                 restore ? "restore" : "save", name, m->name);
 
-        *t = (Inject){ m, fault, needle, restore, FALSE, size };
+        *t = (Inject){ m, fault, needle, restore, FALSE, size, FALSE };
         g_test_add_data_func_full(path, t, test_inject, g_free);
     }
 }

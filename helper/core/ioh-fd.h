@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include <sys/types.h>
 #include <gio/gio.h>
 
 G_BEGIN_DECLS
@@ -42,6 +43,11 @@ gssize ioh_fd_read_full(int fd, void *buf, gsize len, GCancellable *cancellable,
  * ignored or blocked by the caller). */
 gboolean ioh_fd_write_full(int fd, const void *buf, gsize len, GCancellable *cancellable,
                            const char *name, GError **error);
+
+/* What a file of type @mode (st_mode) is, for a message: "a regular file", "a directory",
+ * "a block device", "a character device", "a pipe" (anonymous or named: a FIFO),
+ * "a socket", "a symbolic link". */
+const char *ioh_fd_kind_name(mode_t mode);
 
 /* Closes *@fd when >= 0 and sets it to -1, keeping errno: for cleanup paths whose close
  * result does not matter (a close that can lose data is checked by its caller). */

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -418,11 +420,40 @@ test_clear(void)
     ioh_fd_clear(&p[1]);
 }
 
+/* Each kind of file as the kernel reports it for real ones. */
+static void
+test_kind_name(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
+{
+    g_autofree char *file = ioht_dir_path(fx, "f");
+    struct stat st;
+    int p[2], s[2];
+
+    g_assert_true(g_file_set_contents(file, "x", 1, NULL));
+    g_assert_cmpint(stat(file, &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a regular file");
+    g_assert_cmpint(stat(fx->dir, &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a directory");
+    g_assert_cmpint(stat("/dev/null", &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a character device");
+    coret_pipe(p, FALSE, 0);
+    g_assert_cmpint(fstat(p[0], &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a pipe");
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s), ==, 0);
+    g_assert_cmpint(fstat(s[0], &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a socket");
+    g_assert_cmpstr(ioh_fd_kind_name(0), ==, "of an unknown kind");
+    for (int i = 0; i < 2; i++) {
+        close(p[i]);
+        close(s[i]);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/fd/nonblock/set-and-clear", test_nonblock);
+    ioht_dir_add("/fd/kind-name", NULL, test_kind_name);
     g_test_add_func("/fd/cloexec/set-and-clear", test_cloexec);
     g_test_add_func("/fd/flags/bad-fd", test_flags_bad_fd);
     g_test_add_func("/fd/wait/ready-and-hup", test_wait_ready_and_hup);

@@ -595,7 +595,7 @@ test_save_file_kinds(void)
     g_assert_cmpint(symlink("loop-a", loop_b), ==, 0);
 
     save_refused(d, 1, "it is a directory, not a regular file", NULL);
-    save_refused(fifo, 1, "it is a FIFO", NULL);
+    save_refused(fifo, 1, "it is a pipe, not a regular file", NULL);
     save_refused(sock, 1, "it is a socket", NULL);
     save_refused(link, 1, want_link, NULL);
     save_refused(loop_a, 1, "Too many levels of symbolic links", NULL);

@@ -113,14 +113,14 @@ test_wait_cancel(void)
 
     coret_pipe(p, FALSE, 0);
     g_assert_cmpint(ioh_fd_wait(p[0], POLLIN, c, 10000, &e), ==, -1);
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_assert_true(ioh_error_is_cancelled(e));
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
     g_thread_join(t);
     g_clear_error(&e);
     /* already cancelled: fails before waiting, even on a ready fd */
     g_assert_cmpint(ioh_fd_wait(p[1], POLLOUT, c, -1, &e), ==, -1);
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     close(p[0]);
     close(p[1]);
 }
@@ -274,7 +274,7 @@ test_read_full_cancel(void)
     coret_pipe(p, FALSE, 0);    /* blocking, and the writer stays silent */
     g_assert_cmpint(write(p[1], "abc", 3), ==, 3);
     g_assert_cmpint(ioh_fd_read_full(p[0], buf, sizeof(buf), c, "stdin", &e), ==, -1);
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_assert_cmpstr(e->message, ==, "read stdin: Operation canceled");
     g_thread_join(t);
     close(p[0]);
@@ -393,7 +393,7 @@ test_write_full_cancel(void)
     coret_fill(p[1]);
     t = coret_cancel_later(c, 50);
     g_assert_false(ioh_fd_write_full(p[1], "more", 4, c, NULL, &e));
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_thread_join(t);
     close(p[0]);
     close(p[1]);

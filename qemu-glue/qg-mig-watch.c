@@ -57,8 +57,13 @@ qg_mig_watch_failed(QgWatch *w, gboolean save, GError **error)
 {
     const GError *herr;
 
-    if (!save && qg_mig_stream_failed(w, error)) {
-        return;
+    if (!save) {
+        /* A helper that died makes QEMU fail: its verdict may be on its way (QEMU 7.2
+         * exits after a failed load, so a helper still copying sees EPIPE soon). */
+        qg_mig_helper_wait(w, QG_HELPER_EXIT_WAIT_MS, FALSE);
+        if (qg_mig_stream_failed(w, error)) {
+            return;
+        }
     }
     herr = save ? NULL : qg_mig_helper_failure(w);
     if (herr && g_strcmp0(ioh_error_get_operation(herr), "verify") == 0) {

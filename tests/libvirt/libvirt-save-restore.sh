@@ -25,35 +25,7 @@ RAM_MIB=${IOH_LV_RAM_MIB:-128}
 BLOB_MIB=${IOH_LV_BLOB_MIB:-64}         # random data at 16 MiB of guest RAM (SeaBIOS uses the top)
 SMALL_MIB=32                            # the file system that runs out of space
 
-ntest=0
-nfail=0
-ok() {
-    ntest=$((ntest + 1))
-    echo "ok $ntest - $*"
-}
-not_ok() {
-    ntest=$((ntest + 1))
-    nfail=$((nfail + 1))
-    echo "not ok $ntest - $*"
-}
-# check DESCRIPTION COMMAND...: one TAP line from a command's status
-check() {
-    local desc=$1
-    shift
-    if "$@" >&2; then
-        ok "$desc"
-    else
-        not_ok "$desc"
-    fi
-}
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 0
-}
-bail() {
-    echo "Bail out! $*"
-    exit 1
-}
+. "$HERE/../common/tap.sh"
 
 INSTALLED=${IOH_LV_INSTALLED:-}
 HELPER=${INSTALLED:-${IOHELPER_PATH:-}}

@@ -18,30 +18,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RAM_MIB=${IOH_LV_RAM_MIB:-128}
 BLOB_MIB=${IOH_LV_BLOB_MIB:-64}
 
-ntest=0
-nfail=0
-ok() {
-    ntest=$((ntest + 1))
-    echo "ok $ntest - $*"
-}
-not_ok() {
-    ntest=$((ntest + 1))
-    nfail=$((nfail + 1))
-    echo "not ok $ntest - $*"
-}
-check() {
-    local desc=$1
-    shift
-    if "$@" >&2; then ok "$desc"; else not_ok "$desc"; fi
-}
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 0
-}
-bail() {
-    echo "Bail out! $*"
-    exit 1
-}
+. "$HERE/../common/tap.sh"
 
 HELPER=${IOHELPER_PATH:-}
 [ -n "$HELPER" ] && [ -x "$HELPER" ] || skip_all "IOHELPER_PATH is not set to the built iohelper"

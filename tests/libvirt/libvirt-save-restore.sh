@@ -52,17 +52,12 @@ finish() {
     umount "$SMALL_EXT4" 2>/dev/null
     umount "$SMALL_TMPFS" 2>/dev/null
     if [ "$rc" != 0 ] || [ "$nfail" != 0 ]; then
-        # Keep libvirtd's log in the test log when something went wrong.
-        [ -f "$WORK/log/libvirtd.log" ] && tail -n 30 "$WORK/log/libvirtd.log" | sed 's/^/# libvirtd: /'
+        lv_log_tail   # libvirtd's log in the test log when something went wrong
     fi
     rm -rf "$WORK"
     exit "$rc"
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-trap 'exit 141' PIPE
+lv_on_exit finish
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || bail "setting up libvirtd's private directories failed"
 lv_log "work dir $WORK, domain $DOM"

@@ -44,16 +44,12 @@ finish() {
     [ -n "$LV_PID" ] && timeout 20 virsh -q -c "$LV_URI" undefine --managed-save "$DOM" >/dev/null 2>&1
     lv_cleanup
     if [ "$rc" != 0 ] || [ "$nfail" != 0 ]; then
-        [ -f "$WORK/log/libvirtd.log" ] && tail -n 30 "$WORK/log/libvirtd.log" | sed 's/^/# libvirtd: /'
+        lv_log_tail
     fi
     rm -rf "$WORK"
     exit "$rc"
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-trap 'exit 141' PIPE
+lv_on_exit finish
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || bail "setting up libvirtd's private directories failed"
 # Every helper libvirtd spawns notes its stdin and stdout first (the same file bound over

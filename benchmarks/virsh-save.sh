@@ -53,11 +53,7 @@ finish() {
     rm -rf "$WORK"
     exit "$rc"
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-trap 'exit 141' PIPE
+lv_on_exit finish
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || exit 1
 lv_start 120 || exit 1

@@ -8,6 +8,7 @@
 
 #include "iohwrap-check.h"
 #include "ioh-dio.h"
+#include "ioh-fd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,21 +92,6 @@ check_params(const IohWrapParams *p, GError **error)
 
 /* ---- the fd ---------------------------------------------------------------------- */
 
-static const char *
-kind_name(mode_t mode)
-{
-    if (S_ISFIFO(mode)) {
-        return "a pipe";
-    }
-    if (S_ISSOCK(mode)) {
-        return "a socket";
-    }
-    if (S_ISCHR(mode)) {
-        return "a character device";
-    }
-    return "not a regular file";
-}
-
 static void
 read_size(FdInfo *fi)
 {
@@ -167,12 +153,12 @@ check_fd_fits(const FdInfo *fi, IohwPlan *plan, GError **error)
         return badfd(error, "%s: %s needs a regular file or block device, and this is %s",
                      fi->name, plan->flags & IOH_WRAP_DIRECT ? "IOH_WRAP_DIRECT (O_DIRECT)"
                                                              : "IOH_WRAP_FADVISE",
-                     kind_name(fi->st.st_mode));
+                     ioh_fd_kind_name(fi->st.st_mode));
     }
     if (plan->offset && !fi->storage) {
         return badfd(error, "%s: offset %" G_GUINT64_FORMAT " needs a regular file or block "
                      "device, and this is %s", fi->name, plan->offset,
-                     kind_name(fi->st.st_mode));
+                     ioh_fd_kind_name(fi->st.st_mode));
     }
     if (plan->save && plan->offset && (fi->fl & O_APPEND)) {
         return badfd(error, "%s has O_APPEND: a save lands at the end of the file, not at "

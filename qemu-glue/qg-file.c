@@ -8,31 +8,10 @@
 #include <gio/gio.h>
 
 #include "ioh-error.h"
+#include "ioh-fd.h"
 
 /* Links followed at most, as the kernel's MAXSYMLINKS. */
 #define QG_FILE_MAX_LINKS 40
-
-/* "a directory", ... for a file that is not regular. */
-static const char *
-qg_file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode)) {
-        return "a directory";
-    }
-    if (S_ISBLK(mode)) {
-        return "a block device";
-    }
-    if (S_ISCHR(mode)) {
-        return "a character device";
-    }
-    if (S_ISFIFO(mode)) {
-        return "a FIFO";
-    }
-    if (S_ISSOCK(mode)) {
-        return "a socket";
-    }
-    return "not a regular file";
-}
 
 static void
 qg_file_refuse(const char *what, const char *path, const char *target, mode_t mode,
@@ -43,11 +22,11 @@ qg_file_refuse(const char *what, const char *path, const char *target, mode_t mo
 
     if (g_strcmp0(path, target) == 0) {
         g_set_error(error, G_IO_ERROR, code, "cannot %s %s: it is %s, not a regular file",
-                    what, path, qg_file_kind(mode));
+                    what, path, ioh_fd_kind_name(mode));
     } else {
         g_set_error(error, G_IO_ERROR, code,
                     "cannot %s %s: it links to %s, which is %s, not a regular file", what,
-                    path, target, qg_file_kind(mode));
+                    path, target, ioh_fd_kind_name(mode));
     }
 }
 

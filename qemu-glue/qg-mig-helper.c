@@ -17,8 +17,7 @@ qg_mig_helper_on_exit(GObject *source, GAsyncResult *res, gpointer data)
 
     (void)source;
     if (!ioh_wrap_finish_finish(w->wrap, res, &w->helper_error) && !w->helper_error) {
-        g_set_error_literal(&w->helper_error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                            "the helper failed");
+        ioh_error_set(&w->helper_error, EIO, NULL, NULL, "the helper failed");
     }
     w->helper_pending = FALSE;
 }
@@ -97,7 +96,7 @@ const GError *
 qg_mig_helper_failure(QgWatch *w)
 {
     if (w->helper_pending || !w->helper_error ||
-        g_error_matches(w->helper_error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        ioh_error_is_cancelled(w->helper_error)) {
         return NULL;
     }
     return w->helper_error;
@@ -128,7 +127,8 @@ qg_mig_stream_failed(QgWatch *w, GError **error)
         }
         return FALSE;
     }
-    g_set_error(error, herr->domain, herr->code, "%s failed: %s", w->what, herr->message);
+    /* a copy keeps the helper's fields (errno, operation, path) */
+    g_propagate_prefixed_error(error, g_error_copy(herr), "%s failed: ", w->what);
     return TRUE;
 }
 

@@ -2,6 +2,8 @@
  * progress reports, the stall timeout and the caller's cancel */
 #include "qg-migrate-private.h"
 
+#include <errno.h>
+
 #include "ioh-error.h"
 #include "qg-json.h"
 
@@ -39,10 +41,10 @@ qg_mig_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
             g_error_free(err);
             return;
         }
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                    "restore failed: QEMU exited while loading the stream "
-                    "(%" G_GUINT64_FORMAT " bytes fed): %s",
-                    qg_mig_bytes(w), err->message);
+        ioh_error_set(error, EIO, NULL, NULL,
+                      "restore failed: QEMU exited while loading the stream "
+                      "(%" G_GUINT64_FORMAT " bytes fed): %s",
+                      qg_mig_bytes(w), err->message);
         g_error_free(err);
     } else {
         g_propagate_prefixed_error(error, err, "%s: ", w->what);
@@ -55,29 +57,34 @@ qg_mig_watch_failed(QgWatch *w, gboolean save, GError **error)
 {
     const GError *herr;
 
-    if (!save && qg_mig_stream_failed(w, error)) {
-        return;
+    if (!save) {
+        /* A helper that died makes QEMU fail: its verdict may be on its way (QEMU 7.2
+         * exits after a failed load, so a helper still copying sees EPIPE soon). */
+        qg_mig_helper_wait(w, QG_HELPER_EXIT_WAIT_MS, FALSE);
+        if (qg_mig_stream_failed(w, error)) {
+            return;
+        }
     }
     herr = save ? NULL : qg_mig_helper_failure(w);
     if (herr && g_strcmp0(ioh_error_get_operation(herr), "verify") == 0) {
         /* the stream was bad, and QEMU found out too: the checksum says it first */
-        g_set_error(error, herr->domain, herr->code, "restore failed: %s", herr->message);
+        g_propagate_prefixed_error(error, g_error_copy(herr), "restore failed: ");
         return;
     }
     g_free(w->qemu_desc);
     w->qemu_desc = qg_mig_error_desc(w->qmp);
     if (w->qemu_desc) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                    "%s failed: QEMU says: %s", w->what, w->qemu_desc);
+        ioh_error_set(error, EIO, NULL, NULL,
+                      "%s failed: QEMU says: %s", w->what, w->qemu_desc);
     } else if (save) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                    "save failed: QEMU gave no reason (see its log)");
+        ioh_error_set(error, EIO, NULL, NULL,
+                      "save failed: QEMU gave no reason (see its log)");
     } else {
         /* QEMU 7.2 keeps the reason of a failed load to its stderr, and exits */
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                    "restore failed: QEMU could not load the stream after "
-                    "%" G_GUINT64_FORMAT " bytes (its log says why; it exits now)",
-                    qg_mig_bytes(w));
+        ioh_error_set(error, EIO, NULL, NULL,
+                      "restore failed: QEMU could not load the stream after "
+                      "%" G_GUINT64_FORMAT " bytes (its log says why; it exits now)",
+                      qg_mig_bytes(w));
     }
 }
 
@@ -127,9 +134,9 @@ qg_mig_watch_restore_failed(QgWatch *w, gint64 now, GError **error)
         return FALSE;
     }
     herr = qg_mig_helper_failure(w);
-    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                "restore failed: the stream ended and QEMU gave no verdict within %d s (%s)",
-                QG_QEMU_VERDICT_WAIT_MS / 1000, herr ? herr->message : "helper done");
+    ioh_error_set(error, EIO, NULL, NULL,
+                  "restore failed: the stream ended and QEMU gave no verdict within %d s (%s)",
+                  QG_QEMU_VERDICT_WAIT_MS / 1000, herr ? herr->message : "helper done");
     return TRUE;
 }
 
@@ -153,10 +160,10 @@ qg_mig_watch_stalled(QgWatch *w, gint64 now, GError **error)
         now - w->last_progress < (gint64)w->opts->stall_timeout_s * G_USEC_PER_SEC) {
         return FALSE;
     }
-    g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED,
-                "%s failed: the migration stalled: no byte of the stream moved for %u s "
-                "(%" G_GUINT64_FORMAT " bytes so far)", w->what, w->opts->stall_timeout_s,
-                bytes);
+    ioh_error_set(error, ETIMEDOUT, NULL, NULL,
+                  "%s failed: the migration stalled: no byte of the stream moved for %u s "
+                  "(%" G_GUINT64_FORMAT " bytes so far)", w->what, w->opts->stall_timeout_s,
+                  bytes);
     return TRUE;
 }
 

@@ -1,5 +1,5 @@
-/* qg-migrate.c - what the save and the restore share: the error domain, libwrap's flags,
- * the helper's checksum */
+/* qg-migrate.c - what the save and the restore share: libwrap's flags, the helper's
+ * checksum */
 #include "qg-migrate-private.h"
 
 #include <errno.h>
@@ -8,8 +8,6 @@
 
 #include "ioh-error.h"
 #include "ioh-pipe.h"
-
-G_DEFINE_QUARK(qg-migrate-error-quark, qg_migrate_error)
 
 IohWrapFlags
 qg_mig_wrap_flags(IohCacheMode cache)

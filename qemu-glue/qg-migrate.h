@@ -16,21 +16,17 @@
 
 G_BEGIN_DECLS
 
-#define QG_MIGRATE_ERROR (qg_migrate_error_quark())
-GQuark qg_migrate_error_quark(void);
-
-/* What is QEMU's side of a migration. The rest is in other domains: the image's files
- * (create, open, O_DIRECT refused, rename, sync) are IOH_ERROR with errno, operation and
- * path as fields; the helper's failures are libwrap's IOH_WRAP_ERROR (the same fields,
- * from its final status line; a checksum mismatch is its "verify" operation); the header
- * is QG_IMAGE_ERROR, the QMP connection QG_QMP_ERROR. Every cancellation, ours
- * (opts->cancellable: "save interrupted") or QEMU's ("save cancelled in QEMU"), is
- * G_IO_ERROR_CANCELLED, as libwrap's (ioh_error_is_cancelled() knows it). */
-typedef enum {
-    QG_MIGRATE_ERROR_STATE,     /* QEMU is not in a state that allows this */
-    QG_MIGRATE_ERROR_FAILED,    /* QEMU reported the migration failed */
-    QG_MIGRATE_ERROR_STALLED,   /* no byte of the stream moved for stall_timeout_s */
-} QgMigrateError;
+/* Errors: a job's own verdicts are IOH_ERROR with an errno code, like the image's files
+ * (create, open, O_DIRECT refused, rename, sync: with operation and path as fields):
+ * EINVAL QEMU is not in a state that allows the job ("cannot save this QEMU: it is in
+ * state ..."), EIO QEMU reported the migration failed or gave no verdict ("save failed:
+ * QEMU says: ..."), ETIMEDOUT no byte of the stream moved for stall_timeout_s (the
+ * helper's own stall timeout on an NBD end is ETIMEDOUT too). The helper's failures are
+ * libwrap's IOH_WRAP_ERROR (the same fields, from its final status line; a checksum
+ * mismatch is its "verify" operation); the header is QG_IMAGE_ERROR, the QMP connection
+ * QG_QMP_ERROR. Every cancellation, ours (opts->cancellable: "save interrupted") or
+ * QEMU's ("save cancelled in QEMU"), is the one "cancelled", G_IO_ERROR_CANCELLED
+ * (ioh_error_is_cancelled()). */
 
 /* The stall timeout qemu-iohelper uses unless told otherwise. */
 #define QG_MIGRATE_STALL_TIMEOUT_S 120

@@ -8,6 +8,7 @@
  */
 #include "qg-migrate-private.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -66,9 +67,9 @@ qg_restore_check_qemu(QgRestore *r, GError **error)
         return FALSE;
     }
     if (!g_str_equal(status, "inmigrate")) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STATE,
-                    "cannot restore into this QEMU: it is in state '%s', not waiting for "
-                    "an incoming migration (start it with -incoming defer)", status);
+        ioh_error_set(error, EINVAL, NULL, NULL,
+                      "cannot restore into this QEMU: it is in state '%s', not waiting for "
+                      "an incoming migration (start it with -incoming defer)", status);
         return FALSE;
     }
     return TRUE;
@@ -166,15 +167,15 @@ qg_restore_wait_start(QgWatch *w, int fd, GError **error)
             break;
         }
         if (!w->helper_pending) {
-            g_set_error(&local, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED,
-                        "restore failed: the helper ended without a byte of %s", w->path);
+            ioh_error_set(&local, EIO, NULL, NULL,
+                          "restore failed: the helper ended without a byte of %s", w->path);
             break;
         }
         if (w->opts->stall_timeout_s &&
             g_get_monotonic_time() - start > (gint64)w->opts->stall_timeout_s * G_USEC_PER_SEC) {
-            g_set_error(&local, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED,
-                        "restore failed: the helper delivered no byte of %s in %u s",
-                        w->path, w->opts->stall_timeout_s);
+            ioh_error_set(&local, ETIMEDOUT, NULL, NULL,
+                          "restore failed: the helper delivered no byte of %s in %u s",
+                          w->path, w->opts->stall_timeout_s);
             break;
         }
         qg_mig_helper_iterate(w, QG_RESTORE_POLL_MS);

@@ -6,6 +6,9 @@
  */
 #include "qg-migrate-private.h"
 
+#include <errno.h>
+
+#include "ioh-error.h"
 #include "ioh-fd.h"
 #include "qg-file.h"
 #include "qg-json.h"
@@ -62,10 +65,10 @@ qg_save_check_qemu(QgSave *s, GError **error)
     }
     if (g_str_equal(status, "inmigrate") || g_str_equal(status, "postmigrate") ||
         g_str_equal(status, "finish-migrate")) {
-        g_set_error(error, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STATE,
-                    "cannot save this QEMU: it is in state '%s'%s", status,
-                    g_str_equal(status, "inmigrate") ? " (waiting for an incoming migration)"
-                    : " (QEMU 7.2 saves a guest only once: restart it)");
+        ioh_error_set(error, EINVAL, NULL, NULL,
+                      "cannot save this QEMU: it is in state '%s'%s", status,
+                      g_str_equal(status, "inmigrate") ? " (waiting for an incoming migration)"
+                      : " (QEMU 7.2 saves a guest only once: restart it)");
         return FALSE;
     }
     if (!qg_mig_machine_info(s->job.qmp, s->info, error)) {
@@ -123,8 +126,7 @@ qg_save_failed(QgSave *s, GError *qerr, GError **error)
 {
     const GError *herr;
 
-    if (g_error_matches(qerr, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
-        g_error_matches(qerr, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_STALLED)) {
+    if (ioh_error_is_cancelled(qerr) || g_error_matches(qerr, IOH_ERROR, ETIMEDOUT)) {
         /* qg_save_free kills the helper (a stuck one too: never waited for), cancels */
         g_propagate_error(error, qerr);
         return;

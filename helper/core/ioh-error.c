@@ -150,8 +150,13 @@ ioh_error_new_from(GQuark domain, int code, const GError *from)
 GError *
 ioh_error_new_literal(int errsv, const char *what, const char *path, const char *message)
 {
-    GError *e = g_error_new_literal(IOH_ERROR, errsv, message ? message : "");
+    GError *e;
 
+    if (errsv == ECANCELED) {
+        /* the one "cancelled" (see ioh-error.h): GLib's, which carries no fields */
+        return g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, message ? message : "");
+    }
+    e = g_error_new_literal(IOH_ERROR, errsv, message ? message : "");
     set_fields(e, errsv, what, path);
     return e;
 }
@@ -224,8 +229,7 @@ ioh_error_check_cancellable(GCancellable *cancellable, const char *what, const c
 gboolean
 ioh_error_is_cancelled(const GError *error)
 {
-    return g_error_matches(error, IOH_ERROR, ECANCELED) ||
-           g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+    return g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
 }
 
 int

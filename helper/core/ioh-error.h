@@ -1,9 +1,14 @@
 /* ioh-error.h - the one GError domain of iohelper, libwrap and qemu-glue
  *
  * Every error is in IOH_ERROR with the errno value as its code, so a caller tests for
- * ENOSPC with g_error_matches(error, IOH_ERROR, ENOSPC). The one "cancelled" is
- * ECANCELED (ioh_error_is_cancelled() also accepts GIO's G_IO_ERROR_CANCELLED, which
- * g_cancellable_set_error_if_cancelled() sets).
+ * ENOSPC with g_error_matches(error, IOH_ERROR, ENOSPC). But for one: "cancelled" is
+ * G_IO_ERROR_CANCELLED everywhere (engine, helper, libwrap, qemu-glue), and
+ * ioh_error_is_cancelled() is the one test for it. Why GLib's code and not ECANCELED:
+ * it is what GLib itself gives (GTask, g_cancellable_set_error_if_cancelled(), GIO
+ * streams), and what libwrap's public API promises its callers, who cannot see this
+ * private domain. Every constructor here given ECANCELED makes it (without the
+ * operation and path fields, which G_IO_ERROR has no room for); ioh_error_get_errno()
+ * gives ECANCELED back, so the helper protocol still sends errno ECANCELED.
  *
  * The message has the form "<what> <path>: <cause>", ready to print after "iohelper: ".
  * Besides the message, an error set here carries its parts as structured fields (an
@@ -34,18 +39,19 @@ gboolean ioh_error_set(GError **error, int errsv, const char *what, const char *
                        const char *fmt, ...) G_GNUC_PRINTF(5, 6);
 
 /* A new error with the literal @message and the given code and fields (NULL allowed):
- * what a reader of the helper's protocol rebuilds from an error line. */
+ * what a reader of the helper's protocol rebuilds from an error line. ECANCELED gives
+ * G_IO_ERROR_CANCELLED (no fields). */
 GError *ioh_error_new_literal(int errsv, const char *what, const char *path,
                               const char *message);
 
-/* Sets the one "cancelled": ECANCELED, "<what> <path>: Operation canceled". */
+/* Sets the one "cancelled": G_IO_ERROR_CANCELLED, "<what> <path>: Operation canceled". */
 gboolean ioh_error_set_cancelled(GError **error, const char *what, const char *path);
 
 /* FALSE with the cancelled error set when @cancellable (may be NULL) is cancelled. */
 gboolean ioh_error_check_cancellable(GCancellable *cancellable, const char *what,
                                      const char *path, GError **error);
 
-/* TRUE for IOH_ERROR/ECANCELED and for G_IO_ERROR/G_IO_ERROR_CANCELLED. */
+/* TRUE for the one "cancelled", G_IO_ERROR_CANCELLED. */
 gboolean ioh_error_is_cancelled(const GError *error);
 
 /* The errno of @error: the code of an IOH_ERROR, the errno field of an error of a domain

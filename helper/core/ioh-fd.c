@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ioh-error.h"
@@ -181,4 +182,25 @@ ioh_fd_clear(int *fd)
         *fd = -1;
         errno = errsv;
     }
+}
+
+const char *
+ioh_fd_kind_name(mode_t mode)
+{
+    static const struct {
+        mode_t type;
+        const char *name;
+    } kinds[] = {
+        { S_IFREG, "a regular file" },   { S_IFDIR, "a directory" },
+        { S_IFBLK, "a block device" },   { S_IFCHR, "a character device" },
+        { S_IFIFO, "a pipe" },           { S_IFSOCK, "a socket" },
+        { S_IFLNK, "a symbolic link" },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(kinds); i++) {
+        if ((mode & S_IFMT) == kinds[i].type) {
+            return kinds[i].name;
+        }
+    }
+    return "of an unknown kind";
 }

@@ -6,13 +6,14 @@
  *
  * Cancellation: a non-NULL @cancellable is watched through its fd in poll(2), so
  * g_cancellable_cancel() from any thread wakes a waiting call, which then fails with
- * ECANCELED (ioh_error_is_cancelled()). A call on a blocking fd first waits in poll
+ * the one "cancelled" (G_IO_ERROR_CANCELLED: ioh_error_is_cancelled()). A call on a blocking fd first waits in poll
  * until the fd is ready, so a pipe or socket that stays silent cannot hold it; one
  * read() or write() on a blocking fd may still block (a write larger than the room in a
  * pipe): use O_NONBLOCK where a cancel must always be prompt.
  */
 #pragma once
 
+#include <sys/types.h>
 #include <gio/gio.h>
 
 G_BEGIN_DECLS
@@ -26,7 +27,7 @@ gboolean ioh_fd_set_cloexec(int fd, gboolean cloexec, GError **error);
 /* Waits until @fd is ready for @events (POLLIN, POLLOUT), @cancellable (may be NULL) is
  * cancelled, or @timeout_ms passed (-1: no limit). EINTR is retried with the time left.
  * Returns the fd's revents (> 0; POLLERR, POLLHUP and POLLNVAL count as ready: the next
- * read or write tells what they mean), 0 on timeout, or -1 with @error set (ECANCELED,
+ * read or write tells what they mean), 0 on timeout, or -1 with @error set (cancelled,
  * or poll's errno). */
 int ioh_fd_wait(int fd, short events, GCancellable *cancellable, int timeout_ms,
                 GError **error);
@@ -42,6 +43,11 @@ gssize ioh_fd_read_full(int fd, void *buf, gsize len, GCancellable *cancellable,
  * ignored or blocked by the caller). */
 gboolean ioh_fd_write_full(int fd, const void *buf, gsize len, GCancellable *cancellable,
                            const char *name, GError **error);
+
+/* What a file of type @mode (st_mode) is, for a message: "a regular file", "a directory",
+ * "a block device", "a character device", "a pipe" (anonymous or named: a FIFO),
+ * "a socket", "a symbolic link". */
+const char *ioh_fd_kind_name(mode_t mode);
 
 /* Closes *@fd when >= 0 and sets it to -1, keeping errno: for cleanup paths whose close
  * result does not matter (a close that can lose data is checked by its caller). */

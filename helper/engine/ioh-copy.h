@@ -33,7 +33,7 @@ typedef struct {
     const char *const *filters; /* NULL-terminated names of the filters the stream passes
                                  * through, in order (ioh-filter.h); NULL: none */
     GCancellable *cancellable;  /* cancelled from any thread, stops the copy with
-                                 * ECANCELED; NULL: none. A read waiting on a silent
+                                 * G_IO_ERROR_CANCELLED; NULL: none. A read waiting on a silent
                                  * stream wakes; one blocking write() into a full pipe
                                  * still waits for its reader (see ioh-fd.h) */
     gboolean has_expected_checksum;

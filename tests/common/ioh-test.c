@@ -55,6 +55,31 @@ ioht_workdir_remove(const char *dir)
     g_rmdir(dir);
 }
 
+guint
+ioht_count_prefix(const char *dir, const char *prefix)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    guint n = 0;
+
+    while (d && (name = g_dir_read_name(d))) {
+        if (g_str_has_prefix(name, prefix)) {
+            g_test_message("found: %s/%s", dir, name);
+            n++;
+        }
+    }
+    return n;
+}
+
+void
+ioht_assert_contains(const char *text, const char *needle)
+{
+    if (!text || !strstr(text, needle)) {
+        g_test_message("expected \"%s\" in: %s", needle, text ? text : "(null)");
+        g_assert_not_reached();
+    }
+}
+
 gboolean
 ioht_dir_supports_direct(const char *dir)
 {

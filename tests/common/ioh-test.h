@@ -20,6 +20,13 @@ gboolean ioht_dir_supports_direct(const char *dir);
 /* Writes @size bytes of fast pseudo-random data (from @seed) to @path. */
 void ioht_write_random_file(const char *path, guint64 size, guint32 seed);
 
+/* How many entries of @dir have a name starting with @prefix (each named in the log):
+ * the temp files a failed run must not leave behind. */
+guint ioht_count_prefix(const char *dir, const char *prefix);
+
+/* Fails the test unless @text (NULL allowed) contains @needle; shows both. */
+void ioht_assert_contains(const char *text, const char *needle);
+
 /* TRUE when both files have the same bytes; on a difference says where in the log. */
 gboolean ioht_files_equal(const char *a, const char *b);
 

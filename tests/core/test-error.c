@@ -124,11 +124,12 @@ test_cancelled(void)
     g_autoptr(GError) gio = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled");
 
     g_assert_false(ioh_error_set_cancelled(&e, "read", "stdin"));
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_assert_cmpstr(e->message, ==, "read stdin: Operation canceled");
     g_assert_true(ioh_error_is_cancelled(e));
     g_assert_true(ioh_error_is_cancelled(gio));
     g_assert_cmpint(ioh_error_get_errno(gio), ==, ECANCELED);
+    g_assert_cmpint(ioh_error_get_errno(e), ==, ECANCELED);
 }
 
 static void
@@ -142,7 +143,7 @@ test_check_cancellable(void)
     g_assert_no_error(e);
     g_cancellable_cancel(c);
     g_assert_false(ioh_error_check_cancellable(c, "copy", "/x", &e));
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_assert_cmpstr(e->message, ==, "copy /x: Operation canceled");
 }
 

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -111,14 +113,14 @@ test_wait_cancel(void)
 
     coret_pipe(p, FALSE, 0);
     g_assert_cmpint(ioh_fd_wait(p[0], POLLIN, c, 10000, &e), ==, -1);
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_assert_true(ioh_error_is_cancelled(e));
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
     g_thread_join(t);
     g_clear_error(&e);
     /* already cancelled: fails before waiting, even on a ready fd */
     g_assert_cmpint(ioh_fd_wait(p[1], POLLOUT, c, -1, &e), ==, -1);
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     close(p[0]);
     close(p[1]);
 }
@@ -272,7 +274,7 @@ test_read_full_cancel(void)
     coret_pipe(p, FALSE, 0);    /* blocking, and the writer stays silent */
     g_assert_cmpint(write(p[1], "abc", 3), ==, 3);
     g_assert_cmpint(ioh_fd_read_full(p[0], buf, sizeof(buf), c, "stdin", &e), ==, -1);
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_assert_cmpstr(e->message, ==, "read stdin: Operation canceled");
     g_thread_join(t);
     close(p[0]);
@@ -391,7 +393,7 @@ test_write_full_cancel(void)
     coret_fill(p[1]);
     t = coret_cancel_later(c, 50);
     g_assert_false(ioh_fd_write_full(p[1], "more", 4, c, NULL, &e));
-    g_assert_error(e, IOH_ERROR, ECANCELED);
+    g_assert_error(e, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     g_thread_join(t);
     close(p[0]);
     close(p[1]);
@@ -418,11 +420,40 @@ test_clear(void)
     ioh_fd_clear(&p[1]);
 }
 
+/* Each kind of file as the kernel reports it for real ones. */
+static void
+test_kind_name(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
+{
+    g_autofree char *file = ioht_dir_path(fx, "f");
+    struct stat st;
+    int p[2], s[2];
+
+    g_assert_true(g_file_set_contents(file, "x", 1, NULL));
+    g_assert_cmpint(stat(file, &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a regular file");
+    g_assert_cmpint(stat(fx->dir, &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a directory");
+    g_assert_cmpint(stat("/dev/null", &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a character device");
+    coret_pipe(p, FALSE, 0);
+    g_assert_cmpint(fstat(p[0], &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a pipe");
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s), ==, 0);
+    g_assert_cmpint(fstat(s[0], &st), ==, 0);
+    g_assert_cmpstr(ioh_fd_kind_name(st.st_mode), ==, "a socket");
+    g_assert_cmpstr(ioh_fd_kind_name(0), ==, "of an unknown kind");
+    for (int i = 0; i < 2; i++) {
+        close(p[i]);
+        close(s[i]);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/fd/nonblock/set-and-clear", test_nonblock);
+    ioht_dir_add("/fd/kind-name", NULL, test_kind_name);
     g_test_add_func("/fd/cloexec/set-and-clear", test_cloexec);
     g_test_add_func("/fd/flags/bad-fd", test_flags_bad_fd);
     g_test_add_func("/fd/wait/ready-and-hup", test_wait_ready_and_hup);

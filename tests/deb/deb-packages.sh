@@ -31,17 +31,7 @@ TARGET=/usr/lib/libvirt/libvirt_iohelper
 LIBEXEC_HELPER=/usr/libexec/iohelper
 declare -A DEB     # package name -> the .deb built
 
-ntest=0
-nfail=0
-ok() {
-    ntest=$((ntest + 1))
-    echo "ok $ntest - $*"
-}
-not_ok() {
-    ntest=$((ntest + 1))
-    nfail=$((nfail + 1))
-    echo "not ok $ntest - $*"
-}
+. "$HERE/../common/tap.sh"
 # check DESCRIPTION COMMAND...: one TAP line from a command's status; its output as comments
 check() {
     local desc=$1
@@ -52,14 +42,6 @@ check() {
         not_ok "$desc"
     fi
     sed 's/^/# /' "$STATE/out"
-}
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 0
-}
-bail() {
-    echo "Bail out! $*"
-    exit 1
 }
 # In a session of its own: meson's kill of the suite (a timeout) does not cut dpkg short;
 # the guard waits for the dpkg lock and undoes what it did.

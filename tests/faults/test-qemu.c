@@ -51,8 +51,7 @@ faults_off(void)
 static gboolean
 need_qemu(void)
 {
-    if (!qgt_qemu_binary()) {
-        g_test_skip("qemu-system-x86_64 is not installed");
+    if (!qgt_have_qemu()) {
         return FALSE;
     }
     if (source) {
@@ -77,17 +76,8 @@ leftovers(const char *img)
 {
     g_autofree char *base = g_path_get_basename(img);
     g_autofree char *prefix = g_strdup_printf("%s.part-", base);
-    g_autoptr(GDir) d = g_dir_open(ft_workdir(), 0, NULL);
-    const char *name;
-    guint n = 0;
 
-    while (d && (name = g_dir_read_name(d))) {
-        if (g_str_has_prefix(name, prefix)) {
-            g_test_message("left behind: %s", name);
-            n++;
-        }
-    }
-    return n;
+    return ioht_count_prefix(ft_workdir(), prefix);
 }
 
 /* Kills the iohelper serving @img as soon as it shows up (or, with @argv0, the process
@@ -314,8 +304,7 @@ test_restore_fault(gconstpointer data)
     double secs;
     int code, status = 0;
 
-    if (!qgt_qemu_binary()) {
-        g_test_skip("qemu-system-x86_64 is not installed");
+    if (!qgt_have_qemu()) {
         return;
     }
     if (!saved_img) {
@@ -448,6 +437,25 @@ test_damaged_headers(void)
     }
 }
 
+/* A restore into @dst refused before QEMU got a byte: exit 1, one line (naming @needle
+ * unless NULL), and QEMU still waiting for an incoming stream. Returns the line. */
+static char *
+assert_restore_refused(QgtQemu *dst, const char *const *args, const char *needle)
+{
+    g_autofree char *err = NULL;
+    g_autofree char *st = NULL;
+
+    g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
+    qgt_assert_one_line(err);
+    if (needle) {
+        ioht_assert_contains(err, needle);
+    }
+    st = qgt_qemu_status(dst);
+    g_assert_cmpstr(st, ==, "inmigrate");
+    n_bad_inputs++;
+    return g_steal_pointer(&err);
+}
+
 static void
 test_restore_damaged(void)
 {
@@ -455,8 +463,7 @@ test_restore_damaged(void)
     const char *restore[] = { "restore", "--qmp", NULL, img, NULL };
     QgtQemu *dst;
 
-    if (!qgt_qemu_binary()) {
-        g_test_skip("qemu-system-x86_64 is not installed");
+    if (!qgt_have_qemu()) {
         return;
     }
     dst = qgt_qemu_start(data_file, TRUE);
@@ -464,42 +471,17 @@ test_restore_damaged(void)
     for (gsize i = 0; i < G_N_ELEMENTS(damaged); i++) {
         g_autofree char *seed = seed_path(damaged[i].seed);
         g_autofree char *data = NULL;
-        g_autofree char *err = NULL;
-        g_autofree char *status = NULL;
         gsize len;
 
         g_assert_true(g_file_get_contents(seed, &data, &len, NULL));
         g_assert_true(g_file_set_contents(img, data, (gssize)len, NULL));
-        g_assert_cmpint(qgt_tool_run(restore, NULL, &err), ==, 1);
-        g_assert_true(g_str_has_prefix(err, "qemu-iohelper: "));
-        g_assert_true(strchr(err, '\n') == NULL || strchr(err, '\n')[1] == '\0');
-        /* Refused before QEMU got a byte: it still waits for an incoming stream. */
-        status = qgt_qemu_status(dst);
-        g_assert_cmpstr(status, ==, "inmigrate");
-        n_bad_inputs++;
+        assert_restore_refused(dst, restore, NULL);
     }
     qgt_qemu_stop(dst);
     g_unlink(img);
 }
 
 /* ---- FILE checked before the guest is touched (case 9), O_DIRECT probed (case 10) ---- */
-
-/* Files in @dir whose name starts with @prefix. */
-static guint
-count_prefix(const char *dir, const char *prefix)
-{
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    const char *name;
-    guint n = 0;
-
-    while (d && (name = g_dir_read_name(d))) {
-        if (g_str_has_prefix(name, prefix)) {
-            g_test_message("found: %s/%s", dir, name);
-            n++;
-        }
-    }
-    return n;
-}
 
 static void
 remove_tree(const char *dir)
@@ -577,7 +559,7 @@ save_refused(const char *file, int code, const char *needle, const char *opt)
         g_assert_cmpuint(after.st_ino, ==, before.st_ino);
         g_assert_cmpuint(after.st_rdev, ==, before.st_rdev);
     }
-    g_assert_cmpuint(count_prefix(dir, part), ==, 0);
+    g_assert_cmpuint(ioht_count_prefix(dir, part), ==, 0);
     n_bad_inputs++;
 }
 
@@ -613,7 +595,7 @@ test_save_file_kinds(void)
     g_assert_cmpint(symlink("loop-a", loop_b), ==, 0);
 
     save_refused(d, 1, "it is a directory, not a regular file", NULL);
-    save_refused(fifo, 1, "it is a FIFO", NULL);
+    save_refused(fifo, 1, "it is a pipe, not a regular file", NULL);
     save_refused(sock, 1, "it is a socket", NULL);
     save_refused(link, 1, want_link, NULL);
     save_refused(loop_a, 1, "Too many levels of symbolic links", NULL);
@@ -673,9 +655,10 @@ test_save_symlink(void)
         info = qg_image_read_header(fd, lands[i], &error);
         close(fd);
         g_assert_no_error(error);
-        g_assert_cmpuint(count_prefix(links, "vm.img.part-") + count_prefix(links, "new.part-") +
-                         count_prefix(store, "vm.img.part-") + count_prefix(store, "new.img.part-"),
-                         ==, 0);
+        g_assert_cmpuint(ioht_count_prefix(links, "vm.img.part-") +
+                         ioht_count_prefix(links, "new.part-") +
+                         ioht_count_prefix(store, "vm.img.part-") +
+                         ioht_count_prefix(store, "new.img.part-"), ==, 0);
     }
     remove_tree(links);
     remove_tree(store);
@@ -729,7 +712,7 @@ test_save_direct_refused(void)
     }
     img = g_build_filename(mnt, "vm.img", NULL);
     save_refused(img, 1, "refuses O_DIRECT", "--bypass-cache=direct");
-    g_assert_cmpuint(count_prefix(mnt, ""), ==, 0);
+    g_assert_cmpuint(ioht_count_prefix(mnt, ""), ==, 0);
     pause_source();
     umount_ramfs(mnt);
 }
@@ -748,8 +731,7 @@ test_restore_file_kinds(void)
     QgtQemu *dst;
     int sfd;
 
-    if (!qgt_qemu_binary()) {
-        g_test_skip("qemu-system-x86_64 is not installed");
+    if (!qgt_have_qemu()) {
         return;
     }
     g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
@@ -764,16 +746,9 @@ test_restore_file_kinds(void)
     }
     dst = qgt_qemu_start(data_file, TRUE);
     for (gsize i = 0; i < G_N_ELEMENTS(files); i++) {
-        g_autofree char *err = NULL;
-        g_autofree char *st = NULL;
         const char *args[] = { "restore", "--qmp", dst->sock, files[i], NULL };
 
-        g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
-        qgt_assert_one_line(err);
-        g_assert_nonnull(strstr(err, files[i]));
-        st = qgt_qemu_status(dst);
-        g_assert_cmpstr(st, ==, "inmigrate");
-        n_bad_inputs++;
+        assert_restore_refused(dst, args, files[i]);
     }
     qgt_qemu_stop(dst);
     remove_tree(dir);
@@ -789,12 +764,10 @@ test_restore_direct_refused(void)
     g_autofree char *img = NULL;
     g_autofree char *dump = g_build_filename(ft_workdir(), "direct.dump", NULL);
     g_autofree char *err = NULL;
-    g_autofree char *st = NULL;
     g_autofree char *cmd = NULL;
     QgtQemu *dst;
 
-    if (!qgt_qemu_binary()) {
-        g_test_skip("qemu-system-x86_64 is not installed");
+    if (!qgt_have_qemu()) {
         return;
     }
     if (!saved_img) {
@@ -814,12 +787,8 @@ test_restore_direct_refused(void)
                                  NULL };
         const char *again[] = { "restore", "--qmp", dst->sock, img, NULL };
 
-        g_assert_cmpint(qgt_tool_run(direct, NULL, &err), ==, 1);
-        qgt_assert_one_line(err);
+        err = assert_restore_refused(dst, direct, img);
         g_assert_nonnull(strstr(err, "O_DIRECT"));
-        g_assert_nonnull(strstr(err, img));
-        st = qgt_qemu_status(dst);
-        g_assert_cmpstr(st, ==, "inmigrate");
         g_assert_cmpint(qgt_tool_run(again, NULL, NULL), ==, 0);
     }
     qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
@@ -860,13 +829,8 @@ main(int argc, char **argv)
     };
     int ret;
 
-    g_test_init(&argc, &argv, NULL);
+    qgt_test_init(&argc, &argv);
     signal(SIGPIPE, SIG_IGN);
-    if (argc < 2) {
-        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
-        return 2;
-    }
-    qgt_set_tool(argv[1]);
     real_helper = g_strdup(ioht_helper_path());
     data_file = g_build_filename(ft_workdir(), "ram.bin", NULL);
     ioht_write_random_file(data_file, QGT_DATA_SIZE, 7);

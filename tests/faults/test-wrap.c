@@ -41,20 +41,34 @@ gen_fill(Gen *g, guint64 *buf, gsize words)
     g->x = x;
 }
 
+/* A wrap over a new fd of @path opened with @oflags (*@fd: the end to use); NULL, the fd
+ * closed, when libwrap refuses. */
+static IohWrap *
+wrap_open(const char *path, int oflags, IohWrapFlags flags, int *fd, GError **error)
+{
+    IohWrap *wrap;
+
+    *fd = open(path, oflags | O_CLOEXEC, 0600);
+    g_assert_cmpint(*fd, >=, 0);
+    wrap = ioh_wrap_new(fd, path, flags, NULL, error);
+    if (!wrap) {
+        close(*fd);
+    }
+    return wrap;
+}
+
 /* Saves @size bytes of stream @seed into @path through libwrap. */
 static gboolean
 wrap_save(const char *path, IohWrapFlags flags, guint32 seed, guint64 size, GError **error)
 {
     g_autoptr(IohWrap) wrap = NULL;
     g_autofree guint64 *buf = g_malloc(MiB);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd;
     guint64 done = 0;
     Gen g;
 
-    g_assert_cmpint(fd, >=, 0);
-    wrap = ioh_wrap_new(&fd, path, flags, NULL, error);
+    wrap = wrap_open(path, O_WRONLY | O_CREAT | O_TRUNC, flags, &fd, error);
     if (!wrap) {
-        close(fd);
         return FALSE;
     }
     gen_init(&g, seed);
@@ -78,36 +92,28 @@ wrap_restore(const char *path, IohWrapFlags flags, guint32 seed, guint64 size,
 {
     g_autoptr(IohWrap) wrap = NULL;
     g_autofree guint64 *want = g_malloc(MiB);
-    g_autofree char *got = g_malloc(MiB);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    g_autoptr(GByteArray) got = g_byte_array_sized_new(MiB);
+    int fd;
     guint64 done = 0;
     gboolean exact = TRUE;
     Gen g;
 
-    g_assert_cmpint(fd, >=, 0);
-    wrap = ioh_wrap_new(&fd, path, flags, NULL, error);
+    wrap = wrap_open(path, O_RDONLY, flags, &fd, error);
     if (!wrap) {
-        close(fd);
         return FALSE;
     }
     gen_init(&g, seed);
     for (;;) {
-        gsize have = 0;
+        IohtPumpOpts piece = { .keep = got, .max = MiB };
+        gsize have;
+
+        g_byte_array_set_size(got, 0);
         gen_fill(&g, want, MiB / 8);
-        while (have < MiB) {
-            gssize n = read(fd, got + have, MiB - have);
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n <= 0) {
-                break;
-            }
-            have += (gsize)n;
-        }
+        have = (gsize)ioht_drain(fd, &piece);
         if (have == 0) {
             break;
         }
-        if (done + have > size || memcmp(got, want, have) != 0) {
+        if (done + have > size || memcmp(got->data, want, have) != 0) {
             exact = FALSE;
         }
         done += have;

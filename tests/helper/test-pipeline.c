@@ -155,7 +155,7 @@ test_mismatch(void)
                           src, img, img, back);
     g_assert_cmpint(run_shell(cmd, &err), ==, 1);
     line = g_strdup_printf("iohelper: verify %s: xxh3 checksum mismatch: expected "
-                           "0123456789abcdef, got %s (the stream has already gone to stdout)\n",
+                           "0123456789abcdef, got %s (the stream was already delivered)\n",
                            img, want);
     g_assert_cmpstr(err, ==, line);
     g_assert_true(ioht_files_equal(src, back));

@@ -11,6 +11,8 @@
 #   lv_domain_xml NAME MIB BLOB   a transient domain whose RAM at 16 MiB holds BLOB
 #   lv_pmemsave NAME FILE BYTES   guest RAM [0, BYTES) to FILE
 #   lv_cleanup                 destroys domains, kills QEMU and libvirtd, unmounts
+#   lv_on_exit FUNC            FUNC runs at exit, also after INT/TERM/HUP/PIPE (128 + N)
+#   lv_log_tail                the end of libvirtd's log, as TAP comments
 #
 # Nothing here touches the host's libvirt: every mount is made inside the private mount
 # namespace (the caller refuses to mount otherwise), and libvirtd's sockets, state,
@@ -221,6 +223,20 @@ lv_pmemsave() {
     lv_virsh qemu-monitor-command "$name" \
         "{\"execute\":\"pmemsave\",\"arguments\":{\"val\":0,\"size\":$bytes,\"filename\":\"$file\"}}" \
         >/dev/null
+}
+
+lv_on_exit() {
+    # shellcheck disable=SC2064  # FUNC's name, expanded now on purpose
+    trap "$1" EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    trap 'exit 129' HUP
+    trap 'exit 141' PIPE
+}
+
+lv_log_tail() {
+    [ -n "$LV_WORK" ] && [ -f "$LV_WORK/log/libvirtd.log" ] &&
+        tail -n 30 "$LV_WORK/log/libvirtd.log" | sed 's/^/# libvirtd: /'
 }
 
 lv_cleanup() {

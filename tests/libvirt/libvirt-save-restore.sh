@@ -25,35 +25,7 @@ RAM_MIB=${IOH_LV_RAM_MIB:-128}
 BLOB_MIB=${IOH_LV_BLOB_MIB:-64}         # random data at 16 MiB of guest RAM (SeaBIOS uses the top)
 SMALL_MIB=32                            # the file system that runs out of space
 
-ntest=0
-nfail=0
-ok() {
-    ntest=$((ntest + 1))
-    echo "ok $ntest - $*"
-}
-not_ok() {
-    ntest=$((ntest + 1))
-    nfail=$((nfail + 1))
-    echo "not ok $ntest - $*"
-}
-# check DESCRIPTION COMMAND...: one TAP line from a command's status
-check() {
-    local desc=$1
-    shift
-    if "$@" >&2; then
-        ok "$desc"
-    else
-        not_ok "$desc"
-    fi
-}
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 0
-}
-bail() {
-    echo "Bail out! $*"
-    exit 1
-}
+. "$HERE/../common/tap.sh"
 
 INSTALLED=${IOH_LV_INSTALLED:-}
 HELPER=${INSTALLED:-${IOHELPER_PATH:-}}
@@ -80,17 +52,12 @@ finish() {
     umount "$SMALL_EXT4" 2>/dev/null
     umount "$SMALL_TMPFS" 2>/dev/null
     if [ "$rc" != 0 ] || [ "$nfail" != 0 ]; then
-        # Keep libvirtd's log in the test log when something went wrong.
-        [ -f "$WORK/log/libvirtd.log" ] && tail -n 30 "$WORK/log/libvirtd.log" | sed 's/^/# libvirtd: /'
+        lv_log_tail   # libvirtd's log in the test log when something went wrong
     fi
     rm -rf "$WORK"
     exit "$rc"
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-trap 'exit 141' PIPE
+lv_on_exit finish
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || bail "setting up libvirtd's private directories failed"
 lv_log "work dir $WORK, domain $DOM"

@@ -1465,6 +1465,23 @@ check_progress(Async *a, guint64 size, gboolean synced_too)
     g_assert_cmpuint(g_array_index(a->written, guint64, 0), <, size);
 }
 
+/* The start of an async test: a save fd of @path wrapped (*@fd: the caller's end), and
+ * @a's loop and wrap. */
+static IohWrap *
+async_open(const char *path, IohWrapFlags flags, const IohWrapParams *params, Async *a,
+           int *fd)
+{
+    g_autoptr(GError) error = NULL;
+    IohWrap *wrap;
+
+    *fd = open_save(path);
+    wrap = ioh_wrap_new(fd, path, flags, params, &error);
+    g_assert_no_error(error);
+    a->loop = g_main_loop_new(NULL, FALSE);
+    a->wrap = wrap;
+    return wrap;
+}
+
 static void
 test_async_progress(IohtDir *fx, gconstpointer data)
 {
@@ -1485,11 +1502,7 @@ test_async_progress(IohtDir *fx, gconstpointer data)
         return;
     }
     ioht_write_random_file(src, size, 9);
-    fd = open_save(path);
-    wrap = ioh_wrap_new(&fd, path, flags, &params, &error);
-    g_assert_no_error(error);
-    a.loop = g_main_loop_new(NULL, FALSE);
-    a.wrap = wrap;
+    wrap = async_open(path, flags, &params, &a, &fd);
     a.written = g_array_new(FALSE, FALSE, sizeof(guint64));
     a.synced = g_array_new(FALSE, FALSE, sizeof(guint64));
     a.stream.src = src;
@@ -1608,12 +1621,9 @@ test_async_killed(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
     Async a = { 0 };
-    int fd = open_save(path);
+    int fd;
 
-    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
-    g_assert_no_error(error);
-    a.loop = g_main_loop_new(NULL, FALSE);
-    a.wrap = wrap;
+    wrap = async_open(path, IOH_WRAP_POLLABLE, NULL, &a, &fd);
     g_assert_cmpint(write(fd, "some bytes", 10), ==, 10);
     g_assert_cmpint(kill(ioh_wrap_get_pid(wrap), SIGKILL), ==, 0);
     ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
@@ -1634,19 +1644,15 @@ test_async_cancel(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
     const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "ac.save");
-    g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
     g_autoptr(GCancellable) cancel = g_cancellable_new();
     Async a = { 0 };
-    int fd = open_save(path);
+    int fd;
     int keep;
 
-    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
-    g_assert_no_error(error);
+    wrap = async_open(path, IOH_WRAP_POLLABLE, NULL, &a, &fd);
     /* A "QEMU" that never closes its copy: the helper would wait forever. */
     keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    a.loop = g_main_loop_new(NULL, FALSE);
-    a.wrap = wrap;
     ioh_wrap_finish_async(wrap, cancel, on_finished, &a);
     g_timeout_add(100, G_SOURCE_FUNC(g_cancellable_cancel), cancel);
     g_main_loop_run(a.loop);
@@ -1663,19 +1669,15 @@ test_async_free_pending(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
     const char *dir = fx->dir;
     g_autofree char *path = tpath(dir, "afp.save");
-    g_autoptr(GError) error = NULL;
     IohWrap *wrap;
     Async a = { 0 };
-    int fd = open_save(path);
+    int fd;
     int keep;
     GPid pid;
 
-    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_POLLABLE, NULL, &error);
-    g_assert_no_error(error);
+    wrap = async_open(path, IOH_WRAP_POLLABLE, NULL, &a, &fd);
     pid = ioh_wrap_get_pid(wrap);
     keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    a.loop = g_main_loop_new(NULL, FALSE);
-    a.wrap = wrap;
     ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
     ioh_wrap_free(wrap);
     g_assert_cmpint(waitpid(pid, NULL, WNOHANG), ==, -1);
@@ -1697,12 +1699,9 @@ test_async_nospawn(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     g_autoptr(GError) error = NULL;
     g_autoptr(IohWrap) wrap = NULL;
     Async a = { 0 };
-    int fd = open_save(path);
+    int fd;
 
-    wrap = ioh_wrap_new(&fd, path, IOH_WRAP_NONE, NULL, &error);
-    g_assert_no_error(error);
-    a.loop = g_main_loop_new(NULL, FALSE);
-    a.wrap = wrap;
+    wrap = async_open(path, IOH_WRAP_NONE, NULL, &a, &fd);
     /* The caller closes its fd before the finish: the wrap syncs its own reference
      * (in a worker thread, not in this loop). */
     g_assert_cmpint(write(fd, "stream", 6), ==, 6);

@@ -18,30 +18,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RAM_MIB=${IOH_LV_RAM_MIB:-128}
 BLOB_MIB=${IOH_LV_BLOB_MIB:-64}
 
-ntest=0
-nfail=0
-ok() {
-    ntest=$((ntest + 1))
-    echo "ok $ntest - $*"
-}
-not_ok() {
-    ntest=$((ntest + 1))
-    nfail=$((nfail + 1))
-    echo "not ok $ntest - $*"
-}
-check() {
-    local desc=$1
-    shift
-    if "$@" >&2; then ok "$desc"; else not_ok "$desc"; fi
-}
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 0
-}
-bail() {
-    echo "Bail out! $*"
-    exit 1
-}
+. "$HERE/../common/tap.sh"
 
 HELPER=${IOHELPER_PATH:-}
 [ -n "$HELPER" ] && [ -x "$HELPER" ] || skip_all "IOHELPER_PATH is not set to the built iohelper"
@@ -67,16 +44,12 @@ finish() {
     [ -n "$LV_PID" ] && timeout 20 virsh -q -c "$LV_URI" undefine --managed-save "$DOM" >/dev/null 2>&1
     lv_cleanup
     if [ "$rc" != 0 ] || [ "$nfail" != 0 ]; then
-        [ -f "$WORK/log/libvirtd.log" ] && tail -n 30 "$WORK/log/libvirtd.log" | sed 's/^/# libvirtd: /'
+        lv_log_tail
     fi
     rm -rf "$WORK"
     exit "$rc"
 }
-trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-trap 'exit 141' PIPE
+lv_on_exit finish
 
 lv_setup "$WORK" "$HELPER" "$RECORD" || bail "setting up libvirtd's private directories failed"
 # Every helper libvirtd spawns notes its stdin and stdout first (the same file bound over

@@ -2,6 +2,7 @@
 #include "qg-test.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -32,6 +33,27 @@ qgt_qemu_binary(void)
         path = g_find_program_in_path("qemu-system-x86_64");
     }
     return path;
+}
+
+gboolean
+qgt_have_qemu(void)
+{
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+qgt_test_init(int *argc, char ***argv)
+{
+    g_test_init(argc, argv, NULL);
+    if (*argc < 2) {
+        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", (*argv)[0]);
+        exit(2);
+    }
+    qgt_set_tool((*argv)[1]);
 }
 
 static void

@@ -22,6 +22,13 @@ typedef struct {
 /* The emulator, or NULL (the caller skips). */
 const char *qgt_qemu_binary(void);
 
+/* TRUE when the emulator is installed; else marks the test skipped, with the reason. */
+gboolean qgt_have_qemu(void);
+
+/* g_test_init(), then the tool's path from the first argument (meson passes it); exits 2
+ * with a usage line when it is missing. */
+void qgt_test_init(int *argc, char ***argv);
+
 /* Starts a paused TCG guest whose RAM at QGT_DATA_ADDR holds @data_file, with
  * `-incoming defer` when @incoming. The child dies with the test (PR_SET_PDEATHSIG),
  * even when an assertion aborts it. Connects qmp. */

@@ -19,29 +19,11 @@
 
 static char *workdir;
 
-static void
-assert_contains(const char *text, const char *needle)
-{
-    if (!text || !strstr(text, needle)) {
-        g_test_fail_printf("expected \"%s\" in: %s", needle, text ? text : "(null)");
-    }
-}
-
 /* Files left in the work dir whose name starts with @prefix. */
 static guint
 files_named(const char *prefix)
 {
-    g_autoptr(GDir) d = g_dir_open(workdir, 0, NULL);
-    const char *name;
-    guint n = 0;
-
-    while (d && (name = g_dir_read_name(d))) {
-        if (g_str_has_prefix(name, prefix)) {
-            g_test_message("left behind: %s", name);
-            n++;
-        }
-    }
-    return n;
+    return ioht_count_prefix(workdir, prefix);
 }
 
 /* A valid image of @len random stream bytes (the fake never reads it). */
@@ -84,7 +66,7 @@ test_one_line_qmp_error(void)
                    NASTY " has not been found\"}, \"id\": @ID@}", NULL);
     g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
-    assert_contains(err, "has not been found");
+    ioht_assert_contains(err, "has not been found");
 }
 
 /* The same desc in each place a save quotes QEMU: a refused command, and the reason of
@@ -104,7 +86,7 @@ test_one_line_save_errors(void)
                        NASTY "\"}, \"id\": @ID@}", NULL);
         g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
         qgt_assert_one_line(err);
-        assert_contains(err, cmds[i]);
+        ioht_assert_contains(err, cmds[i]);
     }
     {
         g_autoptr(QgtFake) f = qgt_fake_start();
@@ -117,7 +99,7 @@ test_one_line_save_errors(void)
                        NASTY "\"}", NULL);
         g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
         qgt_assert_one_line(err);
-        assert_contains(err, "QEMU says: no?such?[31mcmd");
+        ioht_assert_contains(err, "QEMU says: no?such?[31mcmd");
         g_assert_true(qgt_fake_got(f, "cont"));   /* the guest it paused runs again */
     }
     g_assert_cmpuint(files_named("nasty.img"), ==, 0);
@@ -134,7 +116,7 @@ test_one_line_garbage(void)
     qgt_fake_set_greeting(f, "\x1b[31m{not json\x1b]0;title\x07");
     g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
-    assert_contains(err, "not a QMP socket");
+    ioht_assert_contains(err, "not a QMP socket");
 }
 
 /* What the user typed: FILE, the socket, an option, the qmp arguments. */
@@ -163,7 +145,7 @@ test_one_line_arguments(void)
         g_assert_cmpint(qgt_tool_run_timeout(runs[i].args, 20, NULL, &err), ==, runs[i].code);
         qgt_assert_one_line(err);
         if (runs[i].args == save || runs[i].args == restore) {
-            assert_contains(err, "no?such?[31mdir");   /* FILE named, made one line */
+            ioht_assert_contains(err, "no?such?[31mdir");   /* FILE named, made one line */
         }
     }
 }
@@ -226,7 +208,7 @@ test_bad_reply_save(gconstpointer data)
     }
     g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
-    assert_contains(err, b->needle);
+    ioht_assert_contains(err, b->needle);
     got = qgt_fake_commands(f);
     g_test_message("commands: %s", got);
     g_assert_false(qgt_fake_got(f, "stop"));
@@ -257,7 +239,7 @@ test_bad_reply_restore(gconstpointer data)
     qgt_fake_reply(f, b->command, b->reply, b->then);
     g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
-    assert_contains(err, b->needle);
+    ioht_assert_contains(err, b->needle);
     g_assert_false(qgt_fake_got(f, "migrate-incoming"));
     g_unlink(img);
 }
@@ -276,7 +258,7 @@ test_bad_event_mid_save(void)
                    "{\"event\": \"MIGRATION\", \"data\": {\"status\": [\"completed\"]}}\r\n");
     g_assert_cmpint(qgt_tool_run_timeout(args, 20, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
-    assert_contains(err, "malformed MIGRATION event");
+    ioht_assert_contains(err, "malformed MIGRATION event");
     g_assert_true(qgt_fake_got(f, "migrate_cancel"));
     g_assert_true(qgt_fake_got(f, "cont"));
     g_assert_cmpuint(files_named("event.img"), ==, 0);
@@ -302,7 +284,7 @@ test_stall_save(void)
     secs = (g_get_monotonic_time() - start) / 1e6;
     g_test_message("failed after %.2f s", secs);
     qgt_assert_one_line(err);
-    assert_contains(err, "save failed: the migration stalled: no byte of the stream moved "
+    ioht_assert_contains(err, "save failed: the migration stalled: no byte of the stream moved "
                     "for 1 s");
     g_assert_cmpfloat(secs, >=, 1.0);
     g_assert_cmpfloat(secs, <, 10.0);
@@ -327,7 +309,7 @@ test_stall_restore(void)
     qgt_fake_reply(f, "query-status", "{\"status\": \"inmigrate\", \"running\": false}", NULL);
     g_assert_cmpint(qgt_tool_run_timeout(args, 30, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
-    assert_contains(err, "restore failed: the migration stalled");
+    ioht_assert_contains(err, "restore failed: the migration stalled");
     got = qgt_fake_commands(f);
     g_test_message("commands: %s", got);
     g_assert_true(g_str_has_suffix(got, "migrate-incoming quit"));
@@ -366,12 +348,7 @@ main(int argc, char **argv)
 {
     int ret;
 
-    g_test_init(&argc, &argv, NULL);
-    if (argc < 2) {
-        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
-        return 2;
-    }
-    qgt_set_tool(argv[1]);
+    qgt_test_init(&argc, &argv);
     workdir = ioht_workdir();
     g_test_add_func("/qemu/hostile/one-line/qmp-error", test_one_line_qmp_error);
     g_test_add_func("/qemu/hostile/one-line/save-errors", test_one_line_save_errors);

@@ -18,25 +18,6 @@ static char *workdir;
 static char *data_file;    /* what the source guest holds */
 static char *other_file;   /* what the destination holds before the restore */
 
-static gboolean
-need_qemu(void)
-{
-    if (!qgt_qemu_binary()) {
-        g_test_skip("qemu-system-x86_64 is not installed");
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static void
-assert_contains(const char *text, const char *needle)
-{
-    if (!text || !strstr(text, needle)) {
-        g_test_message("expected \"%s\" in: %s", needle, text ? text : "(null)");
-        g_assert_not_reached();
-    }
-}
-
 static void
 assert_status(QgtQemu *q, const char *want)
 {
@@ -84,8 +65,8 @@ save_guest(const char *img, const char *mode, gboolean running, gboolean live)
     }
     args[n] = NULL;
     g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
-    assert_contains(out, "\"operation\":\"save\"");
-    assert_contains(out, running ? "\"running\":true" : "\"running\":false");
+    ioht_assert_contains(out, "\"operation\":\"save\"");
+    ioht_assert_contains(out, running ? "\"running\":true" : "\"running\":false");
     /* QEMU 7.2 keeps a saved source paused, whatever it was. */
     assert_status(src, "postmigrate");
     qgt_qemu_stop(src);
@@ -102,7 +83,7 @@ roundtrip(const char *mode, gboolean running, gboolean live)
     QgtQemu *dst;
     int n = 0;
 
-    if (!need_qemu()) {
+    if (!qgt_have_qemu()) {
         return;
     }
     save_guest(img, mode, running, live);
@@ -118,7 +99,7 @@ roundtrip(const char *mode, gboolean running, gboolean live)
     }
     args[n] = NULL;
     g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
-    assert_contains(out, "\"operation\":\"restore\"");
+    ioht_assert_contains(out, "\"operation\":\"restore\"");
     if (running) {
         assert_status(dst, "running");
     } else {
@@ -161,7 +142,7 @@ restore_fails(QgtQemu *dst, const char *img, const char *needle)
     const char *args[] = { "restore", "--qmp", dst->sock, img, NULL };
 
     g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
-    assert_contains(err, needle);
+    ioht_assert_contains(err, needle);
 }
 
 /* Rewrites the header of @image so that it carries the checksum of its (changed)
@@ -192,7 +173,7 @@ test_damaged_images(void)
     const char *hit;
     QgtQemu *dst;
 
-    if (!need_qemu()) {
+    if (!qgt_have_qemu()) {
         return;
     }
     save_guest(img, NULL, TRUE, TRUE);   /* live: the stream says "running", QEMU may autostart */
@@ -342,7 +323,7 @@ disturbed_save(Disturb how, const char *needle)
     const char *argv[] = { qgt_tool(), "save", "--qmp", NULL, NULL, "--max-bandwidth=8",
                            "--progress", "--bypass-cache=direct", NULL, NULL };
 
-    if (!need_qemu()) {
+    if (!qgt_have_qemu()) {
         return;
     }
     /* An older image at the path must survive the failed save. */
@@ -391,9 +372,9 @@ disturbed_save(Disturb how, const char *needle)
     g_test_message("stderr: %s", err);
     g_assert_true(WIFEXITED(status));
     g_assert_cmpint(WEXITSTATUS(status), ==, 1);
-    assert_contains(err, needle);
-    assert_contains(err, "save: ");          /* --progress lines */
-    assert_contains(err, "MiB/s");
+    ioht_assert_contains(err, needle);
+    ioht_assert_contains(err, "save: ");          /* --progress lines */
+    ioht_assert_contains(err, "MiB/s");
     {
         g_autofree char *part = find_part_file(img);
         g_autofree char *old = load_file(img, NULL);
@@ -436,7 +417,7 @@ test_stats_odd_name(void)
     QgtQemu *src;
     const char *args[] = { "save", "--qmp", NULL, img, "--stats=json", NULL };
 
-    if (!need_qemu()) {
+    if (!qgt_have_qemu()) {
         return;
     }
     src = qgt_qemu_start(data_file, FALSE);
@@ -464,7 +445,7 @@ test_debug_lines(void)
                            NULL };
     int status;
 
-    if (!need_qemu()) {
+    if (!qgt_have_qemu()) {
         return;
     }
     src = qgt_qemu_start(data_file, FALSE);
@@ -478,10 +459,10 @@ test_debug_lines(void)
     g_assert_true(json_object_get_boolean_member(
                       json_node_get_object(json_parser_get_root(parser)), "helper"));
     g_assert_null(strstr(out, "DEBUG"));
-    assert_contains(err, "iohelper-DEBUG");
-    assert_contains(err, "cache mode fadvise");
-    assert_contains(err, "QEMU's pipe: ");
-    assert_contains(err, "greeting capabilities: ");
+    ioht_assert_contains(err, "iohelper-DEBUG");
+    ioht_assert_contains(err, "cache mode fadvise");
+    ioht_assert_contains(err, "QEMU's pipe: ");
+    ioht_assert_contains(err, "greeting capabilities: ");
     qgt_qemu_stop(src);
     g_unlink(img);
 }
@@ -496,10 +477,10 @@ test_bad_qmp(void)
     const char *usage[] = { "save", img, NULL };
 
     g_assert_cmpint(qgt_tool_run(missing, NULL, &err), ==, 1);
-    assert_contains(err, "cannot connect to QMP socket /nonexistent/qmp.sock");
+    ioht_assert_contains(err, "cannot connect to QMP socket /nonexistent/qmp.sock");
     g_clear_pointer(&err, g_free);
     g_assert_cmpint(qgt_tool_run(file, NULL, &err), ==, 1);
-    assert_contains(err, "not a socket");
+    ioht_assert_contains(err, "not a socket");
     g_clear_pointer(&err, g_free);
     g_assert_cmpint(qgt_tool_run(usage, NULL, &err), ==, 2);
     g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
@@ -514,7 +495,7 @@ test_wrong_state(void)
     g_autofree char *err = NULL;
     QgtQemu *src, *dst;
 
-    if (!need_qemu()) {
+    if (!qgt_have_qemu()) {
         return;
     }
     src = qgt_qemu_start(data_file, FALSE);
@@ -529,11 +510,11 @@ test_wrong_state(void)
 
         /* The qmp subcommand the demo uses. */
         g_assert_cmpint(qgt_tool_run(qmp_ok, &out, NULL), ==, 0);
-        assert_contains(out, "\"status\":\"prelaunch\"");
+        ioht_assert_contains(out, "\"status\":\"prelaunch\"");
         g_clear_pointer(&out, g_free);
         /* QEMU quotes the name back, newline and escape included: one line all the same */
         g_assert_cmpint(qgt_tool_run(qmp_bad, NULL, &err), ==, 1);
-        assert_contains(err, "CommandNotFound");
+        ioht_assert_contains(err, "CommandNotFound");
         qgt_assert_one_line(err);
         g_clear_pointer(&err, g_free);
         g_assert_cmpint(qgt_tool_run(qmp_args, NULL, &err), ==, 2);
@@ -541,13 +522,13 @@ test_wrong_state(void)
 
         /* Text stats. */
         g_assert_cmpint(qgt_tool_run(save, &out, NULL), ==, 0);
-        assert_contains(out, "save: ");
-        assert_contains(out, "xxh3-64:");
+        ioht_assert_contains(out, "save: ");
+        ioht_assert_contains(out, "xxh3-64:");
         g_assert_cmpint(qgt_tool_run(restore, NULL, &err), ==, 1);
-        assert_contains(err, "-incoming defer");
+        ioht_assert_contains(err, "-incoming defer");
         g_clear_pointer(&err, g_free);
         g_assert_cmpint(qgt_tool_run(again, NULL, &err), ==, 1);
-        assert_contains(err, "saves a guest only once");
+        ioht_assert_contains(err, "saves a guest only once");
         g_clear_pointer(&err, g_free);
         g_assert_false(g_file_test(img2, G_FILE_TEST_EXISTS));
     }
@@ -556,7 +537,7 @@ test_wrong_state(void)
     {
         const char *save[] = { "save", "--qmp", dst->sock, img2, NULL };
         g_assert_cmpint(qgt_tool_run(save, NULL, &err), ==, 1);
-        assert_contains(err, "waiting for an incoming migration");
+        ioht_assert_contains(err, "waiting for an incoming migration");
         g_assert_false(g_file_test(img2, G_FILE_TEST_EXISTS));
     }
     qgt_qemu_stop(dst);
@@ -594,7 +575,7 @@ test_stats_cpu(void)
     const char *args[] = { "save", "--qmp", NULL, img, "--stats=json", NULL };
     QgtQemu *q;
 
-    if (!need_qemu()) {
+    if (!qgt_have_qemu()) {
         return;
     }
     q = qgt_qemu_start(data_file, FALSE);
@@ -617,12 +598,7 @@ main(int argc, char **argv)
 {
     int ret;
 
-    g_test_init(&argc, &argv, NULL);
-    if (argc < 2) {
-        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
-        return 2;
-    }
-    qgt_set_tool(argv[1]);
+    qgt_test_init(&argc, &argv);
     workdir = ioht_workdir();
     data_file = g_build_filename(workdir, "random.bin", NULL);
     other_file = g_build_filename(workdir, "other.bin", NULL);

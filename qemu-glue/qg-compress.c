@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ioh-error.h"
 #include "qg-file.h"
 
 gboolean
@@ -114,7 +115,7 @@ qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, GError **err
      * damaged raw block can reach QEMU, which refuses the stream first (the helper then
      * only saw EPIPE). Read the frames to the end to tell the user which it was. */
     if (!info || !info->compression ||
-        !g_error_matches(qerr, QG_MIGRATE_ERROR, QG_MIGRATE_ERROR_FAILED) ||
+        !g_error_matches(qerr, IOH_ERROR, EIO) ||
         qg_mig_compress_verify(path, info, &corrupt) ||
         !g_str_has_prefix(corrupt->message, "decompress ")) {
         return;

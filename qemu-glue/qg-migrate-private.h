@@ -177,7 +177,7 @@ IohWrapOptions *qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageI
                                     gboolean save, GError **error);
 /* The compression figures of @info into @stats. */
 void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
-/* A restore of a compressed image that QEMU refused (QG_MIGRATE_ERROR_FAILED in
+/* A restore of a compressed image that QEMU refused (IOH_ERROR EIO in
  * *@error): decompresses the image to its end, and when a frame is corrupt puts the
  * helper's line first ("restore failed: decompress FILE: corrupt zstd image: ...;
  * QEMU could not load ..."). Nothing otherwise. */

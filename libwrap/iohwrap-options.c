@@ -35,6 +35,7 @@ iohw_options_copy(const IohWrapOptions *options)
     if (options) {
         copy->checksum = g_strdup(options->checksum);
         copy->verify_checksum = g_strdup(options->verify_checksum);
+        copy->connections = options->connections;
     }
     return copy;
 }

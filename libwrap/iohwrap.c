@@ -55,13 +55,14 @@ iohw_unref(gpointer data)
     g_clear_pointer(&wrap->context, g_main_context_unref);
     g_free(wrap->path);
     g_free(wrap->helper);
+    g_free(wrap->uri);
     ioh_wrap_options_free(wrap->options);
     g_mutex_clear(&wrap->lock);
     g_free(wrap);
 }
 
-static IohWrap *
-wrap_new(const char *path, int fd, const IohwPlan *plan)
+IohWrap *
+iohw_wrap_new(const char *path, int fd, const IohwPlan *plan)
 {
     IohWrap *wrap = g_new0(IohWrap, 1);
 
@@ -103,7 +104,7 @@ ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
         (options && !iohw_check_checksum(plan.save, NULL, options->verify_checksum, error))) {
         return NULL;
     }
-    wrap = wrap_new(path, *fd, &plan);
+    wrap = iohw_wrap_new(path, *fd, &plan);
     wrap->options = iohw_options_copy(options);
     /* The checksum is computed by the helper: asking for one spawns it. */
     helper = (plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0 ||

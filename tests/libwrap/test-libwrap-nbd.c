@@ -1,0 +1,237 @@
+/* test-libwrap-nbd.c - ioh_wrap_new_uri() against a real nbdkit on a unix socket
+ *
+ * Each case starts its own nbdkit (memory plugin) in a fresh directory; skipped with the
+ * reason when nbdkit is not installed (CI installs it).
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ioh-test.h"
+#include "iohwrap.h"
+
+typedef struct {
+    char *dir;
+    char *sock;
+    char *uri;
+    GPid pid;
+} Server;
+
+/* nbdkit -f --unix DIR/s.sock memory SIZE; waits until the socket exists. */
+static gboolean
+server_start(Server *s, const char *size)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *nbdkit = g_find_program_in_path("nbdkit");
+
+    s->dir = ioht_workdir();
+    s->sock = g_build_filename(s->dir, "s.sock", NULL);
+    s->uri = g_strdup_printf("nbd+unix:///?socket=%s", s->sock);
+    if (!nbdkit) {
+        g_test_skip("nbdkit is not installed (Debian package nbdkit)");
+        return FALSE;
+    }
+    const char *argv[] = { nbdkit, "-f", "--unix", s->sock, "memory", size, NULL };
+    g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
+                                G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+                                NULL, NULL, &s->pid, &error));
+    for (int i = 0; i < 500 && !g_file_test(s->sock, G_FILE_TEST_EXISTS); i++) {
+        g_usleep(10000);
+    }
+    g_assert_true(g_file_test(s->sock, G_FILE_TEST_EXISTS));
+    return TRUE;
+}
+
+static void
+server_stop(Server *s)
+{
+    if (s->pid) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        g_spawn_close_pid(s->pid);
+    }
+    if (s->dir) {
+        ioht_workdir_remove(s->dir);
+    }
+    g_free(s->dir);
+    g_free(s->sock);
+    g_free(s->uri);
+}
+
+/* Saves @src to @uri at @offset (checksum xxh3); the finish's result, *ret_sum. */
+static gboolean
+save(const char *uri, const char *src, guint64 offset, char **ret_sum, GError **error)
+{
+    IohWrapParams params = { .offset = offset, .progress_interval_ms = 10 };
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    g_autoptr(IohWrap) wrap = NULL;
+    GStatBuf st;
+    guint64 written = 0, synced = 0;
+    gboolean ok;
+    int fd = -1;
+
+    g_assert_cmpint(g_stat(src, &st), ==, 0);
+    g_assert_true(ioh_wrap_options_set_checksum(opts, "xxh3", NULL));
+    wrap = ioh_wrap_new_uri(uri, TRUE, &fd, &params, opts, error);
+    if (!wrap) {
+        return FALSE;
+    }
+    g_assert_true(ioh_wrap_is_spawned(wrap));
+    g_assert_cmpint(fd, >=, 0);
+    ioht_feed_file(src, fd);
+    ok = ioh_wrap_finish(wrap, error);
+    if (ok) {
+        ioh_wrap_get_progress(wrap, &written, &synced);
+        g_assert_cmpuint(written, ==, (guint64)st.st_size);
+        *ret_sum = g_strdup(ioh_wrap_get_checksum(wrap));
+    }
+    return ok;
+}
+
+static void
+test_roundtrip(void)
+{
+    Server s = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sum = NULL, *src = NULL, *dst = NULL;
+    IohWrapParams params = { .offset = 4096, .length = 3 * 1024 * 1024 + 1 };
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd = -1;
+
+    if (!server_start(&s, "16M")) {
+        server_stop(&s);
+        return;
+    }
+    src = g_build_filename(s.dir, "src", NULL);
+    dst = g_build_filename(s.dir, "dst", NULL);
+    ioht_write_random_file(src, params.length, 13);
+    g_assert_true(save(s.uri, src, 4096, &sum, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(strlen(sum), ==, 16);
+    g_assert_true(ioh_wrap_options_set_verify_checksum(opts, sum, NULL));
+    g_assert_true(ioh_wrap_options_set_connections(opts, 1, NULL));
+    wrap = ioh_wrap_new_uri(s.uri, FALSE, &fd, &params, opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(ioht_drain_to_file(fd, dst), ==, params.length);
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(ioh_wrap_get_checksum(wrap), ==, sum);
+    g_assert_true(ioht_files_equal(src, dst));
+    server_stop(&s);
+}
+
+static void
+test_too_small(void)
+{
+    Server s = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sum = NULL, *src = NULL, *want = NULL;
+
+    if (!server_start(&s, "1M")) {
+        server_stop(&s);
+        return;
+    }
+    src = g_build_filename(s.dir, "src", NULL);
+    ioht_write_random_file(src, 2 * 1024 * 1024, 5);
+    g_assert_false(save(s.uri, src, 0, &sum, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    want = g_strdup_printf("export %s is 1048576 bytes, the stream needs more", s.uri);
+    g_assert_nonnull(strstr(error->message, want));
+    server_stop(&s);
+}
+
+/* No server, and a URI holding a secret in its query: the error names neither. */
+static void
+test_no_server(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = g_build_filename(dir, "src", NULL);
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///?socket=%s/none.sock"
+                                           "&tls-psk-file=/SECRET", dir);
+    g_autofree char *sum = NULL;
+
+    ioht_write_random_file(src, 65536, 1);
+    g_assert_false(save(uri, src, 0, &sum, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("%s", error->message);
+    g_assert_null(strstr(error->message, "SECRET"));
+    g_assert_nonnull(strstr(error->message, "none.sock"));
+    ioht_workdir_remove(dir);
+}
+
+/* The server killed mid-save: a failure, never a success. */
+static void
+test_killed(void)
+{
+    Server s = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    g_autofree char *src = NULL;
+    int fd = -1;
+
+    if (!server_start(&s, "256M")) {
+        server_stop(&s);
+        return;
+    }
+    src = g_build_filename(s.dir, "src", NULL);
+    ioht_write_random_file(src, 64 * 1024 * 1024, 3);
+    wrap = ioh_wrap_new_uri(s.uri, TRUE, &fd, NULL, NULL, &error);
+    g_assert_no_error(error);
+    IohtPump *p = ioht_feed_start(fd, &(IohtPumpOpts){ .path = src,
+                                                      .stall_at = 8 * 1024 * 1024,
+                                                      .stall_ms = 300, .keep_open = TRUE });
+    g_usleep(150000);
+    kill(s.pid, SIGKILL);
+    ioht_pump_join(p, NULL);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("%s", error->message);
+    g_assert_nonnull(strstr(error->message, s.sock));
+    server_stop(&s);
+}
+
+static void
+test_refuses(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    int fd = 77;
+
+    g_assert_null(ioh_wrap_new_uri("/tmp/x.save", TRUE, &fd, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "not an NBD URI"));
+    g_clear_error(&error);
+    g_assert_null(ioh_wrap_new_uri("nbd://localhost/x", FALSE, &fd, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "needs params->length"));
+    g_clear_error(&error);
+    g_assert_null(ioh_wrap_new_uri("nbd://localhost/x", TRUE, NULL, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_false(ioh_wrap_options_set_connections(opts, 17, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_true(ioh_wrap_options_set_verify_checksum(opts, "0123456789abcdef", NULL));
+    g_assert_null(ioh_wrap_new_uri("nbd://localhost/x", TRUE, &fd, NULL, opts, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_cmpint(fd, ==, 77);
+}
+
+int
+main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/libwrap/nbd/refuses", test_refuses);
+    g_test_add_func("/libwrap/nbd/roundtrip", test_roundtrip);
+    g_test_add_func("/libwrap/nbd/too-small", test_too_small);
+    g_test_add_func("/libwrap/nbd/no-server", test_no_server);
+    g_test_add_func("/libwrap/nbd/killed-server", test_killed);
+    return g_test_run();
+}

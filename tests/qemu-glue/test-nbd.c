@@ -1,0 +1,271 @@
+/* test-nbd.c - qemu-iohelper saves a real QEMU guest to an NBD export and restores it
+ * from there: nbdkit (memory, file) and qemu-nbd serving a qcow2, each started here on a
+ * unix socket; and the failures: an export too small, the server killed mid-save (the
+ * placeholder stays: a restore refuses the image). Skipped with the reason when QEMU,
+ * nbdkit or qemu-nbd is missing (CI installs them). */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "ioh-test.h"
+#include "qg-image-nbd.h"
+#include "qg-test.h"
+
+static char *workdir;
+static char *data_file;    /* what the source guest holds */
+static char *other_file;   /* what the destination holds before the restore */
+
+typedef struct {
+    GPid pid;
+    char *sock;
+    char *uri;
+} Server;
+
+/* Starts @argv (the server, serving on @s->sock) and waits for its socket. */
+static gboolean
+server_start(Server *s, const char *const *argv)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *prog = g_find_program_in_path(argv[0]);
+
+    if (!qgt_qemu_binary() || !prog) {
+        g_test_skip(prog ? "qemu-system-x86_64 is not installed"
+                         : "nbdkit or qemu-nbd is not installed (Debian nbdkit, qemu-utils)");
+        return FALSE;
+    }
+    g_unlink(s->sock);
+    g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
+                                G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH |
+                                G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &s->pid, &error));
+    for (int i = 0; i < 1000 && !g_file_test(s->sock, G_FILE_TEST_EXISTS); i++) {
+        g_usleep(10000);
+    }
+    g_assert_true(g_file_test(s->sock, G_FILE_TEST_EXISTS));
+    return TRUE;
+}
+
+static Server *
+server_new(const char *name)
+{
+    Server *s = g_new0(Server, 1);
+
+    s->sock = g_build_filename(workdir, name, NULL);
+    s->uri = g_strdup_printf("nbd+unix:///?socket=%s", s->sock);
+    return s;
+}
+
+static void
+server_kill(Server *s)
+{
+    if (s->pid) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        g_spawn_close_pid(s->pid);
+        s->pid = 0;
+    }
+}
+
+static void
+server_free(Server *s)
+{
+    server_kill(s);
+    g_unlink(s->sock);
+    g_free(s->sock);
+    g_free(s->uri);
+    g_free(s);
+}
+
+/* nbdkit PLUGIN ARG, or with @delay (e.g. "delay-write=50ms") the delay filter. */
+static gboolean
+nbdkit(Server *s, const char *plugin, const char *arg, const char *delay)
+{
+    const char *argv[] = { "nbdkit", "-f", "--unix", s->sock, plugin, arg, NULL };
+    const char *dargv[] = { "nbdkit", "-f", "--unix", s->sock, "--filter=delay",
+                            plugin, arg, delay, NULL };
+
+    return server_start(s, delay ? dargv : argv);
+}
+
+/* The tool on @q with @cmd and @uri: its exit code, *ret_err its stderr. */
+static int
+tool(const char *cmd, QgtQemu *q, const char *uri, char **ret_err)
+{
+    const char *args[] = { cmd, "--qmp", q->sock, uri, NULL };
+
+    return qgt_tool_run_timeout(args, 240, NULL, ret_err);
+}
+
+/* Saves a guest holding data_file to @uri, restores it into another, compares RAM. */
+static void
+roundtrip(const char *uri)
+{
+    g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
+    g_autoptr(QgImageNbd) img = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    QgtQemu *q = qgt_qemu_start(data_file, FALSE);
+
+    g_assert_cmpint(tool("save", q, uri, NULL), ==, 0);
+    qgt_qemu_stop(q);
+    img = qg_image_nbd_open(uri, FALSE, NULL);
+    g_assert_nonnull(img);
+    info = qg_image_nbd_read_header(img, NULL);   /* the final header, complete */
+    g_assert_nonnull(info);
+    g_assert_cmpuint(info->stream_length, >, QGT_DATA_SIZE);
+    g_clear_pointer(&img, qg_image_nbd_free);     /* qemu-nbd -e: one client less */
+    q = qgt_qemu_start(other_file, TRUE);
+    g_assert_cmpint(tool("restore", q, uri, NULL), ==, 0);
+    qgt_qemu_pmemsave(q, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, data_file));
+    qgt_qemu_stop(q);
+    g_unlink(dump);
+}
+
+static void
+test_nbdkit_memory(void)
+{
+    Server *s = server_new("mem.sock");
+
+    if (nbdkit(s, "memory", "300M", NULL)) {
+        roundtrip(s->uri);
+    }
+    server_free(s);
+}
+
+static void
+test_qemu_nbd_qcow2(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "disk.qcow2", NULL);
+    const char *mk[] = { "qemu-img", "create", "-q", "-f", "qcow2", disk, "300M", NULL };
+    Server *s = server_new("qnbd.sock");
+    const char *argv[] = { "qemu-nbd", "--persistent", "--shared=8", "--format=qcow2",
+                           "--socket", s->sock, disk, NULL };
+    g_autofree char *qemu_img = g_find_program_in_path("qemu-img");
+
+    if (!qemu_img) {
+        g_test_skip("qemu-img is not installed (Debian qemu-utils)");
+    } else {
+        mk[0] = qemu_img;
+        g_assert_cmpint(ioht_run((char **)mk, -1, -1, NULL), ==, 0);
+        if (server_start(s, argv)) {
+            roundtrip(s->uri);
+        }
+    }
+    server_free(s);
+    g_unlink(disk);
+}
+
+/* 64 MiB for a 256 MiB guest: refused before QEMU sends a byte; no header written. */
+static void
+test_too_small(void)
+{
+    Server *s = server_new("small.sock");
+    g_autofree char *err = NULL, *want = NULL, *status = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QgImageNbd) img = NULL;
+    QgtQemu *q;
+
+    if (!nbdkit(s, "memory", "64M", NULL)) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    g_assert_cmpint(tool("save", q, s->uri, &err), ==, 1);
+    qgt_assert_one_line(err);
+    want = g_strdup_printf("export %s is 67108864 bytes, the image needs at least", s->uri);
+    g_assert_nonnull(strstr(err, want));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");   /* never migrated, never paused by us */
+    qgt_qemu_stop(q);
+    img = qg_image_nbd_open(s->uri, FALSE, NULL);
+    g_assert_null(qg_image_nbd_read_header(img, &error));
+    g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_BAD_MAGIC);   /* zeros */
+    server_free(s);
+}
+
+/* Waits until the export's header is the placeholder (the save is in flight). */
+static void
+wait_placeholder(const char *uri)
+{
+    for (int i = 0; i < 3000; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(QgImageNbd) img = qg_image_nbd_open(uri, FALSE, NULL);
+        g_autoptr(QgImageInfo) info = img ? qg_image_nbd_read_header(img, &error) : NULL;
+
+        if (g_error_matches(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_INCOMPLETE)) {
+            return;
+        }
+        g_usleep(10000);
+    }
+    g_assert_not_reached();
+}
+
+/* nbdkit file (slowed by the delay filter) killed mid-save: the tool fails, the file
+ * keeps the placeholder, and a restore from it (served again) refuses it. */
+static void
+test_killed_server(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "killed.img", NULL);
+    g_autofree char *err = NULL;
+    g_autoptr(GError) error = NULL;
+    Server *s = server_new("killed.sock");
+    const char *args[] = { qgt_tool(), "save", "--qmp", NULL, s->uri, NULL };
+    QgtQemu *q;
+    GPid pid;
+    int status;
+
+    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
+    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
+    if (!nbdkit(s, "file", disk, "delay-write=50ms")) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    args[3] = q->sock;
+    g_assert_true(g_spawn_async(NULL, (char **)args, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
+                                G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &pid, &error));
+    wait_placeholder(s->uri);
+    g_usleep(500000);
+    server_kill(s);
+    g_assert_true(ioht_wait_timeout(pid, 120000, &status));
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    qgt_qemu_stop(q);
+    g_assert_true(nbdkit(s, "file", disk, NULL));
+    q = qgt_qemu_start(other_file, TRUE);
+    g_assert_cmpint(tool("restore", q, s->uri, &err), ==, 1);
+    g_assert_nonnull(strstr(err, "incomplete image"));
+    qgt_qemu_stop(q);
+    server_free(s);
+    g_unlink(disk);
+}
+
+int
+main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    if (argc < 2) {
+        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    qgt_set_tool(argv[1]);
+    workdir = ioht_workdir();
+    data_file = g_build_filename(workdir, "random.bin", NULL);
+    other_file = g_build_filename(workdir, "other.bin", NULL);
+    ioht_write_random_file(data_file, QGT_DATA_SIZE, 1);
+    ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
+
+    g_test_add_func("/qemu/nbd/roundtrip/nbdkit-memory", test_nbdkit_memory);
+    g_test_add_func("/qemu/nbd/roundtrip/qemu-nbd-qcow2", test_qemu_nbd_qcow2);
+    g_test_add_func("/qemu/nbd/error/too-small", test_too_small);
+    g_test_add_func("/qemu/nbd/error/killed-server", test_killed_server);
+    ret = g_test_run();
+    ioht_workdir_remove(workdir);
+    g_free(data_file);
+    g_free(other_file);
+    g_free(workdir);
+    return ret;
+}

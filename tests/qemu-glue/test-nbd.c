@@ -184,6 +184,21 @@ test_too_small(void)
     server_free(s);
 }
 
+/* What is left to read on @fd (closed). */
+static char *
+read_all(int fd)
+{
+    GString *out = g_string_new(NULL);
+    char buf[4096];
+    ssize_t n;
+
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        g_string_append_len(out, buf, n);
+    }
+    close(fd);
+    return g_string_free(out, FALSE);
+}
+
 /* Waits until the export's header is the placeholder (the save is in flight). */
 static void
 wait_placeholder(const char *uri)
@@ -213,7 +228,7 @@ test_killed_server(void)
     const char *args[] = { qgt_tool(), "save", "--qmp", NULL, s->uri, NULL };
     QgtQemu *q;
     GPid pid;
-    int status;
+    int status, err_fd = -1;
 
     g_assert_true(g_file_set_contents(disk, "", 0, NULL));
     g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
@@ -223,13 +238,18 @@ test_killed_server(void)
     }
     q = qgt_qemu_start(data_file, FALSE);
     args[3] = q->sock;
-    g_assert_true(g_spawn_async(NULL, (char **)args, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
-                                G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &pid, &error));
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)args, NULL,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+                                           NULL, NULL, &err_fd, &error));
     wait_placeholder(s->uri);
     g_usleep(500000);
     server_kill(s);
     g_assert_true(ioht_wait_timeout(pid, 120000, &status));
     g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    err = read_all(err_fd);
+    g_test_message("killed mid-save: %s", err);
+    g_assert_nonnull(strstr(err, s->sock));   /* names the export */
+    g_clear_pointer(&err, g_free);
     qgt_qemu_stop(q);
     g_assert_true(nbdkit(s, "file", disk, NULL));
     q = qgt_qemu_start(other_file, TRUE);

@@ -77,7 +77,7 @@ server_free(Server *s)
     g_free(s);
 }
 
-/* nbdkit PLUGIN ARG, or with @delay (e.g. "delay-write=50ms") the delay filter. */
+/* nbdkit PLUGIN ARG, or with @delay (e.g. "delay-write=2000ms") the delay filter. */
 static gboolean
 nbdkit(Server *s, const char *plugin, const char *arg, const char *delay)
 {
@@ -216,7 +216,7 @@ wait_placeholder(const char *uri)
     g_assert_not_reached();
 }
 
-/* nbdkit file (slowed by the delay filter) killed mid-save: the tool fails, the file
+/* nbdkit file (slowed by the delay filter) killed mid-stream: the tool fails, the file
  * keeps the placeholder, and a restore from it (served again) refuses it. */
 static void
 test_killed_server(void)
@@ -232,7 +232,7 @@ test_killed_server(void)
 
     g_assert_true(g_file_set_contents(disk, "", 0, NULL));
     g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
-    if (!nbdkit(s, "file", disk, "delay-write=50ms")) {
+    if (!nbdkit(s, "file", disk, "delay-write=2000ms")) {
         server_free(s);
         return;
     }
@@ -241,13 +241,16 @@ test_killed_server(void)
     g_assert_true(g_spawn_async_with_pipes(NULL, (char **)args, NULL,
                                            G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
                                            NULL, NULL, &err_fd, &error));
+    /* Every write waits 2 s: the 64 MiB stream (256 requests of 256 KiB, at most 64
+     * in flight) cannot be through in less than 8 s; 1 s after the placeholder, the
+     * helper is mid-stream. */
     wait_placeholder(s->uri);
-    g_usleep(500000);
+    g_usleep(G_USEC_PER_SEC);
     server_kill(s);
     g_assert_true(ioht_wait_timeout(pid, 120000, &status));
-    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
     err = read_all(err_fd);
-    g_test_message("killed mid-save: %s", err);
+    g_test_message("status %d, stderr: %s", status, err);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
     g_assert_nonnull(strstr(err, s->sock));   /* names the export */
     g_clear_pointer(&err, g_free);
     qgt_qemu_stop(q);

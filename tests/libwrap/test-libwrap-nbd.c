@@ -21,12 +21,14 @@ typedef struct {
     GPid pid;
 } Server;
 
-/* nbdkit -f --unix DIR/s.sock memory SIZE; waits until the socket exists. */
+/* nbdkit --unix DIR/s.sock memory SIZE: it goes to the background once it serves. */
 static gboolean
 server_start(Server *s, const char *size)
 {
     g_autoptr(GError) error = NULL;
     g_autofree char *nbdkit = g_find_program_in_path("nbdkit");
+    g_autofree char *pidfile = NULL, *pid = NULL;
+    int status;
 
     s->dir = ioht_workdir();
     s->sock = g_build_filename(s->dir, "s.sock", NULL);
@@ -35,24 +37,27 @@ server_start(Server *s, const char *size)
         g_test_skip("nbdkit is not installed (Debian package nbdkit)");
         return FALSE;
     }
-    const char *argv[] = { nbdkit, "-f", "--unix", s->sock, "memory", size, NULL };
-    g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
-                                G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
-                                NULL, NULL, &s->pid, &error));
-    for (int i = 0; i < 500 && !g_file_test(s->sock, G_FILE_TEST_EXISTS); i++) {
+    pidfile = g_build_filename(s->dir, "s.pid", NULL);
+    const char *argv[] = { nbdkit, "--unix", s->sock, "-P", pidfile, "memory", size, NULL };
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL,
+                               NULL, NULL, NULL, NULL, &status, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    /* The pid file comes from the background process, maybe after its parent exited. */
+    for (int i = 0; i < 500 && !g_file_get_contents(pidfile, &pid, NULL, NULL); i++) {
         g_usleep(10000);
     }
-    g_assert_true(g_file_test(s->sock, G_FILE_TEST_EXISTS));
+    g_assert_nonnull(pid);
+    s->pid = (GPid)g_ascii_strtoll(pid, NULL, 10);
+    g_assert_cmpint(s->pid, >, 1);
     return TRUE;
 }
 
 static void
 server_stop(Server *s)
 {
-    if (s->pid) {
+    if (s->pid) {   /* a daemon, not our child: no waitpid */
         kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
-        g_spawn_close_pid(s->pid);
     }
     if (s->dir) {
         ioht_workdir_remove(s->dir);

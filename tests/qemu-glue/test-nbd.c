@@ -263,23 +263,34 @@ test_killed_server(void)
     g_unlink(disk);
 }
 
+/* What the source guest holds (seed 1) and what the destination holds before (seed 2). */
+static void
+make_guest_data(void)
+{
+    char **files[] = { &data_file, &other_file };
+
+    workdir = ioht_workdir();
+    for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree char *name = g_strdup_printf("guest-%u.bin", i + 1);
+
+        *files[i] = g_build_filename(workdir, name, NULL);
+        ioht_write_random_file(*files[i], QGT_DATA_SIZE, i + 1);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     int ret;
 
+    signal(SIGPIPE, SIG_IGN);   /* a killed helper: EPIPE, not death */
     g_test_init(&argc, &argv, NULL);
     if (argc < 2) {
         g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
         return 2;
     }
-    signal(SIGPIPE, SIG_IGN);
+    make_guest_data();
     qgt_set_tool(argv[1]);
-    workdir = ioht_workdir();
-    data_file = g_build_filename(workdir, "random.bin", NULL);
-    other_file = g_build_filename(workdir, "other.bin", NULL);
-    ioht_write_random_file(data_file, QGT_DATA_SIZE, 1);
-    ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
 
     g_test_add_func("/qemu/nbd/roundtrip/nbdkit-memory", test_nbdkit_memory);
     g_test_add_func("/qemu/nbd/roundtrip/qemu-nbd-qcow2", test_qemu_nbd_qcow2);

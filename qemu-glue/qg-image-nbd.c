@@ -68,7 +68,9 @@ qg_image_nbd_open(const char *uri, gboolean write, GError **error)
         nbd_failed(error, "connect", img->name);
         return NULL;
     }
-    if (nbd_connect_uri(img->h, uri) < 0 || (size = nbd_get_size(img->h)) < 0) {
+    /* tls-psk-file= and the like, as the helper allows them: the URI is the user's */
+    if (nbd_set_uri_allow_local_file(img->h, true) < 0 ||
+        nbd_connect_uri(img->h, uri) < 0 || (size = nbd_get_size(img->h)) < 0) {
         nbd_failed(error, "connect", img->name);
         return NULL;
     }

@@ -104,9 +104,16 @@ roundtrip(const char *uri)
     g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
     g_autoptr(QgImageNbd) img = NULL;
     g_autoptr(QgImageInfo) info = NULL;
+    g_autofree char *out = NULL, *err = NULL;
+    /* a query secret (libnbd ignores tls-psk-file without TLS): never printed */
+    g_autofree char *secret_uri = g_strdup_printf("%s&tls-psk-file=/SECRET", uri);
     QgtQemu *q = qgt_qemu_start(data_file, FALSE);
+    const char *args[] = { "save", "--qmp", q->sock, secret_uri, "--stats=json", NULL };
 
-    g_assert_cmpint(tool("save", q, uri, NULL), ==, 0);
+    g_assert_cmpint(qgt_tool_run_timeout(args, 240, &out, &err), ==, 0);
+    g_assert_nonnull(strstr(out, "\"file\":\"nbd+unix:///?socket="));
+    g_assert_null(strstr(out, "SECRET"));
+    g_assert_null(strstr(err, "SECRET"));
     qgt_qemu_stop(q);
     img = qg_image_nbd_open(uri, FALSE, NULL);
     g_assert_nonnull(img);

@@ -131,7 +131,7 @@ open_fds(SpawnFds *f, int fd, gboolean save, GError **error)
         return ioh_error_set_errno(error, errno, "dup", name);
     }
     return lift_fd(&f->data[save ? 0 : 1], error) && lift_fd(&f->status[1], error) &&
-           lift_fd(&f->err[1], error);
+           lift_fd(&f->err[1], error) && lift_fd(&f->file, error);
 }
 
 static GPtrArray *

@@ -41,6 +41,10 @@ uri_plan(const char *uri, gboolean save, const IohWrapParams *params,
         (options && !iohw_check_checksum(save, NULL, options->verify_checksum, error))) {
         return FALSE;
     }
+    if (params->offset + params->length > IOH_OFFSET_MAX) {
+        uri_invalid(error, "offset + length ends past the largest offset the helper takes");
+        return FALSE;
+    }
     if (!save && !params->length) {
         uri_invalid(error, "a restore from a URI needs params->length (an export has a "
                            "fixed size, larger than the stream)");

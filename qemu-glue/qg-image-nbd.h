@@ -3,8 +3,9 @@
  * An image whose target is an NBD URI (nbd://, nbd+unix://...: anything iohelper takes)
  * has the same layout as a file (qg-image.h): the header in the export's first 4096
  * bytes, the stream after it, written by the helper. This process writes and reads the
- * header itself over one libnbd connection of its own: the placeholder before the
- * helper starts, the final header after the helper's flush, then a flush of its own.
+ * header itself over a libnbd connection of its own, open only while it does so: the
+ * placeholder before the helper starts, the final header after the helper's flush and
+ * exit, each followed by a flush.
  * Messages name the URI without its secrets (ioh_nbd_safe_name()).
  */
 #pragma once

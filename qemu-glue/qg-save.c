@@ -25,7 +25,6 @@ typedef struct {
     gboolean done;
     char *uri;              /* an NBD target: the URI as given (job.path: uri_name) */
     char *uri_name;         /* ... without its secrets */
-    QgImageNbd *nbd;        /* ... its header's own connection (qg-image-nbd.c) */
 } QgSave;
 
 static void
@@ -49,7 +48,6 @@ qg_save_free(QgSave *s)
     qg_mig_watch_clear(&s->job.w);
     g_clear_pointer(&s->info, qg_image_info_free);
     g_free(s->target);
-    g_clear_pointer(&s->nbd, qg_image_nbd_free);   /* an NBD save: header left PART */
     g_free(s->uri);
     g_free(s->uri_name);
     g_free(s);
@@ -107,12 +105,23 @@ qg_save_plumb(QgSave *s, GError **error)
 /* ---- an NBD target: the export, not a file ---------------------------------------- */
 
 /* Connects, refuses an export too small for the guest's RAM, writes the placeholder:
- * before QEMU sends anything. */
+ * before QEMU sends anything. The connection is closed before the helper opens its own
+ * (a server may take one client at a time: qemu-nbd without --shared). */
 static gboolean
 qg_save_nbd_open(QgSave *s, GError **error)
 {
-    s->nbd = qg_image_nbd_open(s->uri, TRUE, error);
-    return s->nbd && qg_image_nbd_start_save(s->nbd, s->info->ram_size, error);
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+
+    return img && qg_image_nbd_start_save(img, s->info->ram_size, error);
+}
+
+/* The final header, once the helper has flushed and gone: a connection of its own. */
+static gboolean
+qg_save_nbd_commit(QgSave *s, GError **error)
+{
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+
+    return img && qg_image_nbd_write_header(img, s->info, error);
 }
 
 /* The helper on the export at offset 4096, computing the checksum; its pipe is QEMU's. */
@@ -232,7 +241,7 @@ qg_save_complete(QgSave *s, GError **error)
     }
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     /* The header last: after the helper's flush, flushed itself. */
-    if (s->nbd ? !qg_image_nbd_write_header(s->nbd, s->info, error)
+    if (s->uri ? !qg_save_nbd_commit(s, error)
                : !qg_save_file_commit(s->file, s->info, error)) {
         return FALSE;
     }

@@ -77,15 +77,18 @@ server_free(Server *s)
     g_free(s);
 }
 
-/* nbdkit PLUGIN ARG, or with @delay (e.g. "delay-write=2000ms") the delay filter. */
+/* nbdkit PLUGIN ARG, or with @filter (e.g. "delay") that filter and its @farg
+ * ("delay-write=2000ms"). */
 static gboolean
-nbdkit(Server *s, const char *plugin, const char *arg, const char *delay)
+nbdkit(Server *s, const char *plugin, const char *arg, const char *filter,
+       const char *farg)
 {
+    g_autofree char *fopt = g_strdup_printf("--filter=%s", filter ? filter : "");
     const char *argv[] = { "nbdkit", "-f", "--unix", s->sock, plugin, arg, NULL };
-    const char *dargv[] = { "nbdkit", "-f", "--unix", s->sock, "--filter=delay",
-                            plugin, arg, delay, NULL };
+    const char *fargv[] = { "nbdkit", "-f", "--unix", s->sock, fopt, plugin, arg, farg,
+                            NULL };
 
-    return server_start(s, delay ? dargv : argv);
+    return server_start(s, filter ? fargv : argv);
 }
 
 /* The tool on @q with @cmd and @uri: its exit code, *ret_err its stderr. */
@@ -134,7 +137,7 @@ test_nbdkit_memory(void)
 {
     Server *s = server_new("mem.sock");
 
-    if (nbdkit(s, "memory", "300M", NULL)) {
+    if (nbdkit(s, "memory", "300M", NULL, NULL)) {
         roundtrip(s->uri);
     }
     server_free(s);
@@ -175,7 +178,7 @@ test_too_small(void)
     g_autoptr(QgImageNbd) img = NULL;
     QgtQemu *q;
 
-    if (!nbdkit(s, "memory", "64M", NULL)) {
+    if (!nbdkit(s, "memory", "64M", NULL, NULL)) {
         server_free(s);
         return;
     }
@@ -241,7 +244,7 @@ test_killed_server(void)
 
     g_assert_true(g_file_set_contents(disk, "", 0, NULL));
     g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
-    if (!nbdkit(s, "file", disk, "delay-write=2000ms")) {
+    if (!nbdkit(s, "file", disk, "delay", "delay-write=2000ms")) {
         server_free(s);
         return;
     }
@@ -263,7 +266,7 @@ test_killed_server(void)
     g_assert_nonnull(strstr(err, s->sock));   /* names the export */
     g_clear_pointer(&err, g_free);
     qgt_qemu_stop(q);
-    g_assert_true(nbdkit(s, "file", disk, NULL));
+    g_assert_true(nbdkit(s, "file", disk, NULL, NULL));
     q = qgt_qemu_start(other_file, TRUE);
     g_assert_cmpint(tool("restore", q, s->uri, &err), ==, 1);
     g_assert_nonnull(strstr(err, "incomplete image"));
@@ -287,6 +290,39 @@ make_guest_data(void)
     }
 }
 
+/* A complete image on nbdkit file, served again through the truncate filter as an
+ * export shorter than the stream its header announces: the restore refuses it before
+ * QEMU gets a byte. */
+static void
+test_truncated(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "trunc.img", NULL);
+    g_autofree char *err = NULL, *status = NULL;
+    Server *s = server_new("trunc.sock");
+    QgtQemu *q;
+
+    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
+    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
+    if (!nbdkit(s, "file", disk, NULL, NULL)) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    g_assert_cmpint(tool("save", q, s->uri, NULL), ==, 0);
+    qgt_qemu_stop(q);
+    server_kill(s);
+    g_assert_true(nbdkit(s, "file", disk, "truncate", "truncate=32M"));
+    q = qgt_qemu_start(other_file, TRUE);
+    g_assert_cmpint(tool("restore", q, s->uri, &err), ==, 1);
+    g_assert_nonnull(strstr(err, "image truncated"));
+    g_assert_nonnull(strstr(err, "the export is 33554432 bytes"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "inmigrate");   /* untouched: still waits */
+    qgt_qemu_stop(q);
+    server_free(s);
+    g_unlink(disk);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -305,6 +341,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/nbd/roundtrip/qemu-nbd-qcow2", test_qemu_nbd_qcow2);
     g_test_add_func("/qemu/nbd/error/too-small", test_too_small);
     g_test_add_func("/qemu/nbd/error/killed-server", test_killed_server);
+    g_test_add_func("/qemu/nbd/error/truncated-export", test_truncated);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(data_file);

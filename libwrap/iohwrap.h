@@ -458,6 +458,9 @@ IohWrap *ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd,
  *     (several when the server advertises multi-conn, else 1).
  * @error: return location for a #GError.
  *
+ * Only for ioh_wrap_new_uri(): ioh_wrap_new_with_options() refuses options with
+ * connections set (IOH_WRAP_ERROR_INVALID).
+ *
  * Returns: FALSE with IOH_WRAP_ERROR_INVALID for a value out of range.
  * Since: 0.3
  */

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
@@ -301,6 +302,16 @@ test_refuses(void)
     g_assert_null(ioh_wrap_new_uri("nbd://localhost/x", TRUE, &fd, NULL, opts, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
     g_assert_cmpint(fd, ==, 77);
+    g_clear_error(&error);
+    /* connections on a file wrap: the helper would refuse them, so does the library */
+    g_assert_true(ioh_wrap_options_set_verify_checksum(opts, NULL, NULL));
+    g_assert_true(ioh_wrap_options_set_connections(opts, 2, NULL));
+    fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    g_assert_null(ioh_wrap_new_with_options(&fd, NULL, IOH_WRAP_POLLABLE, NULL, opts,
+                                            &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "connections apply to an NBD URI"));
+    close(fd);
 }
 
 int

@@ -90,6 +90,12 @@ check_params(const IohWrapParams *p, GError **error)
     return TRUE;
 }
 
+gboolean
+iohw_check_params(const IohWrapParams *params, GError **error)
+{
+    return check_params(params, error);
+}
+
 /* ---- the fd ---------------------------------------------------------------------- */
 
 static void

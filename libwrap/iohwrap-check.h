@@ -45,4 +45,8 @@ gboolean iohw_check_new(int fd, const char *path, IohWrapFlags flags,
 gboolean iohw_check_checksum(gboolean save, const char *checksum, const char *verify,
                              GError **error);
 
+/* The values of @params alone (offset, length, progress_interval_ms), for a wrap
+ * without an fd (ioh_wrap_new_uri()). */
+gboolean iohw_check_params(const IohWrapParams *params, GError **error);
+
 G_END_DECLS

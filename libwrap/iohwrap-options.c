@@ -39,6 +39,7 @@ iohw_options_copy(const IohWrapOptions *options)
         copy->compress_level = options->compress_level;
         copy->decompress = options->decompress;
         copy->threads = options->threads;
+        copy->connections = options->connections;
     }
     return copy;
 }

@@ -8,6 +8,7 @@
  *   iohwrap-nohelper.c  the path without a helper: the fd as it is, fdatasync at the end
  *   iohwrap-check.c     what ioh_wrap_new() refuses before anything is done
  *   iohwrap-options.c   IohWrapOptions: checksum (and what later releases add)
+ *   iohwrap-uri.c       ioh_wrap_new_uri(): a wrap of a URI (NBD), where no file fd exists
  *
  * Threads: the wrap is reference counted inside (sources, pending GTask and idle
  * deliveries each hold a reference); @lock guards the monitor, the result and the
@@ -78,7 +79,8 @@ void iohw_progress_schedule(IohWrap *wrap);
 /* ---- iohwrap-spawn.c ------------------------------------------------------------- */
 
 /* Spawns the helper for @wrap as @plan says; on success *@fd is the caller's end of the
- * data pipe and the original fd was closed (the wrap holds its own copy). */
+ * data pipe and the original fd was closed (the wrap holds its own copy). *@fd -1: a
+ * wrap of a URI (wrap->uri), no file. */
 gboolean iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error);
 
 /* ---- iohwrap-nohelper.c ---------------------------------------------------------- */
@@ -110,6 +112,7 @@ struct _IohWrapOptions {
     int compress_level;
     gboolean decompress;      /* the helper's --decompress (restore) */
     guint threads;            /* the helper's --threads (with compress), 0: its default */
+    guint connections;        /* the helper's --connections (NBD), 0: its default */
 };
 
 /* A copy of @options (NULL: the defaults); never NULL. */
@@ -160,8 +163,11 @@ struct _IohWrap {
     GCancellable *cancellable;
     gulong cancel_id;
     gboolean freed;           /* ioh_wrap_free() was called */
+    char *uri;                /* ioh_wrap_new_uri(): the URI as given (path: without secrets) */
 };
 
+/* A new wrap (one reference) for @path (NULL: "fd @fd") as @plan says. */
+IohWrap *iohw_wrap_new(const char *path, int fd, const IohwPlan *plan);
 IohWrap *iohw_ref(IohWrap *wrap);
 void iohw_unref(gpointer wrap);
 

@@ -4,7 +4,8 @@
  *   save:    0 = read end of the data pipe, 1 = the file, 2 = stderr pipe, 3 = status pipe
  *   restore: 0 = the file, 1 = write end of the data pipe, 2 = stderr pipe, 3 = status pipe
  * and runs in its libvirt form `iohelper [OPTIONS] -- PATH FD`, so that its messages
- * name the file by its path.
+ * name the file by its path. A wrap of a URI (iohwrap-uri.c) has no file: fd 1 or 0 is
+ * /dev/null and the helper runs as `iohelper [OPTIONS] -- - URI` (restore: `URI -`).
  */
 #include "config.h"
 
@@ -122,13 +123,15 @@ open_fds(SpawnFds *f, int fd, gboolean save, GError **error)
         !ioh_pipe_open(f->err, 0, 0, error) || !ioh_fd_set_nonblock(f->err[0], TRUE, error)) {
         return FALSE;
     }
-    f->file = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+    /* A URI has no file: the helper's unused stdio is /dev/null. */
+    f->file = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR)
+                      : open("/dev/null", O_RDWR | O_CLOEXEC);
     if (f->file < 0) {
         g_autofree char *name = g_strdup_printf("fd %d", fd);
         return ioh_error_set_errno(error, errno, "dup", name);
     }
     return lift_fd(&f->data[save ? 0 : 1], error) && lift_fd(&f->status[1], error) &&
-           lift_fd(&f->err[1], error);
+           lift_fd(&f->err[1], error) && lift_fd(&f->file, error);
 }
 
 static GPtrArray *
@@ -156,9 +159,18 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
         g_ptr_array_add(argv, g_strdup_printf("--checksum=%s", wrap->options->checksum));
     }
     iohw_options_add_compress_args(wrap->options, argv);
+    if (wrap->options->connections) {
+        g_ptr_array_add(argv, g_strdup_printf("--connections=%u",
+                                              wrap->options->connections));
+    }
     g_ptr_array_add(argv, g_strdup("--"));
-    g_ptr_array_add(argv, g_strdup(wrap->path));
-    g_ptr_array_add(argv, g_strdup(wrap->save ? "1" : "0"));
+    if (wrap->uri) {
+        g_ptr_array_add(argv, g_strdup(wrap->save ? "-" : wrap->uri));
+        g_ptr_array_add(argv, g_strdup(wrap->save ? wrap->uri : "-"));
+    } else {
+        g_ptr_array_add(argv, g_strdup(wrap->path));
+        g_ptr_array_add(argv, g_strdup(wrap->save ? "1" : "0"));
+    }
     g_ptr_array_add(argv, NULL);
     return argv;
 }
@@ -190,8 +202,10 @@ adopt_fds(IohWrap *wrap, SpawnFds *f)
     }
     wrap->caller_fd = *caller_end;
     *caller_end = -1;
-    wrap->file_fd = f->file;
-    f->file = -1;
+    if (!wrap->uri) {
+        wrap->file_fd = f->file;   /* a URI's /dev/null is closed with @f */
+        f->file = -1;
+    }
     wrap->monitor = iohw_monitor_new(wrap->path, wrap->save, f->status[0], f->err[0]);
     f->status[0] = f->err[0] = -1;
 }
@@ -220,7 +234,9 @@ iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     wrap->helper = g_steal_pointer(&helper);
     adopt_fds(wrap, f);
     iohw_progress_watch(wrap);
-    close(*fd);
+    if (*fd >= 0) {
+        close(*fd);
+    }
     *fd = wrap->caller_fd;
     return TRUE;
 }

@@ -55,13 +55,14 @@ iohw_unref(gpointer data)
     g_clear_pointer(&wrap->context, g_main_context_unref);
     g_free(wrap->path);
     g_free(wrap->helper);
+    g_free(wrap->uri);
     ioh_wrap_options_free(wrap->options);
     g_mutex_clear(&wrap->lock);
     g_free(wrap);
 }
 
-static IohWrap *
-wrap_new(const char *path, int fd, const IohwPlan *plan)
+IohWrap *
+iohw_wrap_new(const char *path, int fd, const IohwPlan *plan)
 {
     IohWrap *wrap = g_new0(IohWrap, 1);
 
@@ -98,13 +99,18 @@ ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
                     "ioh_wrap_new: fd must not be NULL");
         return NULL;
     }
+    if (options && options->connections) {   /* the helper's usage error otherwise */
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_new: connections apply to an NBD URI (ioh_wrap_new_uri())");
+        return NULL;
+    }
     /* Everything the helper would refuse, refused now: nothing is touched before. */
     if (!iohw_check_new(*fd, path, flags, params, &plan, error) ||
         (options && !iohw_check_checksum(plan.save, NULL, options->verify_checksum, error)) ||
         !iohw_options_check(options, plan.save, error)) {
         return NULL;
     }
-    wrap = wrap_new(path, *fd, &plan);
+    wrap = iohw_wrap_new(path, *fd, &plan);
     wrap->options = iohw_options_copy(options);
     /* The checksum and compression are the helper's: asking for them spawns it. */
     helper = (plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0 ||

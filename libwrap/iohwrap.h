@@ -424,6 +424,49 @@ gboolean ioh_wrap_finish_finish(IohWrap *wrap, GAsyncResult *result, GError **er
  */
 void ioh_wrap_free(IohWrap *wrap);
 
+/**
+ * ioh_wrap_new_uri:
+ * @uri: an NBD URI in libnbd's syntax (nbd://HOST[:PORT]/EXPORT,
+ *     nbd+unix:///EXPORT?socket=PATH, nbds://...), the helper's IN or OUT.
+ * @save: TRUE: the stream goes to @uri; FALSE: it comes from @uri.
+ * @ret_fd: (out): on success, the caller's end of the data pipe (CLOEXEC, blocking):
+ *     give it to QEMU as for ioh_wrap_new().
+ * @params: (nullable): as for ioh_wrap_new(); offset is where the stream starts in the
+ *     export; a restore needs length (an export has a fixed size).
+ * @options: (nullable): as for ioh_wrap_new_with_options() (a checksum, connections).
+ * @error: return location for a #GError.
+ *
+ * ioh_wrap_new() for a target that has no fd: the helper is always spawned and connects
+ * to @uri itself. Progress, finish, errors and checksum are those of a file wrap; every
+ * message names @uri without its secrets (the query is dropped except socket=PATH).
+ * Refused (IOH_WRAP_ERROR_INVALID): a @uri that is not an NBD URI, a restore without
+ * length, the values ioh_wrap_new() refuses. What only the server knows (refused
+ * connection, export too small, read-only export) fails the finish with the helper's
+ * message, e.g. "export nbd+unix:///x?socket=/s is 1048576 bytes, the stream needs more".
+ *
+ * Returns: (transfer full): the wrap, or NULL with @error set.
+ * Since: 0.3
+ */
+IohWrap *ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd,
+                          const IohWrapParams *params, const IohWrapOptions *options,
+                          GError **error);
+
+/**
+ * ioh_wrap_options_set_connections:
+ * @options: the options.
+ * @connections: the helper's --connections (NBD): 1 to 16, or 0 for its default
+ *     (several when the server advertises multi-conn, else 1).
+ * @error: return location for a #GError.
+ *
+ * Only for ioh_wrap_new_uri(): ioh_wrap_new_with_options() refuses options with
+ * connections set (IOH_WRAP_ERROR_INVALID).
+ *
+ * Returns: FALSE with IOH_WRAP_ERROR_INVALID for a value out of range.
+ * Since: 0.3
+ */
+gboolean ioh_wrap_options_set_connections(IohWrapOptions *options, guint connections,
+                                          GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohWrap, ioh_wrap_free)
 
 

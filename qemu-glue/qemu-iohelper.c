@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <glib-unix.h>
 
+#include "ioh-nbd-uri.h"
 #include "qg-image.h"
 #include "qg-migrate.h"
 #include "qg-qmp.h"
@@ -360,12 +361,14 @@ static void
 print_stats(const char *what, const char *file, const QgMigrateStats *s)
 {
     g_autofree char *sum = qg_image_checksum_to_string(s->checksum);
-    g_autofree char *lfile = qg_text_one_line(file);
+    /* an NBD URI without its secrets, as in every message */
+    g_autofree char *name = ioh_nbd_is_uri(file) ? ioh_nbd_safe_name(file) : g_strdup(file);
+    g_autofree char *lfile = qg_text_one_line(name);
     double mib = (double)s->stream_length / (1 << 20);
     double rate = s->seconds > 0 ? mib / s->seconds : 0;
 
     if (g_str_equal(opts.stats, "json")) {
-        print_stats_json(what, file, s);
+        print_stats_json(what, name, s);
     } else {
         printf("%s: %s, %.1f MiB in %.2f s (QEMU done at %.2f s), %.0f MiB/s, %s%s, %s\n",
                what, lfile, mib, s->seconds, s->qemu_seconds, rate,

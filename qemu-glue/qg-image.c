@@ -303,14 +303,21 @@ qg_image_pwrite_all(int fd, const char *path, const guint8 *buf, gsize len, GErr
     return TRUE;
 }
 
+void
+qg_image_placeholder_encode(guint8 *buf)
+{
+    memset(buf, 0, QG_IMAGE_HEADER_SIZE);
+    memcpy(buf, QG_IMAGE_MAGIC_PART, 8);
+    put_le32(buf + 8, QG_IMAGE_FORMAT_VERSION);
+    put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
+}
+
 gboolean
 qg_image_write_placeholder(int fd, const char *path, GError **error)
 {
     g_autofree guint8 *buf = g_malloc0(QG_IMAGE_HEADER_SIZE);
 
-    memcpy(buf, QG_IMAGE_MAGIC_PART, 8);
-    put_le32(buf + 8, QG_IMAGE_FORMAT_VERSION);
-    put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
+    qg_image_placeholder_encode(buf);
     return qg_image_pwrite_all(fd, path, buf, QG_IMAGE_HEADER_SIZE, error);
 }
 

@@ -78,6 +78,9 @@ gboolean qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **e
 QgImageInfo *qg_image_header_decode(const guint8 *buf, gsize len, const char *path,
                                     GError **error);
 
+/* The "save in progress" placeholder header into @buf (QG_IMAGE_HEADER_SIZE bytes). */
+void qg_image_placeholder_encode(guint8 *buf);
+
 /* Writes the "save in progress" placeholder header at offset 0 of @fd. */
 gboolean qg_image_write_placeholder(int fd, const char *path, GError **error);
 

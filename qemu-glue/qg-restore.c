@@ -17,6 +17,7 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "qg-file.h"
+#include "qg-image-nbd.h"
 
 typedef struct {
     QgJob job;              /* qmp, path, opts, the watch, the figures */
@@ -27,6 +28,8 @@ typedef struct {
     gboolean loading;       /* migrate-incoming was started */
     gboolean loaded;        /* QEMU said "completed" */
     gboolean done;
+    char *uri;              /* an NBD source: the URI as given (job.path: uri_name) */
+    char *uri_name;         /* ... without its secrets */
 } QgRestore;
 
 static void
@@ -53,6 +56,8 @@ qg_restore_free(QgRestore *r)
         qg_qmp_run(r->job.qmp, "stop", NULL, NULL);
     }
     g_clear_pointer(&r->info, qg_image_info_free);
+    g_free(r->uri);
+    g_free(r->uri_name);
     g_free(r);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgRestore, qg_restore_free)
@@ -75,6 +80,17 @@ qg_restore_check_qemu(QgRestore *r, GError **error)
     return TRUE;
 }
 
+/* An NBD source: the header read from the export and checked, the export large enough
+ * for the stream it announces. */
+static gboolean
+qg_restore_nbd_open(QgRestore *r, GError **error)
+{
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(r->uri, FALSE, error);
+
+    r->info = img ? qg_image_nbd_read_header(img, error) : NULL;
+    return r->info != NULL;
+}
+
 /* Opens the image and checks it: a regular file, a sound header, the whole stream
  * there, O_DIRECT taken when the cache mode asks for it. */
 static gboolean
@@ -82,6 +98,9 @@ qg_restore_open(QgRestore *r, GError **error)
 {
     g_autoptr(GError) local = NULL;
 
+    if (r->uri) {
+        return qg_restore_nbd_open(r, error);
+    }
     r->fd = qg_file_open_image(r->job.path, error);
     if (r->fd < 0) {
         return FALSE;
@@ -112,10 +131,12 @@ qg_restore_plumb(QgRestore *r, GError **error)
                              .progress_interval_ms = 250 };
     g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(r->job.opts, r->info, FALSE, error);
 
-    r->wrap = wopts ? ioh_wrap_new_with_options(&r->fd, r->job.path,
-                                                qg_mig_wrap_flags(r->job.opts->cache),
-                                                &params, wopts, error)
-                    : NULL;
+    /* An export: --offset 4096 --length, the header's checksum (and decompression). */
+    r->wrap = !wopts ? NULL
+              : r->uri ? ioh_wrap_new_uri(r->uri, FALSE, &r->fd, &params, wopts, error)
+                       : ioh_wrap_new_with_options(&r->fd, r->job.path,
+                                                   qg_mig_wrap_flags(r->job.opts->cache),
+                                                   &params, wopts, error);
     if (!r->wrap) {
         return FALSE;
     }
@@ -266,6 +287,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
 {
     g_autoptr(QgRestore) r = g_new0(QgRestore, 1);
 
+    path = qg_image_nbd_job_path(path, &r->uri, &r->uri_name);
     qg_mig_job_init(&r->job, "restore", qmp, path, opts);
     r->fd = r->qemu_fd = -1;
     if (!qg_restore_check_qemu(r, error) || !qg_restore_open(r, error) ||

@@ -11,6 +11,7 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "qg-file.h"
+#include "qg-image-nbd.h"
 #include "qg-json.h"
 
 typedef struct {
@@ -25,6 +26,8 @@ typedef struct {
     gboolean stopped;       /* we paused the guest: resume it on failure */
     gboolean migrating;     /* migrate was started and has not ended: cancel on failure */
     gboolean done;
+    char *uri;              /* an NBD target: the URI as given (job.path: uri_name) */
+    char *uri_name;         /* ... without its secrets */
 } QgSave;
 
 static void
@@ -48,6 +51,8 @@ qg_save_free(QgSave *s)
     qg_mig_watch_clear(&s->job.w);
     g_clear_pointer(&s->info, qg_image_info_free);
     g_free(s->target);
+    g_free(s->uri);
+    g_free(s->uri_name);
     g_free(s);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgSave, qg_save_free)
@@ -102,13 +107,64 @@ qg_save_plumb(QgSave *s, GError **error)
     return s->qemu_fd >= 0;
 }
 
+/* ---- an NBD target: the export, not a file ---------------------------------------- */
+
+/* Connects, refuses an export too small for the guest's RAM, writes the placeholder:
+ * before QEMU sends anything. The connection is closed before the helper opens its own
+ * (a server may take one client at a time: qemu-nbd without --shared). */
+static gboolean
+qg_save_nbd_open(QgSave *s, GError **error)
+{
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+
+    return img && qg_image_nbd_start_save(img, s->info->ram_size, error);
+}
+
+/* The final header, once the helper has flushed and gone: a connection of its own. */
+static gboolean
+qg_save_nbd_commit(QgSave *s, GError **error)
+{
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+
+    return img && qg_image_nbd_write_header(img, s->info, error);
+}
+
+/* The helper on the export at offset 4096, computing the checksum (and compressing when
+ * asked); its pipe is QEMU's. */
+static gboolean
+qg_save_nbd_plumb(QgSave *s, GError **error)
+{
+    IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
+    g_autoptr(IohWrapOptions) options = qg_mig_wrap_options(s->job.opts, s->info, TRUE, error);
+    int fd = -1;
+
+    if (!options) {
+        return FALSE;
+    }
+    s->wrap = ioh_wrap_new_uri(s->uri, TRUE, &fd, &params, options, error);
+    if (!s->wrap) {
+        return FALSE;
+    }
+    s->job.stats.helper = TRUE;
+    s->qemu_fd = qg_mig_dup(fd, error);   /* fd: the wrap's, closed at its finish */
+    s->job.w.wrap = s->wrap;
+    return s->qemu_fd >= 0;
+}
+
 /* The image file, QEMU's migration settings, the plumbing: before the guest pauses. */
 static gboolean
 qg_save_prepare(QgSave *s, GError **error)
 {
     /* The file first: a file that cannot be made leaves QEMU as it was. */
-    s->file = qg_save_file_new(s->job.path, s->target, s->job.opts->cache, error);
-    if (!s->file || !qg_mig_enable_events(s->job.qmp, error) ||
+    if (s->uri) {
+        if (!qg_save_nbd_open(s, error)) {
+            return FALSE;
+        }
+    } else if (!(s->file = qg_save_file_new(s->job.path, s->target, s->job.opts->cache,
+                                            error))) {
+        return FALSE;
+    }
+    if (!qg_mig_enable_events(s->job.qmp, error) ||
         !qg_mig_get_bandwidth(s->job.qmp, &s->old_bw, error) ||
         !qg_mig_set_bandwidth(s->job.qmp, s->job.opts->max_bandwidth ? s->job.opts->max_bandwidth
                                                              : QG_BANDWIDTH_UNLIMITED,
@@ -116,7 +172,7 @@ qg_save_prepare(QgSave *s, GError **error)
         return FALSE;
     }
     s->bw_changed = s->old_bw != 0;
-    return qg_save_plumb(s, error);
+    return s->uri ? qg_save_nbd_plumb(s, error) : qg_save_plumb(s, error);
 }
 
 /* QEMU's migration failed: a dead helper makes QEMU fail with EPIPE, so the helper's
@@ -191,7 +247,9 @@ qg_save_complete(QgSave *s, GError **error)
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
     qg_mig_compress_stats(s->info, &s->job.stats);
-    if (!qg_save_file_commit(s->file, s->info, error)) {
+    /* The header last: after the helper's flush, flushed itself. */
+    if (s->uri ? !qg_save_nbd_commit(s, error)
+               : !qg_save_file_commit(s->file, s->info, error)) {
         return FALSE;
     }
     s->job.stats.stream_length = s->info->stream_length;
@@ -210,12 +268,13 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
 {
     g_autoptr(QgSave) s = g_new0(QgSave, 1);
 
+    path = qg_image_nbd_job_path(path, &s->uri, &s->uri_name);
     qg_mig_job_init(&s->job, "save", qmp, path, opts);
     s->info = qg_image_info_new();
     s->qemu_fd = -1;
     /* What FILE is, before QEMU is asked anything: a save never pauses a guest for a
      * file it cannot write. */
-    s->target = qg_file_save_target(path, error);
+    s->target = s->uri ? g_strdup(path) : qg_file_save_target(path, error);
     if (!s->target || !qg_mig_compress_check(s->info, opts, error) ||
         !qg_save_check_qemu(s, error) ||
         !qg_save_prepare(s, error) || !qg_save_migrate(s, error) ||

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ioh-layer.h"
+#include "ioh-nbd-uri.h"   /* ioh_nbd_is_uri(), ioh_nbd_safe_name() */
 
 G_BEGIN_DECLS
 
@@ -26,12 +27,6 @@ G_BEGIN_DECLS
 #define IOH_NBD_FLUSH_BEHIND (32 * 1024 * 1024)
 
 typedef struct _IohNbd IohNbd;
-
-/* TRUE when @spec starts with one of libnbd's URI schemes (nbd, nbds, +unix, +vsock). */
-gboolean ioh_nbd_is_uri(const char *spec);
-
-/* @uri without its secrets, for messages: the query is dropped except "socket=PATH". */
-char *ioh_nbd_safe_name(const char *uri);
 
 /* FALSE with "export NAME is SIZE bytes, the stream needs more" (ENOSPC, operation @what,
  * path the end's name). */

@@ -1,0 +1,108 @@
+/* iohwrap-uri.c - ioh_wrap_new_uri(): a wrap whose other end is a URI, not a file
+ *
+ * An NBD export (nbd://, nbds://, nbd+unix://, ...) has no fd the caller could open: the
+ * helper connects to it itself (iohelper takes the URI as IN or OUT), and the wrap hands
+ * back the caller's end of the data pipe as for a file. Everything after the spawn
+ * (progress, finish, errors, checksum) is the file wrap's. The wrap's path, which every
+ * message uses, is the URI without its secrets (ioh_nbd_safe_name(), as the helper's).
+ */
+#include "config.h"
+
+#include "iohwrap.h"
+#include "iohwrap-private.h"
+
+#include "ioh-nbd-uri.h"
+
+/* The helper's --connections bound (helper/cli/ioh-args.c). */
+#define URI_CONNECTIONS_MAX 16
+
+static IohWrap *
+uri_invalid(GError **error, const char *msg)
+{
+    g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID, "ioh_wrap_new_uri: %s", msg);
+    return NULL;
+}
+
+/* What ioh_wrap_new_uri() goes on with: the values checked, no fd to look at. */
+static gboolean
+uri_plan(const char *uri, gboolean save, const IohWrapParams *params,
+         const IohWrapOptions *options, IohwPlan *ret_plan, GError **error)
+{
+    static const IohWrapParams defaults = { 0 };
+
+    if (!uri || !ioh_nbd_is_uri(uri)) {
+        uri_invalid(error, "not an NBD URI (nbd://, nbds://, nbd+unix://, nbd+vsock://)");
+        return FALSE;
+    }
+    if (!params) {
+        params = &defaults;
+    }
+    if (!iohw_check_params(params, error) ||
+        (options && !iohw_check_checksum(save, NULL, options->verify_checksum, error))) {
+        return FALSE;
+    }
+    if (params->offset + params->length > IOH_OFFSET_MAX) {
+        uri_invalid(error, "offset + length ends past the largest offset the helper takes");
+        return FALSE;
+    }
+    if (!save && !params->length) {
+        uri_invalid(error, "a restore from a URI needs params->length (an export has a "
+                           "fixed size, larger than the stream)");
+        return FALSE;
+    }
+    *ret_plan = (IohwPlan){
+        .save = save,
+        .mode = IOH_CACHE_BUFFERED,
+        .offset = params->offset,
+        .length = params->length,
+        .start = params->offset,
+        .interval_ms = ioh_limits_status_interval(params->progress_interval_ms),
+    };
+    return TRUE;
+}
+
+IohWrap *
+ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd, const IohWrapParams *params,
+                 const IohWrapOptions *options, GError **error)
+{
+    g_autoptr(IohWrap) wrap = NULL;
+    g_autofree char *name = NULL;
+    IohwPlan plan;
+    int fd = -1;
+
+    if (!ret_fd) {
+        return uri_invalid(error, "ret_fd must not be NULL");
+    }
+    if (!uri_plan(uri, save, params, options, &plan, error)) {
+        return NULL;
+    }
+    name = ioh_nbd_safe_name(uri);
+    wrap = iohw_wrap_new(name, -1, &plan);
+    wrap->uri = g_strdup(uri);
+    wrap->options = iohw_options_copy(options);
+    if (!iohw_spawn(wrap, &fd, &plan, error)) {
+        return NULL;
+    }
+    *ret_fd = fd;
+    return g_steal_pointer(&wrap);
+}
+
+gboolean
+ioh_wrap_options_set_connections(IohWrapOptions *options, guint connections,
+                                 GError **error)
+{
+    if (!options) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_options_set_connections: options must not be NULL");
+        return FALSE;
+    }
+    if (connections > URI_CONNECTIONS_MAX) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_options_set_connections: %u connections is out of range "
+                    "(1 to %d, or 0 for the helper's default)", connections,
+                    URI_CONNECTIONS_MAX);
+        return FALSE;
+    }
+    options->connections = connections;
+    return TRUE;
+}

@@ -1,0 +1,329 @@
+/* test-libwrap-nbd.c - ioh_wrap_new_uri() against a real nbdkit on a unix socket
+ *
+ * Each case starts its own nbdkit (memory plugin) in a fresh directory; skipped with the
+ * reason when nbdkit is not installed (CI installs it).
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ioh-test.h"
+#include "iohwrap.h"
+
+typedef struct {
+    char *dir;
+    char *sock;
+    char *uri;
+    GPid pid;
+} Server;
+
+/* nbdkit --unix DIR/s.sock memory SIZE: it goes to the background once it serves. */
+static gboolean
+server_start(Server *s, const char *size)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *nbdkit = g_find_program_in_path("nbdkit");
+    g_autofree char *pidfile = NULL, *pid = NULL;
+    int status;
+
+    s->dir = ioht_workdir();
+    s->sock = g_build_filename(s->dir, "s.sock", NULL);
+    s->uri = g_strdup_printf("nbd+unix:///?socket=%s", s->sock);
+    if (!nbdkit) {
+        g_test_skip("nbdkit is not installed (Debian package nbdkit)");
+        return FALSE;
+    }
+    pidfile = g_build_filename(s->dir, "s.pid", NULL);
+    const char *argv[] = { nbdkit, "--unix", s->sock, "-P", pidfile, "memory", size, NULL };
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL,
+                               NULL, NULL, NULL, NULL, &status, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    /* The pid file comes from the background process, maybe after its parent exited. */
+    for (int i = 0; i < 500 && !g_file_get_contents(pidfile, &pid, NULL, NULL); i++) {
+        g_usleep(10000);
+    }
+    g_assert_nonnull(pid);
+    s->pid = (GPid)g_ascii_strtoll(pid, NULL, 10);
+    g_assert_cmpint(s->pid, >, 1);
+    return TRUE;
+}
+
+static void
+server_stop(Server *s)
+{
+    if (s->pid) {   /* a daemon, not our child: no waitpid */
+        kill(s->pid, SIGKILL);
+    }
+    if (s->dir) {
+        ioht_workdir_remove(s->dir);
+    }
+    g_free(s->dir);
+    g_free(s->sock);
+    g_free(s->uri);
+}
+
+/* A server of @size and a random source file of @len bytes in its directory: the
+ * file's path, or NULL when the case is skipped (the server is stopped then). */
+static char *
+server_with_source(Server *s, const char *size, guint64 len, guint32 seed)
+{
+    char *src;
+
+    if (!server_start(s, size)) {
+        server_stop(s);
+        return NULL;
+    }
+    src = g_build_filename(s->dir, "src", NULL);
+    ioht_write_random_file(src, len, seed);
+    return src;
+}
+
+/* Saves @src to @uri at @offset (checksum xxh3); the finish's result, *ret_sum. */
+static gboolean
+save(const char *uri, const char *src, guint64 offset, char **ret_sum, GError **error)
+{
+    IohWrapParams params = { .offset = offset, .progress_interval_ms = 10 };
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    g_autoptr(IohWrap) wrap = NULL;
+    GStatBuf st;
+    guint64 written = 0, synced = 0;
+    gboolean ok;
+    int fd = -1;
+
+    g_assert_cmpint(g_stat(src, &st), ==, 0);
+    g_assert_true(ioh_wrap_options_set_checksum(opts, "xxh3", NULL));
+    wrap = ioh_wrap_new_uri(uri, TRUE, &fd, &params, opts, error);
+    if (!wrap) {
+        return FALSE;
+    }
+    g_assert_true(ioh_wrap_is_spawned(wrap));
+    g_assert_cmpint(fd, >=, 0);
+    ioht_feed_file(src, fd);
+    ok = ioh_wrap_finish(wrap, error);
+    if (ok) {
+        ioh_wrap_get_progress(wrap, &written, &synced);
+        g_assert_cmpuint(written, ==, (guint64)st.st_size);
+        *ret_sum = g_strdup(ioh_wrap_get_checksum(wrap));
+    }
+    return ok;
+}
+
+static void
+test_roundtrip(void)
+{
+    Server s = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sum = NULL, *src = NULL, *dst = NULL;
+    IohWrapParams params = { .offset = 4096, .length = 3 * 1024 * 1024 + 1 };
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    g_autoptr(IohWrap) wrap = NULL;
+    int fd = -1;
+
+    src = server_with_source(&s, "16M", params.length, 13);
+    if (!src) {
+        return;
+    }
+    dst = g_build_filename(s.dir, "dst", NULL);
+    g_assert_true(save(s.uri, src, 4096, &sum, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(strlen(sum), ==, 16);
+    g_assert_true(ioh_wrap_options_set_verify_checksum(opts, sum, NULL));
+    g_assert_true(ioh_wrap_options_set_connections(opts, 1, NULL));
+    wrap = ioh_wrap_new_uri(s.uri, FALSE, &fd, &params, opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(ioht_drain_to_file(fd, dst), ==, params.length);
+    g_assert_true(ioh_wrap_finish(wrap, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(ioh_wrap_get_checksum(wrap), ==, sum);
+    g_assert_true(ioht_files_equal(src, dst));
+    server_stop(&s);
+}
+
+typedef struct {
+    GMainLoop *loop;
+    IohWrap *wrap;
+    guint calls;
+    guint64 last;
+    gboolean ok;
+    GError *error;
+} Async;
+
+static void
+on_progress(guint64 written, guint64 synced, gpointer data)
+{
+    Async *a = data;
+
+    g_assert_cmpuint(synced, <=, written);
+    g_assert_cmpuint(written, >=, a->last);   /* never decreasing */
+    a->last = written;
+    a->calls++;
+}
+
+static void
+on_finished(GObject *source, GAsyncResult *result, gpointer data)
+{
+    Async *a = data;
+
+    g_assert_null(source);
+    a->ok = ioh_wrap_finish_finish(a->wrap, result, &a->error);
+    g_main_loop_quit(a->loop);
+}
+
+/* Progress in a GMainLoop with an async finish, as a daemon runs it: the callbacks
+ * reach the stream's size, the finish says success. */
+static void
+test_progress_async(void)
+{
+    Server s = { 0 };
+    Async a = { 0 };
+    IohWrapParams params = { .progress_interval_ms = 10 };
+    g_autoptr(IohWrap) wrap = NULL;
+    g_autofree char *src = NULL;
+    int fd = -1;
+
+    src = server_with_source(&s, "64M", 32 * 1024 * 1024 + 7, 9);
+    if (!src) {
+        return;
+    }
+    wrap = ioh_wrap_new_uri(s.uri, TRUE, &fd, &params, NULL, NULL);
+    g_assert_nonnull(wrap);
+    ioh_wrap_set_progress_func(wrap, on_progress, &a, NULL);
+    ioht_pump_join(ioht_feed_start(fd, &(IohtPumpOpts){ .path = src, .keep_open = TRUE }),
+                   NULL);
+    a.loop = g_main_loop_new(NULL, FALSE);
+    a.wrap = wrap;
+    ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
+    g_main_loop_run(a.loop);
+    g_assert_no_error(a.error);
+    g_assert_true(a.ok);
+    g_test_message("%u progress callbacks", a.calls);
+    g_assert_cmpuint(a.calls, >=, 1);
+    g_assert_cmpuint(a.last, ==, 32 * 1024 * 1024 + 7);
+    g_main_loop_unref(a.loop);
+    server_stop(&s);
+}
+
+static void
+test_too_small(void)
+{
+    Server s = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sum = NULL, *src = NULL, *want = NULL;
+
+    src = server_with_source(&s, "1M", 2 * 1024 * 1024, 5);
+    if (!src) {
+        return;
+    }
+    g_assert_false(save(s.uri, src, 0, &sum, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    want = g_strdup_printf("export %s is 1048576 bytes, the stream needs more", s.uri);
+    g_assert_nonnull(strstr(error->message, want));
+    server_stop(&s);
+}
+
+/* No server, and a URI holding a secret in its query: the error names neither. */
+static void
+test_no_server(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *dir = ioht_workdir();
+    g_autofree char *src = g_build_filename(dir, "src", NULL);
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///?socket=%s/none.sock"
+                                           "&tls-psk-file=/SECRET", dir);
+    g_autofree char *sum = NULL;
+    g_autofree char *want = g_strdup_printf("connect nbd+unix:///?socket=%s/none.sock: "
+                                            "connect: No such file or directory", dir);
+
+    ioht_write_random_file(src, 65536, 1);
+    g_assert_false(save(uri, src, 0, &sum, &error));
+    /* the helper's line, naming the export by its socket only */
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_assert_cmpstr(error->message, ==, want);
+    ioht_workdir_remove(dir);
+}
+
+/* The server killed mid-save: a failure, never a success. */
+static void
+test_killed(void)
+{
+    Server s = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrap) wrap = NULL;
+    g_autofree char *src = NULL;
+    int fd = -1;
+
+    src = server_with_source(&s, "256M", 64 * 1024 * 1024, 3);
+    if (!src) {
+        return;
+    }
+    wrap = ioh_wrap_new_uri(s.uri, TRUE, &fd, NULL, NULL, &error);
+    g_assert_no_error(error);
+    IohtPump *p = ioht_feed_start(fd, &(IohtPumpOpts){ .path = src,
+                                                      .stall_at = 8 * 1024 * 1024,
+                                                      .stall_ms = 300, .keep_open = TRUE });
+    g_usleep(150000);
+    kill(s.pid, SIGKILL);
+    ioht_pump_join(p, NULL);
+    g_assert_false(ioh_wrap_finish(wrap, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("%s", error->message);
+    g_assert_nonnull(strstr(error->message, s.sock));
+    server_stop(&s);
+}
+
+static void
+test_refuses(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    int fd = 77;
+
+    g_assert_null(ioh_wrap_new_uri("/tmp/x.save", TRUE, &fd, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "not an NBD URI"));
+    g_clear_error(&error);
+    g_assert_null(ioh_wrap_new_uri("nbd://localhost/x", FALSE, &fd, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "needs params->length"));
+    g_clear_error(&error);
+    g_assert_null(ioh_wrap_new_uri("nbd://localhost/x", TRUE, NULL, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_false(ioh_wrap_options_set_connections(opts, 17, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_true(ioh_wrap_options_set_verify_checksum(opts, "0123456789abcdef", NULL));
+    g_assert_null(ioh_wrap_new_uri("nbd://localhost/x", TRUE, &fd, NULL, opts, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_cmpint(fd, ==, 77);
+    g_clear_error(&error);
+    /* connections on a file wrap: the helper would refuse them, so does the library */
+    g_assert_true(ioh_wrap_options_set_verify_checksum(opts, NULL, NULL));
+    g_assert_true(ioh_wrap_options_set_connections(opts, 2, NULL));
+    fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    g_assert_null(ioh_wrap_new_with_options(&fd, NULL, IOH_WRAP_POLLABLE, NULL, opts,
+                                            &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "connections apply to an NBD URI"));
+    close(fd);
+}
+
+int
+main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/libwrap/nbd/refuses", test_refuses);
+    g_test_add_func("/libwrap/nbd/roundtrip", test_roundtrip);
+    g_test_add_func("/libwrap/nbd/progress-async", test_progress_async);
+    g_test_add_func("/libwrap/nbd/too-small", test_too_small);
+    g_test_add_func("/libwrap/nbd/no-server", test_no_server);
+    g_test_add_func("/libwrap/nbd/killed-server", test_killed);
+    return g_test_run();
+}

@@ -1,0 +1,351 @@
+/* test-nbd.c - qemu-iohelper saves a real QEMU guest to an NBD export and restores it
+ * from there: nbdkit (memory, file) and qemu-nbd serving a qcow2, each started here on a
+ * unix socket; and the failures: an export too small, the server killed mid-save (the
+ * placeholder stays: a restore refuses the image). Skipped with the reason when QEMU,
+ * nbdkit or qemu-nbd is missing (CI installs them). */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "ioh-test.h"
+#include "qg-image-nbd.h"
+#include "qg-test.h"
+
+static char *workdir;
+static char *data_file;    /* what the source guest holds */
+static char *other_file;   /* what the destination holds before the restore */
+
+typedef struct {
+    GPid pid;
+    char *sock;
+    char *uri;
+} Server;
+
+/* Starts @argv (the server, serving on @s->sock) and waits for its socket. */
+static gboolean
+server_start(Server *s, const char *const *argv)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *prog = g_find_program_in_path(argv[0]);
+
+    if (!qgt_qemu_binary() || !prog) {
+        g_test_skip(prog ? "qemu-system-x86_64 is not installed"
+                         : "nbdkit or qemu-nbd is not installed (Debian nbdkit, qemu-utils)");
+        return FALSE;
+    }
+    g_unlink(s->sock);
+    g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
+                                G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH |
+                                G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &s->pid, &error));
+    for (int i = 0; i < 1000 && !g_file_test(s->sock, G_FILE_TEST_EXISTS); i++) {
+        g_usleep(10000);
+    }
+    g_assert_true(g_file_test(s->sock, G_FILE_TEST_EXISTS));
+    return TRUE;
+}
+
+static Server *
+server_new(const char *name)
+{
+    Server *s = g_new0(Server, 1);
+
+    s->sock = g_build_filename(workdir, name, NULL);
+    s->uri = g_strdup_printf("nbd+unix:///?socket=%s", s->sock);
+    return s;
+}
+
+static void
+server_kill(Server *s)
+{
+    if (s->pid) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        g_spawn_close_pid(s->pid);
+        s->pid = 0;
+    }
+}
+
+static void
+server_free(Server *s)
+{
+    server_kill(s);
+    g_unlink(s->sock);
+    g_free(s->sock);
+    g_free(s->uri);
+    g_free(s);
+}
+
+/* nbdkit PLUGIN ARG, or with @filter (e.g. "delay") that filter and its @farg
+ * ("delay-write=2000ms"). */
+static gboolean
+nbdkit(Server *s, const char *plugin, const char *arg, const char *filter,
+       const char *farg)
+{
+    g_autofree char *fopt = g_strdup_printf("--filter=%s", filter ? filter : "");
+    const char *argv[] = { "nbdkit", "-f", "--unix", s->sock, plugin, arg, NULL };
+    const char *fargv[] = { "nbdkit", "-f", "--unix", s->sock, fopt, plugin, arg, farg,
+                            NULL };
+
+    return server_start(s, filter ? fargv : argv);
+}
+
+/* The tool on @q with @cmd and @uri: its exit code, *ret_err its stderr. */
+static int
+tool(const char *cmd, QgtQemu *q, const char *uri, char **ret_err)
+{
+    const char *args[] = { cmd, "--qmp", q->sock, uri, NULL };
+
+    return qgt_tool_run_timeout(args, 240, NULL, ret_err);
+}
+
+/* Saves a guest holding data_file to @uri, restores it into another, compares RAM. */
+static void
+roundtrip(const char *uri)
+{
+    g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
+    g_autoptr(QgImageNbd) img = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    g_autofree char *out = NULL, *err = NULL;
+    /* a query secret (libnbd ignores tls-psk-file without TLS): never printed */
+    g_autofree char *secret_uri = g_strdup_printf("%s&tls-psk-file=/SECRET", uri);
+    QgtQemu *q = qgt_qemu_start(data_file, FALSE);
+    const char *args[] = { "save", "--qmp", q->sock, secret_uri, "--stats=json", NULL };
+
+    g_assert_cmpint(qgt_tool_run_timeout(args, 240, &out, &err), ==, 0);
+    g_assert_nonnull(strstr(out, "\"file\":\"nbd+unix:///?socket="));
+    g_assert_null(strstr(out, "SECRET"));
+    g_assert_null(strstr(err, "SECRET"));
+    qgt_qemu_stop(q);
+    img = qg_image_nbd_open(uri, FALSE, NULL);
+    g_assert_nonnull(img);
+    info = qg_image_nbd_read_header(img, NULL);   /* the final header, complete */
+    g_assert_nonnull(info);
+    g_assert_cmpuint(info->stream_length, >, QGT_DATA_SIZE);
+    g_clear_pointer(&img, qg_image_nbd_free);     /* qemu-nbd: one client at a time */
+    q = qgt_qemu_start(other_file, TRUE);
+    g_assert_cmpint(tool("restore", q, uri, NULL), ==, 0);
+    qgt_qemu_pmemsave(q, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, data_file));
+    qgt_qemu_stop(q);
+    g_unlink(dump);
+}
+
+static void
+test_nbdkit_memory(void)
+{
+    Server *s = server_new("mem.sock");
+
+    if (nbdkit(s, "memory", "300M", NULL, NULL)) {
+        roundtrip(s->uri);
+    }
+    server_free(s);
+}
+
+static void
+test_qemu_nbd_qcow2(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "disk.qcow2", NULL);
+    const char *mk[] = { "qemu-img", "create", "-q", "-f", "qcow2", disk, "300M", NULL };
+    Server *s = server_new("qnbd.sock");
+    /* one client at a time (qemu-nbd's default): the tool's header connection and the
+     * helper's never overlap */
+    const char *argv[] = { "qemu-nbd", "--persistent", "--format=qcow2",
+                           "--socket", s->sock, disk, NULL };
+    g_autofree char *qemu_img = g_find_program_in_path("qemu-img");
+
+    if (!qemu_img) {
+        g_test_skip("qemu-img is not installed (Debian qemu-utils)");
+    } else {
+        mk[0] = qemu_img;
+        g_assert_cmpint(ioht_run((char **)mk, -1, -1, NULL), ==, 0);
+        if (server_start(s, argv)) {
+            roundtrip(s->uri);
+        }
+    }
+    server_free(s);
+    g_unlink(disk);
+}
+
+/* 64 MiB for a 256 MiB guest: refused before QEMU sends a byte; no header written. */
+static void
+test_too_small(void)
+{
+    Server *s = server_new("small.sock");
+    g_autofree char *err = NULL, *want = NULL, *status = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QgImageNbd) img = NULL;
+    QgtQemu *q;
+
+    if (!nbdkit(s, "memory", "64M", NULL, NULL)) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    g_assert_cmpint(tool("save", q, s->uri, &err), ==, 1);
+    qgt_assert_one_line(err);
+    want = g_strdup_printf("export %s is 67108864 bytes, the image needs at least", s->uri);
+    g_assert_nonnull(strstr(err, want));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");   /* never migrated, never paused by us */
+    qgt_qemu_stop(q);
+    img = qg_image_nbd_open(s->uri, FALSE, NULL);
+    g_assert_null(qg_image_nbd_read_header(img, &error));
+    g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_BAD_MAGIC);   /* zeros */
+    server_free(s);
+}
+
+/* What is left to read on @fd (closed). */
+static char *
+read_all(int fd)
+{
+    GString *out = g_string_new(NULL);
+    char buf[4096];
+    ssize_t n;
+
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        g_string_append_len(out, buf, n);
+    }
+    close(fd);
+    return g_string_free(out, FALSE);
+}
+
+/* Waits until the export's header is the placeholder (the save is in flight). */
+static void
+wait_placeholder(const char *uri)
+{
+    for (int i = 0; i < 3000; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(QgImageNbd) img = qg_image_nbd_open(uri, FALSE, NULL);
+        g_autoptr(QgImageInfo) info = img ? qg_image_nbd_read_header(img, &error) : NULL;
+
+        if (g_error_matches(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_INCOMPLETE)) {
+            return;
+        }
+        g_usleep(10000);
+    }
+    g_assert_not_reached();
+}
+
+/* nbdkit file (slowed by the delay filter) killed mid-stream: the tool fails, the file
+ * keeps the placeholder, and a restore from it (served again) refuses it. */
+static void
+test_killed_server(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "killed.img", NULL);
+    g_autofree char *err = NULL;
+    g_autoptr(GError) error = NULL;
+    Server *s = server_new("killed.sock");
+    const char *args[] = { qgt_tool(), "save", "--qmp", NULL, s->uri, NULL };
+    QgtQemu *q;
+    GPid pid;
+    int status, err_fd = -1;
+
+    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
+    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
+    if (!nbdkit(s, "file", disk, "delay", "delay-write=2000ms")) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    args[3] = q->sock;
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)args, NULL,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+                                           NULL, NULL, &err_fd, &error));
+    /* Every write waits 2 s: the 64 MiB stream (256 requests of 256 KiB, at most 64
+     * in flight) cannot be through in less than 8 s; 1 s after the placeholder, the
+     * helper is mid-stream. */
+    wait_placeholder(s->uri);
+    g_usleep(G_USEC_PER_SEC);
+    server_kill(s);
+    g_assert_true(ioht_wait_timeout(pid, 120000, &status));
+    err = read_all(err_fd);
+    g_test_message("status %d, stderr: %s", status, err);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    g_assert_nonnull(strstr(err, s->sock));   /* names the export */
+    g_clear_pointer(&err, g_free);
+    qgt_qemu_stop(q);
+    g_assert_true(nbdkit(s, "file", disk, NULL, NULL));
+    q = qgt_qemu_start(other_file, TRUE);
+    g_assert_cmpint(tool("restore", q, s->uri, &err), ==, 1);
+    g_assert_nonnull(strstr(err, "incomplete image"));
+    qgt_qemu_stop(q);
+    server_free(s);
+    g_unlink(disk);
+}
+
+/* What the source guest holds (seed 1) and what the destination holds before (seed 2). */
+static void
+make_guest_data(void)
+{
+    char **files[] = { &data_file, &other_file };
+
+    workdir = ioht_workdir();
+    for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree char *name = g_strdup_printf("guest-%u.bin", i + 1);
+
+        *files[i] = g_build_filename(workdir, name, NULL);
+        ioht_write_random_file(*files[i], QGT_DATA_SIZE, i + 1);
+    }
+}
+
+/* A complete image on nbdkit file, served again through the truncate filter as an
+ * export shorter than the stream its header announces: the restore refuses it before
+ * QEMU gets a byte. */
+static void
+test_truncated(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "trunc.img", NULL);
+    g_autofree char *err = NULL, *status = NULL;
+    Server *s = server_new("trunc.sock");
+    QgtQemu *q;
+
+    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
+    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
+    if (!nbdkit(s, "file", disk, NULL, NULL)) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    g_assert_cmpint(tool("save", q, s->uri, NULL), ==, 0);
+    qgt_qemu_stop(q);
+    server_kill(s);
+    g_assert_true(nbdkit(s, "file", disk, "truncate", "truncate=32M"));
+    q = qgt_qemu_start(other_file, TRUE);
+    g_assert_cmpint(tool("restore", q, s->uri, &err), ==, 1);
+    g_assert_nonnull(strstr(err, "image truncated"));
+    g_assert_nonnull(strstr(err, "the export is 33554432 bytes"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "inmigrate");   /* untouched: still waits */
+    qgt_qemu_stop(q);
+    server_free(s);
+    g_unlink(disk);
+}
+
+int
+main(int argc, char **argv)
+{
+    int ret;
+
+    signal(SIGPIPE, SIG_IGN);   /* a killed helper: EPIPE, not death */
+    g_test_init(&argc, &argv, NULL);
+    if (argc < 2) {
+        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
+        return 2;
+    }
+    make_guest_data();
+    qgt_set_tool(argv[1]);
+
+    g_test_add_func("/qemu/nbd/roundtrip/nbdkit-memory", test_nbdkit_memory);
+    g_test_add_func("/qemu/nbd/roundtrip/qemu-nbd-qcow2", test_qemu_nbd_qcow2);
+    g_test_add_func("/qemu/nbd/error/too-small", test_too_small);
+    g_test_add_func("/qemu/nbd/error/killed-server", test_killed_server);
+    g_test_add_func("/qemu/nbd/error/truncated-export", test_truncated);
+    ret = g_test_run();
+    ioht_workdir_remove(workdir);
+    g_free(data_file);
+    g_free(other_file);
+    g_free(workdir);
+    return ret;
+}

@@ -5,6 +5,7 @@
 #include "ioh-budget.h"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,49 +80,66 @@ make_src(const IohtDir *fx, const char *name, guint64 size, guint32 seed)
     return path;
 }
 
+/* FALSE (the test skipped) where O_DIRECT is refused: the ring serves O_DIRECT saves. */
+static gboolean
+has_direct(const IohtDir *fx)
+{
+    if (!ioht_dir_supports_direct(fx->dir)) {
+        g_test_skip("no O_DIRECT here");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* One save of @src fed as @feed (its path by default) with @budget (NULL: none), which
+ * must succeed byte-exact: what the helper logged (free it). */
+static char *
+save_checked(const IohtDir *fx, const char *src, const char *budget, IohtPumpOpts *feed)
+{
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    IohtPumpOpts whole = { .path = src };
+    char *err = NULL;
+    Save sv = save_start(dst, run, budget, feed ? feed : &whole);
+
+    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    g_assert_true(ioht_files_equal(src, dst));
+    return err;
+}
+
 /* A fast producer, an O_DIRECT sink: the writer is the bottleneck, the ring grows. */
 static void
 test_grow(IohtDir *fx, gconstpointer data)
 {
-    g_autofree char *src = make_src(fx, "src", 96 * MIB, 1);
-    g_autofree char *dst = ioht_dir_path(fx, "dst");
-    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *src = NULL;
     g_autofree char *err = NULL;
-    IohtPumpOpts feed = { .path = src };
-    Save sv;
 
     (void)data;
-    if (!ioht_dir_supports_direct(fx->dir)) {
-        g_test_skip("no O_DIRECT here");
+    if (!has_direct(fx)) {
         return;
     }
-    sv = save_start(dst, run, NULL, &feed);
-    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    src = make_src(fx, "src", 96 * MIB, 1);
+    err = save_checked(fx, src, NULL, NULL);
     g_assert_nonnull(strstr(err, "strategy: ring of 2 buffers"));
     g_assert_nonnull(strstr(err, "ring: grown to 3 buffers"));
-    g_assert_true(ioht_files_equal(src, dst));
 }
 
 /* A producer that stops for 1.5 s: the ring gives back all but one buffer. */
 static void
 test_shrink_stall(IohtDir *fx, gconstpointer data)
 {
-    g_autofree char *src = make_src(fx, "src", 64 * MIB, 2);
-    g_autofree char *dst = ioht_dir_path(fx, "dst");
-    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *src = NULL;
     g_autofree char *err = NULL;
-    IohtPumpOpts feed = { .path = src, .stall_at = 40 * MIB, .stall_ms = 1500 };
-    Save sv;
+    IohtPumpOpts feed = { .stall_at = 40 * MIB, .stall_ms = 1500 };
 
     (void)data;
-    if (!ioht_dir_supports_direct(fx->dir)) {
-        g_test_skip("no O_DIRECT here");
+    if (!has_direct(fx)) {
         return;
     }
-    sv = save_start(dst, run, NULL, &feed);
-    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    src = make_src(fx, "src", 64 * MIB, 2);
+    feed.path = src;
+    err = save_checked(fx, src, NULL, &feed);
     g_assert_nonnull(strstr(err, "ring: shrunk to 1 buffers (a stall"));
-    g_assert_true(ioht_files_equal(src, dst));
 }
 
 typedef struct {
@@ -166,8 +184,7 @@ test_shrink_slow(IohtDir *fx, gconstpointer data)
     Save sv;
 
     (void)data;
-    if (!ioht_dir_supports_direct(fx->dir)) {
-        g_test_skip("no O_DIRECT here");
+    if (!has_direct(fx)) {
         return;
     }
     g_assert_true(g_file_get_contents(src, &bytes, &f.len, NULL));
@@ -195,27 +212,21 @@ sampler_main(gpointer data)
 {
     Sampler *s = data;
 
-    while (!g_atomic_int_get(&s->stop)) {
-        gint64 sum = ioh_budget_sum(s->run);
-
-        s->max = MAX(s->max, sum);
-        s->samples++;
-        g_usleep(2000);
+    for (; !g_atomic_int_get(&s->stop); s->samples++, g_usleep(2000)) {
+        s->max = MAX(s->max, ioh_budget_sum(s->run));
     }
     return NULL;
 }
 
 /* The lease files in @run. */
-static guint
+static gsize
 count_leases(const char *run)
 {
-    g_autoptr(GDir) d = g_dir_open(run, 0, NULL);
-    const char *name;
-    guint n = 0;
+    g_autofree char *pattern = g_strdup_printf("%s/*.lease", run);
+    glob_t g = { 0 };
+    gsize n = glob(pattern, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
 
-    while (d && (name = g_dir_read_name(d))) {
-        n += g_str_has_suffix(name, ".lease");
-    }
+    globfree(&g);
     return n;
 }
 
@@ -245,8 +256,7 @@ test_budget_kills(IohtDir *fx, gconstpointer data)
     guint done = 0;
 
     (void)data;
-    if (!ioht_dir_supports_direct(fx->dir)) {
-        g_test_skip("no O_DIRECT here");
+    if (!has_direct(fx)) {
         return;
     }
     g_assert_no_errno(g_mkdir_with_parents(run, 0755));
@@ -284,35 +294,78 @@ test_budget_kills(IohtDir *fx, gconstpointer data)
 static void
 test_budget_none_left(IohtDir *fx, gconstpointer data)
 {
-    g_autofree char *src = make_src(fx, "src", 24 * MIB, 5);
-    g_autofree char *dst = ioht_dir_path(fx, "dst");
-    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *src = NULL;
     g_autofree char *err = NULL;
-    IohtPumpOpts feed = { .path = src };
-    Save sv;
 
     (void)data;
-    if (!ioht_dir_supports_direct(fx->dir)) {
-        g_test_skip("no O_DIRECT here");
+    if (!has_direct(fx)) {
         return;
     }
-    sv = save_start(dst, run, "0", &feed);
-    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    src = make_src(fx, "src", 24 * MIB, 5);
+    err = save_checked(fx, src, "0", NULL);
     g_assert_nonnull(strstr(err, "strategy: ring of 1 buffers"));
     g_assert_null(strstr(err, "ring: grown"));
-    g_assert_true(ioht_files_equal(src, dst));
 }
+
+/* libvirt's form (an O_DIRECT save) passes no options: the budget comes from $IOHELPER_CONF's key file; a
+ * value that is not a size is a usage error naming the file. */
+static void
+test_conf(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = make_src(fx, "src", 24 * MIB, 6);
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *conf = ioht_dir_path(fx, "iohelper.conf");
+    g_autofree char *err = NULL;
+    g_auto(GStrv) env = helper_env(run);
+    const char *args[] = { dst, "1", NULL };
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+    int fds[] = { out };
+    IohtSpawn s = { .args = args, .in_fd = in, .out_fd = -1, .extra_fds = fds,
+                    .extra_targets = (const int[]){ 1 }, .n_extra = 1 };
+
+    (void)data;
+    if (out < 0) {
+        g_test_skip("no O_DIRECT here");    /* the ring (and its budget) is O_DIRECT's */
+        close(in);
+        return;
+    }
+    env = g_environ_setenv(env, "IOHELPER_CONF", conf, TRUE);
+    s.env = (const char *const *)env;
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget = 2M\n", -1, NULL));
+    g_assert_cmpint(ioht_exit_code(ioht_spawn_wait(&s, &err)), ==, 0);
+    g_assert_nonnull(strstr(err, "budget 2097152"));
+    g_assert_true(ioht_files_equal(src, dst));
+    g_clear_pointer(&err, g_free);
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget=lots\n", -1, NULL));
+    g_assert_cmpint(ioht_exit_code(ioht_spawn_wait(&s, &err)), ==, 2);
+    g_assert_nonnull(strstr(err, conf));
+    g_assert_nonnull(strstr(err, "invalid size 'lots'"));
+    close(in);
+    close(out);
+}
+
+static const struct {
+    const char *path;
+    void (*test)(IohtDir *fx, gconstpointer data);
+} tests[] = {
+    { "/budget/grow", test_grow },
+    { "/budget/shrink-stall", test_shrink_stall },
+    { "/budget/shrink-slow", test_shrink_slow },
+    { "/budget/kills", test_budget_kills },
+    { "/budget/none-left", test_budget_none_left },
+    { "/budget/conf", test_conf },
+};
 
 int
 main(int argc, char **argv)
 {
-    g_test_init(&argc, &argv, NULL);
     /* A feed into a helper killed on purpose meets EPIPE, not a signal. */
     signal(SIGPIPE, SIG_IGN);
-    ioht_dir_add("/budget/grow", NULL, test_grow);
-    ioht_dir_add("/budget/shrink-stall", NULL, test_shrink_stall);
-    ioht_dir_add("/budget/shrink-slow", NULL, test_shrink_slow);
-    ioht_dir_add("/budget/kills", NULL, test_budget_kills);
-    ioht_dir_add("/budget/none-left", NULL, test_budget_none_left);
+    g_test_init(&argc, &argv, NULL);
+    for (gsize i = 0; i < G_N_ELEMENTS(tests); i++) {
+        ioht_dir_add(tests[i].path, NULL, tests[i].test);
+    }
     return g_test_run();
 }

@@ -295,6 +295,11 @@ main(int argc, char **argv)
         return 0;
     }
 
+    /* The host's budget for buffers (ioh-budget.h): a lease given back at exit. */
+    g_autoptr(IohBudget) budget = args.has_memory_budget
+                                      ? ioh_budget_new(args.memory_budget, NULL) : NULL;
+    args.copy.budget = budget;
+
     /* Colliding parts are a usage error: nothing opened, nothing recorded. */
     ok = ioh_clash_check(&args, &error) && run(&args, &stats, &error);
     if (!ok && g_error_matches(error, IOH_ARGS_ERROR, 0)) {

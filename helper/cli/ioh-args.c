@@ -48,6 +48,8 @@ static const char usage_text[] =
     "  --request-size=SIZE    NBD: bytes per command (default 256K)\n"
     "  --stall-timeout=SEC    NBD: fail when the server sends nothing for SEC seconds\n"
     "                         while commands are in flight (default: wait)\n"
+    "  --memory-budget=SIZE   buffers of all helpers on the host beyond one each\n"
+    "                         (default: memory-budget in /etc/iohelper.conf, else none)\n"
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
@@ -254,6 +256,7 @@ static const struct {
     { "threads", OPT_VALUE },
     { "connections", OPT_VALUE },    { "requests", OPT_VALUE },
     { "request-size", OPT_VALUE },   { "stall-timeout", OPT_VALUE },
+    { "memory-budget", OPT_VALUE },
 };
 
 /* --compress=zstd[:LEVEL], LEVEL within ioh-limits.h's bounds (negative: zstd's fast
@@ -467,6 +470,12 @@ apply_option(IohArgs *a, const char *name, const char *val, GError **error)
             return FALSE;
         }
         a->copy.progress_interval_us = (gint64)v * 1000;
+    } else if (g_str_equal(name, "memory-budget")) {
+        if (!parse_bounded("--memory-budget", val, 0, IOH_LENGTH_MAX, &v, error)) {
+            return FALSE;
+        }
+        a->has_memory_budget = TRUE;
+        a->memory_budget = v;
     } else if (g_str_equal(name, "record")) {
         if (!*val) {
             return usage_error(error, "--record: empty file name");
@@ -526,6 +535,38 @@ parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
         return apply_option(a, name, val, error);
     }
     return usage_error(error, "unknown option '--%s'", name);
+}
+
+/* Without --memory-budget: memory-budget in [iohelper] of the config file, if any (libvirt
+ * passes no options, so its form reads it too). A missing file or key: no budget. */
+static gboolean
+read_conf(IohArgs *a, GError **error)
+{
+    const char *env = g_getenv("IOHELPER_CONF");
+    const char *path = env && *env ? env : IOH_ARGS_CONF;
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) err = NULL;
+    g_autofree char *val = NULL;
+    guint64 v;
+
+    if (a->has_memory_budget) {
+        return TRUE;
+    }
+    if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &err)) {
+        return g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT) ||
+               usage_error(error, "%s: %s", path, err->message);
+    }
+    val = g_key_file_get_string(kf, "iohelper", "memory-budget", NULL);
+    if (!val) {
+        return TRUE;
+    }
+    g_strstrip(val);
+    if (!parse_bounded("memory-budget", val, 0, IOH_LENGTH_MAX, &v, &err)) {
+        return usage_error(error, "%s: %s", path, err->message);
+    }
+    a->has_memory_budget = TRUE;
+    a->memory_budget = v;
+    return TRUE;
 }
 
 /* An NBD URI on one side: the other is the stream; an export has no end of stream. */
@@ -623,7 +664,7 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
             return FALSE;
         }
     }
-    return check_nbd(a, error);
+    return check_nbd(a, error) && read_conf(a, error);
 }
 
 gboolean

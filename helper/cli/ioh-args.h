@@ -60,7 +60,13 @@ typedef struct {
     gboolean decompress;     /* --decompress (a restore) */
     const char *filters[3];  /* with either: the checksum on the stream side of (un)zstd */
     gboolean nbd_option;     /* --connections, --requests or --request-size given */
+    gboolean has_memory_budget;  /* --memory-budget, or memory-budget in the config file */
+    guint64 memory_budget;
 } IohArgs;
+
+/* The host's config file: $IOHELPER_CONF, else this. A key file; its group [iohelper]
+ * may set memory-budget=SIZE, the default of --memory-budget (read in both forms). */
+#define IOH_ARGS_CONF "/etc/iohelper.conf"
 
 /* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */
 gboolean ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error);

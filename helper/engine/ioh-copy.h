@@ -9,6 +9,7 @@
 
 #include <gio/gio.h>
 
+#include "ioh-budget.h"
 #include "ioh-cache-mode.h"
 #include "ioh-file.h"
 #include "ioh-stats.h"
@@ -46,6 +47,8 @@ typedef struct {
     gsize nbd_request_size;     /* NBD end: bytes per command (0: default, ioh-nbd.h) */
     guint nbd_stall_timeout;    /* NBD end: seconds without a byte from the server, with
                                  * commands in flight, that fail the copy (0: none) */
+    IohBudget *budget;          /* the host's budget for buffers beyond the first (the
+                                 * ring grows within it, ioh-budget.h); NULL: none */
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)

@@ -4,7 +4,17 @@
  * Slots are numbered by monotonic counters: [drained, filled) hold data in stream order,
  * [filled, claimed) are being read (several at once by parallel readers, each completing
  * in any order: `done`), and [claimed, drained + n) are free. Slot s holds stream bytes
- * from s * slot on.
+ * from s * slot on, in the buffer map[s % n] of c->mem.
+ *
+ * The ring grows and shrinks (docs/engine.md): it starts with two buffers (the readers'
+ * number for parallel readers) out of the n allocated, and the writer adds one while it
+ * is the bottleneck (a reader waited for a free buffer, the writer never for data) and
+ * the budget (ioh-budget.h) has room for it; it drops a free one when the ring stays
+ * mostly empty (a slow producer), and all but one when nothing came for a second (a
+ * stall). A dropped buffer's pages go back to the kernel (MADV_DONTNEED) and its share of
+ * the budget to the other helpers. Buffers are handed out from a queue of free ones in
+ * the order they came back, so consecutive slots mostly sit in consecutive buffers, which
+ * an O_DIRECT destination writes at once.
  *
  * The first error of any thread is kept and stops the others: the writer sees it at its
  * next slot; a reader of a stream waits in poll() on the stream and the copy's cancel, so
@@ -14,6 +24,7 @@
 #include "ioh-layer.h"
 #include "ioh-error.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* An O_DIRECT destination gets consecutive full slots coalesced into one write, up to
@@ -22,13 +33,31 @@
  * would not help: extending O_DIRECT writes hold ext4's inode lock for their duration. */
 #define IOH_RING_MAX_SPAN 4
 
+/* The writer looks at the waits at least this often, or every 2 x buffers slots. */
+#define IOH_RING_WINDOW_US (250 * 1000)
+/* Nothing to write for this long is a stall: the ring shrinks to one buffer. */
+#define IOH_RING_STALL_US G_USEC_PER_SEC
+/* After the budget said no, the next ask waits this long. */
+#define IOH_RING_BUDGET_RETRY_US G_USEC_PER_SEC
+
 typedef struct {
     IohCopy *c;
     gsize *len;              /* bytes held by each slot (slot, except the last of a stream) */
     gboolean *done;          /* read complete, not yet drained */
+    guint *map;              /* slot s is in buffer map[s % n] */
+    guint *pool;             /* the free buffers, a queue: pool[(head + i) % n] */
+    gboolean *used;          /* buffer i belongs to the ring (free or holding a slot) */
+    guint head, nfree;
+    guint cap;               /* buffers the ring has now (1 to n) */
+    guint floor;             /* a slow producer's ring shrinks to this */
+    guint full_waits;        /* readers that found no free buffer (this window) */
+    guint empty_waits;       /* times the writer found nothing to write (this window) */
+    guint takes;             /* writes (this window) */
+    gint64 window_us;        /* start of the window */
+    gint64 budget_retry_us;  /* no ask to the budget before this */
     GMutex lock;
     GCond cond;
-    guint n;                 /* slots */
+    guint n;                 /* slots (buffers allocated, at most in the ring) */
     guint readers;           /* reader threads */
     guint64 claimed;         /* slots taken by a reader */
     guint64 filled;          /* slots handed to the writer (all done, in order) */
@@ -80,7 +109,10 @@ ring_claim(IohRing *r, guint64 *ret_seq)
     gboolean ok;
 
     g_mutex_lock(&r->lock);
-    while (!r->stop && r->claimed < r->end_seq && r->claimed - r->drained == r->n) {
+    if (!r->stop && r->claimed < r->end_seq && r->nfree == 0) {
+        r->full_waits++;
+    }
+    while (!r->stop && r->claimed < r->end_seq && r->nfree == 0) {
         g_cond_wait(&r->cond, &r->lock);
     }
     if (!r->stop && opts->has_length && r->claimed * r->c->slot >= opts->length) {
@@ -89,6 +121,9 @@ ring_claim(IohRing *r, guint64 *ret_seq)
     }
     ok = !r->stop && r->claimed < r->end_seq;
     if (ok) {
+        r->map[r->claimed % r->n] = r->pool[r->head];
+        r->head = (r->head + 1) % r->n;
+        r->nfree--;
         *ret_seq = r->claimed++;
     }
     g_mutex_unlock(&r->lock);
@@ -111,7 +146,7 @@ reader_main(gpointer data)
         guint64 off = seq * c->slot;
         gsize want = c->opts->has_length ? (gsize)MIN((guint64)c->slot, c->opts->length - off)
                                          : c->slot;
-        char *buf = c->mem + (seq % r->n) * c->slot;
+        char *buf = c->mem + (gsize)r->map[seq % r->n] * c->slot;
         gssize got = c->source->read(rr->rd, buf, want, r->readers > 1 ? (gint64)off : -1,
                                      &err);
 
@@ -134,48 +169,138 @@ reader_main(gpointer data)
     return NULL;
 }
 
-/* Waits for filled slots: how many to write at once (0 at the end, -1 on a stop), and
- * their bytes. Only full slots are contiguous with what follows: a short one ends the run.
- * O_DIRECT writes half the ring at most, so the readers always have the other half; a
- * pipe or the page cache is best given one slot at a time. */
+/* Waits for filled slots: how many to write at once (0 at the end, -1 on a stop, -2
+ * after a stall), their first buffer and their bytes. Only full slots in consecutive
+ * buffers are one run: a short one ends it. O_DIRECT writes half the ring at most, so the
+ * readers always have the other half; a pipe or the page cache is best given one slot at
+ * a time (@direct FALSE). */
 static int
-ring_take(IohRing *r, guint span, gsize *ret_len)
+ring_take(IohRing *r, gboolean direct, guint *ret_buf, gsize *ret_len)
 {
-    guint64 idx, avail;
-    guint k, i;
+    gint64 deadline = g_get_monotonic_time() + IOH_RING_STALL_US;
+    guint64 avail;
+    guint span, k, i, first;
     gsize len = 0;
 
     g_mutex_lock(&r->lock);
+    r->empty_waits += !r->stop && !r->eof && r->filled == r->drained;
     while (!r->stop && !r->eof && r->filled == r->drained) {
-        g_cond_wait(&r->cond, &r->lock);
+        if (!g_cond_wait_until(&r->cond, &r->lock, deadline)) {
+            g_mutex_unlock(&r->lock);
+            return -2;
+        }
     }
     r->c->stats->reads = __atomic_load_n(&r->c->reads, __ATOMIC_RELAXED);
     if (r->stop || r->filled == r->drained) {
         g_mutex_unlock(&r->lock);
         return r->stop ? -1 : 0;
     }
-    idx = r->drained % r->n;
-    avail = MIN(r->filled - r->drained, (guint64)(r->n - idx));
+    span = direct ? CLAMP(r->cap / 2, 1, IOH_RING_MAX_SPAN) : 1;
+    avail = r->filled - r->drained;
     k = (guint)MIN(avail, (guint64)span);
-    for (i = 0; i < k && (i == 0 || r->len[idx + i - 1] == r->c->slot); i++) {
-        len += r->len[idx + i];
+    first = r->map[r->drained % r->n];
+    for (i = 0; i < k && (i == 0 || (r->len[(r->drained + i - 1) % r->n] == r->c->slot &&
+                                     r->map[(r->drained + i) % r->n] == first + i)); i++) {
+        len += r->len[(r->drained + i) % r->n];
     }
     g_mutex_unlock(&r->lock);
+    *ret_buf = first;
     *ret_len = len;
     return (int)i;
 }
 
-/* Hands @k slots back to the readers. */
+/* Hands @k slots' buffers back to the readers. */
 static void
 ring_give_back(IohRing *r, guint k)
 {
     g_mutex_lock(&r->lock);
     for (guint i = 0; i < k; i++) {
         r->done[(r->drained + i) % r->n] = FALSE;
+        r->pool[(r->head + r->nfree) % r->n] = r->map[(r->drained + i) % r->n];
+        r->nfree++;
     }
     r->drained += k;
+    r->takes++;
     g_cond_broadcast(&r->cond);
     g_mutex_unlock(&r->lock);
+}
+
+/* Adds one buffer to the ring, when the budget has room for it. */
+static void
+ring_grow(IohRing *r)
+{
+    IohBudget *budget = r->c->opts->budget;
+    gint64 now = g_get_monotonic_time();
+    guint i;
+
+    if (budget && (now < r->budget_retry_us ||
+                   ioh_budget_take(budget, r->c->slot, r->c->slot) < r->c->slot)) {
+        r->budget_retry_us = MAX(r->budget_retry_us, now + IOH_RING_BUDGET_RETRY_US);
+        return;
+    }
+    g_mutex_lock(&r->lock);
+    for (i = 0; r->used[i]; i++) {
+    }
+    r->used[i] = TRUE;
+    r->pool[(r->head + r->nfree) % r->n] = i;
+    r->nfree++;
+    r->cap++;
+    g_cond_broadcast(&r->cond);
+    g_mutex_unlock(&r->lock);
+    g_debug("ring: grown to %u buffers of %zu bytes (the writer is the bottleneck)", r->cap,
+            r->c->slot);
+}
+
+/* Takes free buffers out of the ring until it has @want (or none is free), returns their
+ * pages to the kernel and their share to the budget. */
+static void
+ring_shrink(IohRing *r, guint want, const char *why)
+{
+    guint dropped = 0;
+
+    g_mutex_lock(&r->lock);
+    while (r->cap > MAX(want, 1) && r->nfree > 0) {
+        guint i = r->pool[(r->head + r->nfree - 1) % r->n];
+
+        r->nfree--;
+        r->cap--;
+        r->used[i] = FALSE;
+        madvise(r->c->mem + (gsize)i * r->c->slot, r->c->slot, MADV_DONTNEED);
+        dropped++;
+    }
+    g_mutex_unlock(&r->lock);
+    if (dropped > 0) {
+        if (r->c->opts->budget) {
+            ioh_budget_give(r->c->opts->budget, (guint64)dropped * r->c->slot);
+        }
+        g_debug("ring: shrunk to %u buffers (%s)", r->cap, why);
+    }
+}
+
+/* After each write: once a window is over, grows the ring when readers waited for a
+ * buffer and the writer never for data, shrinks it when the writer mostly waited. */
+static void
+ring_adapt(IohRing *r)
+{
+    gint64 now = g_get_monotonic_time();
+    guint full, empty, takes;
+
+    g_mutex_lock(&r->lock);
+    full = r->full_waits;
+    empty = r->empty_waits;
+    takes = r->takes;
+    if (takes < 2 * r->cap && now - r->window_us < IOH_RING_WINDOW_US) {
+        g_mutex_unlock(&r->lock);
+        return;
+    }
+    r->full_waits = r->empty_waits = r->takes = 0;
+    r->window_us = now;
+    g_mutex_unlock(&r->lock);
+    if (full > 0 && empty == 0 && r->cap < r->n) {
+        ring_grow(r);
+    } else if (full == 0 && empty * 2 >= takes && r->cap > r->floor) {
+        ring_shrink(r, r->cap - 1, "the producer is the bottleneck");
+    }
 }
 
 /* The writer: delivers filled slots until the readers' EOF or a stop. FALSE when the
@@ -184,17 +309,21 @@ static gboolean
 writer_loop(IohRing *r)
 {
     IohCopy *c = r->c;
-    guint span = c->dst->direct ? CLAMP(r->n / 2, 1, IOH_RING_MAX_SPAN) : 1;
 
     for (;;) {
         GError *err = NULL;
         gsize len = 0;
-        int k = ring_take(r, span, &len);
+        guint buf = 0;
+        int k = ring_take(r, c->dst->direct, &buf, &len);
 
+        if (k == -2) {
+            ring_shrink(r, 1, "a stall: nothing to write for a second");
+            continue;
+        }
         if (k <= 0) {
             return k == 0;
         }
-        if (!ioh_copy_deliver(c, c->mem + (r->drained % r->n) * c->slot, len, FALSE, &err)) {
+        if (!ioh_copy_deliver(c, c->mem + (gsize)buf * c->slot, len, FALSE, &err)) {
             ring_fail(r, err);
             return FALSE;
         }
@@ -202,6 +331,7 @@ writer_loop(IohRing *r)
             return FALSE;
         }
         ring_give_back(r, (guint)k);
+        ring_adapt(r);
         ioh_copy_report_progress(c, FALSE);
     }
 }
@@ -243,13 +373,41 @@ on_cancelled(GCancellable *cancellable, gpointer data)
     ring_fail(data, err);
 }
 
+/* The ring's first buffers: two (one per parallel reader), less what the budget refuses
+ * beyond the first; the other buffers' pages are not the ring's until it grows. */
+static void
+ring_setup(IohRing *r)
+{
+    IohCopy *c = r->c;
+    guint want = MIN(r->n, MAX(2, r->readers));
+    guint64 got = c->opts->budget
+                      ? ioh_budget_take(c->opts->budget, (guint64)(want - 1) * c->slot, c->slot)
+                      : (guint64)(want - 1) * c->slot;
+
+    r->cap = 1 + (guint)(got / c->slot);
+    r->floor = want;
+    for (guint i = 0; i < r->n; i++) {
+        r->used[i] = i < r->cap;
+        r->pool[i] = i;
+    }
+    r->nfree = r->cap;
+    if (r->n > r->cap) {
+        madvise(c->mem + (gsize)r->cap * c->slot, (gsize)(r->n - r->cap) * c->slot,
+                MADV_DONTNEED);
+    }
+    r->window_us = g_get_monotonic_time();
+}
+
 gboolean
 ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error)
 {
     g_autofree gsize *len = g_new0(gsize, c->nslots);
     g_autofree gboolean *done = g_new0(gboolean, c->nslots);
-    IohRing r = { .c = c, .len = len, .done = done, .n = c->nslots, .readers = n,
-                  .end_seq = G_MAXUINT64 };
+    g_autofree guint *map = g_new0(guint, c->nslots);
+    g_autofree guint *pool = g_new0(guint, c->nslots);
+    g_autofree gboolean *used = g_new0(gboolean, c->nslots);
+    IohRing r = { .c = c, .len = len, .done = done, .map = map, .pool = pool, .used = used,
+                  .n = c->nslots, .readers = n, .end_seq = G_MAXUINT64 };
     g_autoptr(GCancellable) cancel = g_cancellable_new();
     gboolean ok;
     gulong handler;
@@ -259,14 +417,18 @@ ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error)
     g_cancellable_get_fd(cancel);
     g_mutex_init(&r.lock);
     g_cond_init(&r.cond);
+    ring_setup(&r);
     handler = c->opts->cancellable ? g_cancellable_connect(c->opts->cancellable,
                                                            G_CALLBACK(on_cancelled), &r, NULL)
                                    : 0;
-    g_debug("strategy: ring of %u buffers of %zu bytes, %u reader thread%s, writes of up to "
-            "%u buffers", r.n, c->slot, n, n == 1 ? "" : "s",
-            c->dst->direct ? CLAMP(r.n / 2, 1, IOH_RING_MAX_SPAN) : 1);
+    g_debug("strategy: ring of %u buffers of %zu bytes (up to %u), %u reader thread%s, "
+            "O_DIRECT writes of up to half the ring (at most %u buffers)", r.cap, c->slot,
+            r.n, n, n == 1 ? "" : "s", IOH_RING_MAX_SPAN);
     ok = ring_threads(&r, readers);
     g_cancellable_disconnect(c->opts->cancellable, handler);
+    if (c->opts->budget) {
+        ioh_budget_give(c->opts->budget, (guint64)(r.cap - 1) * c->slot);
+    }
     c->stats->reads = __atomic_load_n(&c->reads, __ATOMIC_RELAXED);
     g_mutex_clear(&r.lock);
     g_cond_clear(&r.cond);

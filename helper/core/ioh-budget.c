@@ -1,0 +1,232 @@
+/* ioh-budget.c - a host-wide memory budget for buffers: lease files under flock
+ * (ioh-budget.h) */
+#include "ioh-budget.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct _IohBudget {
+    guint64 limit;
+    guint64 held;
+    char *dir;
+    char *lease;             /* DIR/PID.lease */
+    guint64 start_time;      /* ours, from /proc/self/stat */
+};
+
+/* Field 22 of /proc/PID/stat (clock ticks since boot): with the pid, names one process.
+ * 0 when the process does not exist. */
+static guint64
+proc_start_time(long pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%ld/stat", pid);
+    g_autofree char *text = NULL;
+    const char *p;
+    guint64 v = 0;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        return 0;
+    }
+    p = strrchr(text, ')');    /* the command name may hold spaces and parentheses */
+    for (int field = 2; p && field < 22; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (p) {
+        v = g_ascii_strtoull(p + 1, NULL, 10);
+    }
+    return v;
+}
+
+static const char *
+rundir_or_default(const char *rundir)
+{
+    const char *env = g_getenv("IOHELPER_RUNDIR");
+
+    return rundir ? rundir : env && *env ? env : IOH_BUDGET_RUNDIR;
+}
+
+IohBudget *
+ioh_budget_new(guint64 limit, const char *rundir)
+{
+    IohBudget *b = g_new0(IohBudget, 1);
+
+    b->limit = limit;
+    b->dir = g_strdup(rundir_or_default(rundir));
+    b->lease = g_strdup_printf("%s/%ld.lease", b->dir, (long)getpid());
+    b->start_time = proc_start_time((long)getpid());
+    return b;
+}
+
+/* The lock of @dir, created (with @dir: every user's helpers share them) if need be;
+ * -1 when it cannot be had. */
+static int
+budget_lock(const char *dir)
+{
+    g_autofree char *path = g_strdup_printf("%s/lock", dir);
+    int fd;
+
+    if (mkdir(dir, 01777) == 0) {
+        chmod(dir, 01777);    /* past the umask: helpers of any user add leases */
+    }
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        g_debug("budget: %s: %s, nothing beyond the floor", path, g_strerror(errno));
+        return -1;
+    }
+    fchmod(fd, 0666);
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            g_debug("budget: flock %s: %s", path, g_strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* The bytes of the lease @name in @dir when its process lives; a dead one is removed. */
+static guint64
+lease_bytes(const char *dir, const char *name)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *text = NULL;
+    long pid = 0;
+    guint64 start = 0, bytes = 0;
+    gboolean live;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        return 0;
+    }
+    live = sscanf(text, "%ld %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &pid, &start,
+                  &bytes) == 3 && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM) &&
+           proc_start_time(pid) == start;
+    if (!live) {
+        g_debug("budget: lease %s is dead (pid %ld): removed", path, pid);
+        unlink(path);
+        return 0;
+    }
+    return bytes;
+}
+
+/* The sum of the live leases of @dir but @skip (our own); the lock is held. */
+static gint64
+sum_leases(const char *dir, const char *skip)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    guint64 sum = 0;
+
+    if (!d) {
+        return -1;
+    }
+    while ((name = g_dir_read_name(d))) {
+        if (g_str_has_suffix(name, ".lease") && (!skip || !g_str_equal(name, skip))) {
+            sum += lease_bytes(dir, name);
+        }
+    }
+    return (gint64)MIN(sum, (guint64)G_MAXINT64);
+}
+
+/* Writes our lease (removes it at 0), whole or not at all: a new file renamed over. */
+static gboolean
+write_lease(IohBudget *b, guint64 bytes)
+{
+    g_autofree char *text = NULL;
+
+    if (bytes == 0) {
+        return unlink(b->lease) == 0 || errno == ENOENT;
+    }
+    text = g_strdup_printf("%ld %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT "\n",
+                           (long)getpid(), b->start_time, bytes);
+    return g_file_set_contents_full(b->lease, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                    NULL);
+}
+
+guint64
+ioh_budget_take(IohBudget *b, guint64 want, guint64 unit)
+{
+    g_autofree char *self = g_path_get_basename(b->lease);
+    int lock = budget_lock(b->dir);
+    gint64 others;
+    guint64 room = 0, got = 0;
+
+    if (lock < 0) {
+        return 0;
+    }
+    others = b->start_time ? sum_leases(b->dir, self) : -1;
+    if (others >= 0 && (guint64)others + b->held < b->limit) {
+        room = b->limit - (guint64)others - b->held;
+        got = MIN(want, room) / MAX(unit, 1) * MAX(unit, 1);
+    }
+    if (got > 0 && !write_lease(b, b->held + got)) {
+        got = 0;
+    }
+    b->held += got;
+    g_debug("budget: took %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes asked (others "
+            "hold %" G_GINT64_FORMAT ", budget %" G_GUINT64_FORMAT "), holding %"
+            G_GUINT64_FORMAT, got, want, others, b->limit, b->held);
+    close(lock);
+    return got;
+}
+
+void
+ioh_budget_give(IohBudget *b, guint64 bytes)
+{
+    int lock;
+
+    bytes = MIN(bytes, b->held);
+    if (bytes == 0) {
+        return;
+    }
+    lock = budget_lock(b->dir);
+    /* Without the lock the lease is rewritten anyway: smaller is always safe. */
+    if (write_lease(b, b->held - bytes)) {
+        b->held -= bytes;
+    }
+    g_debug("budget: gave back %" G_GUINT64_FORMAT " bytes, holding %" G_GUINT64_FORMAT,
+            bytes, b->held);
+    if (lock >= 0) {
+        close(lock);
+    }
+}
+
+guint64
+ioh_budget_held(const IohBudget *b)
+{
+    return b->held;
+}
+
+gint64
+ioh_budget_sum(const char *rundir)
+{
+    const char *dir = rundir_or_default(rundir);
+    int lock = budget_lock(dir);
+    gint64 sum;
+
+    if (lock < 0) {
+        return -1;
+    }
+    sum = sum_leases(dir, NULL);
+    close(lock);
+    return sum;
+}
+
+void
+ioh_budget_free(IohBudget *b)
+{
+    if (!b) {
+        return;
+    }
+    ioh_budget_give(b, b->held);
+    g_free(b->dir);
+    g_free(b->lease);
+    g_free(b);
+}

@@ -1,0 +1,47 @@
+/* ioh-budget.h - a memory budget for buffers, shared by every helper on the host
+ *
+ * Each helper that holds more than its floor (one buffer, outside the budget: a helper
+ * always has it, so a save never fails or waits for lack of budget) records what it holds
+ * beyond it in a lease file, DIR/PID.lease ("PID STARTTIME BYTES"), DIR being
+ * $IOHELPER_RUNDIR or /run/iohelper. Every change is made under flock() of DIR/lock, after
+ * summing the other leases: so the leases together never exceed the budget, and all the
+ * helpers' buffers together never exceed the budget plus one floor per helper. A lease
+ * whose process is gone (or whose pid now names another process: the start time of
+ * /proc/PID/stat differs) is ignored and removed by the next helper that looks, so a
+ * helper killed by SIGKILL leaks nothing. When DIR cannot be used, a helper takes nothing
+ * beyond its floor.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct _IohBudget IohBudget;
+
+#define IOH_BUDGET_RUNDIR "/run/iohelper"
+
+/* A budget of @limit bytes for buffers beyond the floor, shared through @rundir (NULL:
+ * $IOHELPER_RUNDIR, else IOH_BUDGET_RUNDIR). Holds nothing yet; never fails. */
+IohBudget *ioh_budget_new(guint64 limit, const char *rundir);
+
+/* Takes up to @want more bytes, in whole @unit pieces: returns how many it got (0 when
+ * the budget has no room or the lease directory cannot be used). */
+guint64 ioh_budget_take(IohBudget *b, guint64 want, guint64 unit);
+
+/* Gives back @bytes of what this helper holds. */
+void ioh_budget_give(IohBudget *b, guint64 bytes);
+
+/* What this helper holds. */
+guint64 ioh_budget_held(const IohBudget *b);
+
+/* The sum of the live leases of @rundir (NULL as above), dead ones removed; for tests
+ * and benchmarks. -1 when the directory cannot be read. */
+gint64 ioh_budget_sum(const char *rundir);
+
+/* Gives back everything (the lease file is removed). Accepts NULL. */
+void ioh_budget_free(IohBudget *b);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohBudget, ioh_budget_free)
+
+G_END_DECLS

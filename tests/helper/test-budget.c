@@ -1,0 +1,371 @@
+/* test-budget.c - the ring that grows and shrinks, and the host-wide memory budget
+ * (--memory-budget, leases under $IOHELPER_RUNDIR): real helpers on real pipes and files,
+ * leases sampled while they run, helpers killed with SIGKILL and restarted. */
+#include "ioh-test.h"
+#include "ioh-budget.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIB (1024 * 1024)
+
+typedef struct {
+    IohtChild child;
+    IohtPump *feed;
+    int in_w;                /* without a feed: the write end of the helper's stdin */
+} Save;
+
+/* The environment of a helper: this rundir, no host config, debug lines. */
+static char **
+helper_env(const char *rundir)
+{
+    char **env = g_get_environ();
+
+    env = g_environ_setenv(env, "IOHELPER_RUNDIR", rundir, TRUE);
+    env = g_environ_setenv(env, "IOHELPER_CONF", "/nonexistent/iohelper.conf", TRUE);
+    return g_environ_setenv(env, "G_MESSAGES_DEBUG", "iohelper", TRUE);
+}
+
+/* Starts `iohelper --direct [--memory-budget=B] - DST` fed as @feed says. */
+static Save
+save_start(const char *dst, const char *rundir, const char *budget, const IohtPumpOpts *feed)
+{
+    g_auto(GStrv) env = helper_env(rundir);
+    g_autofree char *opt = budget ? g_strdup_printf("--memory-budget=%s", budget) : NULL;
+    const char *args[] = { "--direct", opt ? opt : "--ring=8", "-", dst, NULL };
+    IohtSpawn s = { .args = args, .env = (const char *const *)env, .out_fd = -1 };
+    Save sv = { .in_w = -1 };
+    int p[2];
+
+    g_assert_no_errno(pipe2(p, O_CLOEXEC));
+    s.in_fd = p[0];
+    sv.child = ioht_spawn(&s);
+    close(p[0]);
+    if (feed) {
+        sv.feed = ioht_feed_start(p[1], feed);
+    } else {
+        sv.in_w = p[1];
+    }
+    return sv;
+}
+
+/* Waits for the save; its stderr into *ret_err (free it). Its exit code. */
+static int
+save_wait(Save *sv, char **ret_err)
+{
+    IohtResult r = { 0 };
+    int code;
+
+    ioht_child_wait(&sv->child, &r);
+    if (sv->feed) {
+        ioht_pump_join(sv->feed, NULL);
+    }
+    code = r.code;
+    if (ret_err) {
+        *ret_err = g_strdup(r.err);
+    }
+    ioht_result_clear(&r);
+    return code;
+}
+
+static char *
+make_src(const IohtDir *fx, const char *name, guint64 size, guint32 seed)
+{
+    char *path = ioht_dir_path(fx, name);
+
+    ioht_write_random_file(path, size, seed);
+    return path;
+}
+
+/* FALSE (the test skipped) where O_DIRECT is refused: the ring serves O_DIRECT saves. */
+static gboolean
+has_direct(const IohtDir *fx)
+{
+    if (!ioht_dir_supports_direct(fx->dir)) {
+        g_test_skip("no O_DIRECT here");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* One save of @src fed as @feed (its path by default) with @budget (NULL: none), which
+ * must succeed byte-exact: what the helper logged (free it). */
+static char *
+save_checked(const IohtDir *fx, const char *src, const char *budget, IohtPumpOpts *feed)
+{
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    IohtPumpOpts whole = { .path = src };
+    char *err = NULL;
+    Save sv = save_start(dst, run, budget, feed ? feed : &whole);
+
+    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    g_assert_true(ioht_files_equal(src, dst));
+    return err;
+}
+
+/* A fast producer, an O_DIRECT sink: the writer is the bottleneck, the ring grows. */
+static void
+test_grow(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *err = NULL;
+
+    (void)data;
+    if (!has_direct(fx)) {
+        return;
+    }
+    src = make_src(fx, "src", 96 * MIB, 1);
+    err = save_checked(fx, src, NULL, NULL);
+    g_assert_nonnull(strstr(err, "strategy: ring of 2 buffers"));
+    g_assert_nonnull(strstr(err, "ring: grown to 3 buffers"));
+}
+
+/* A producer that stops for 1.5 s: the ring gives back all but one buffer. */
+static void
+test_shrink_stall(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *err = NULL;
+    IohtPumpOpts feed = { .stall_at = 40 * MIB, .stall_ms = 1500 };
+
+    (void)data;
+    if (!has_direct(fx)) {
+        return;
+    }
+    src = make_src(fx, "src", 64 * MIB, 2);
+    feed.path = src;
+    err = save_checked(fx, src, NULL, &feed);
+    g_assert_nonnull(strstr(err, "ring: shrunk to 1 buffers (a stall"));
+}
+
+typedef struct {
+    const char *bytes;
+    gsize len;
+    int fd;
+} SlowFeed;
+
+/* 64 MiB at full speed, then the rest in writes of 1 to 4093 bytes, 4 ms apart each
+ * 64 KiB. */
+static gpointer
+slow_feed_main(gpointer data)
+{
+    SlowFeed *f = data;
+    IohtPumpOpts fast = { .data = f->bytes, .len = 64 * MIB };
+    gsize off = 64 * MIB;
+
+    ioht_feed(f->fd, &fast);
+    for (guint i = 0; off < f->len; i++) {
+        IohtPumpOpts slow = { .data = f->bytes + off, .len = MIN(f->len - off, 64 * 1024),
+                              .vary_pieces = TRUE };
+
+        ioht_feed(f->fd, &slow);
+        off += slow.len;
+        g_usleep(4000);
+    }
+    close(f->fd);
+    return NULL;
+}
+
+/* A producer that turns slow after a fast start: the ring that grew gives buffers back. */
+static void
+test_shrink_slow(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = make_src(fx, "src", 76 * MIB, 3);
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *err = NULL;
+    g_autofree char *bytes = NULL;
+    SlowFeed f = { 0 };
+    GThread *t;
+    Save sv;
+
+    (void)data;
+    if (!has_direct(fx)) {
+        return;
+    }
+    g_assert_true(g_file_get_contents(src, &bytes, &f.len, NULL));
+    f.bytes = bytes;
+    sv = save_start(dst, run, NULL, NULL);
+    f.fd = sv.in_w;
+    t = g_thread_new("slow-feed", slow_feed_main, &f);
+    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    g_thread_join(t);
+    g_assert_true(ioht_files_equal(src, dst));
+    g_assert_nonnull(strstr(err, "ring: grown to 3 buffers"));
+    g_assert_nonnull(strstr(err, "(the producer is the bottleneck)"));
+}
+
+typedef struct {
+    const char *run;
+    gint64 max;
+    gint samples;
+    gint stop;
+} Sampler;
+
+/* Sums the leases (under their lock) every 2 ms: the most seen. */
+static gpointer
+sampler_main(gpointer data)
+{
+    Sampler *s = data;
+
+    for (; !g_atomic_int_get(&s->stop); s->samples++, g_usleep(2000)) {
+        s->max = MAX(s->max, ioh_budget_sum(s->run));
+    }
+    return NULL;
+}
+
+/* The lease files in @run. */
+static gsize
+count_leases(const char *run)
+{
+    g_autofree char *pattern = g_strdup_printf("%s/*.lease", run);
+    glob_t g = { 0 };
+    gsize n = glob(pattern, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
+
+    globfree(&g);
+    return n;
+}
+
+#define K 4
+#define BUDGET (3 * MIB)
+
+/* Starts save @i of the budget test (slow-ish: a pause halfway, so that kills land). */
+static Save
+budget_start(IohtDir *fx, const char *src, const char *run, guint i)
+{
+    g_autofree char *dst = g_strdup_printf("%s/dst%u", fx->dir, i);
+    IohtPumpOpts feed = { .path = src, .stall_at = 16 * MIB, .stall_ms = 100 };
+
+    return save_start(dst, run, "3M", &feed);
+}
+
+/* K helpers share 3 MiB beyond their floors; helpers are killed and restarted while the
+ * others run: the leases never sum above the budget and the dead ones are reclaimed. */
+static void
+test_budget_kills(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = make_src(fx, "src", 48 * MIB, 4);
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    Sampler smp = { .run = run };
+    GThread *t;
+    Save sv[K];
+    guint done = 0;
+
+    (void)data;
+    if (!has_direct(fx)) {
+        return;
+    }
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    t = g_thread_new("sampler", sampler_main, &smp);
+    for (guint i = 0; i < K; i++) {
+        sv[i] = budget_start(fx, src, run, i);
+    }
+    for (guint round = 0; round < 12; round++) {
+        guint i = g_test_rand_int_range(0, K);
+
+        g_usleep(g_test_rand_int_range(50, 250) * 1000);
+        kill(sv[i].child.pid, SIGKILL);
+        save_wait(&sv[i], NULL);
+        sv[i] = budget_start(fx, src, run, i);
+    }
+    for (guint i = 0; i < K; i++) {
+        g_autofree char *dst = g_strdup_printf("%s/dst%u", fx->dir, i);
+
+        g_assert_cmpint(save_wait(&sv[i], NULL), ==, 0);
+        g_assert_true(ioht_files_equal(src, dst));
+        done++;
+    }
+    g_atomic_int_set(&smp.stop, 1);
+    g_thread_join(t);
+    g_test_message("%d samples, most leased at once %" G_GINT64_FORMAT " of %d", smp.samples,
+                   smp.max, BUDGET);
+    g_assert_cmpint(done, ==, K);
+    g_assert_cmpint(smp.samples, >, 10);
+    g_assert_cmpint(smp.max, <=, BUDGET);
+    g_assert_cmpint(ioh_budget_sum(run), ==, 0);
+    g_assert_cmpint(count_leases(run), ==, 0);    /* the killed ones' too */
+}
+
+/* A budget with no room: the helper works with its one buffer, byte-exact. */
+static void
+test_budget_none_left(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *err = NULL;
+
+    (void)data;
+    if (!has_direct(fx)) {
+        return;
+    }
+    src = make_src(fx, "src", 24 * MIB, 5);
+    err = save_checked(fx, src, "0", NULL);
+    g_assert_nonnull(strstr(err, "strategy: ring of 1 buffers"));
+    g_assert_null(strstr(err, "ring: grown"));
+}
+
+/* libvirt's form (an O_DIRECT save) passes no options: the budget comes from $IOHELPER_CONF's key file; a
+ * value that is not a size is a usage error naming the file. */
+static void
+test_conf(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = make_src(fx, "src", 24 * MIB, 6);
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *conf = ioht_dir_path(fx, "iohelper.conf");
+    g_autofree char *err = NULL;
+    g_auto(GStrv) env = helper_env(run);
+    const char *args[] = { dst, "1", NULL };
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+    int fds[] = { out };
+    IohtSpawn s = { .args = args, .in_fd = in, .out_fd = -1, .extra_fds = fds,
+                    .extra_targets = (const int[]){ 1 }, .n_extra = 1 };
+
+    (void)data;
+    if (out < 0) {
+        g_test_skip("no O_DIRECT here");    /* the ring (and its budget) is O_DIRECT's */
+        close(in);
+        return;
+    }
+    env = g_environ_setenv(env, "IOHELPER_CONF", conf, TRUE);
+    s.env = (const char *const *)env;
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget = 2M\n", -1, NULL));
+    g_assert_cmpint(ioht_exit_code(ioht_spawn_wait(&s, &err)), ==, 0);
+    g_assert_nonnull(strstr(err, "budget 2097152"));
+    g_assert_true(ioht_files_equal(src, dst));
+    g_clear_pointer(&err, g_free);
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget=lots\n", -1, NULL));
+    g_assert_cmpint(ioht_exit_code(ioht_spawn_wait(&s, &err)), ==, 2);
+    g_assert_nonnull(strstr(err, conf));
+    g_assert_nonnull(strstr(err, "invalid size 'lots'"));
+    close(in);
+    close(out);
+}
+
+static const struct {
+    const char *path;
+    void (*test)(IohtDir *fx, gconstpointer data);
+} tests[] = {
+    { "/budget/grow", test_grow },
+    { "/budget/shrink-stall", test_shrink_stall },
+    { "/budget/shrink-slow", test_shrink_slow },
+    { "/budget/kills", test_budget_kills },
+    { "/budget/none-left", test_budget_none_left },
+    { "/budget/conf", test_conf },
+};
+
+int
+main(int argc, char **argv)
+{
+    /* A feed into a helper killed on purpose meets EPIPE, not a signal. */
+    signal(SIGPIPE, SIG_IGN);
+    g_test_init(&argc, &argv, NULL);
+    for (gsize i = 0; i < G_N_ELEMENTS(tests); i++) {
+        ioht_dir_add(tests[i].path, NULL, tests[i].test);
+    }
+    return g_test_run();
+}

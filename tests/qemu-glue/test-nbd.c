@@ -100,9 +100,10 @@ tool(const char *cmd, QgtQemu *q, const char *uri, char **ret_err)
     return qgt_tool_run_timeout(args, 240, NULL, ret_err);
 }
 
-/* Saves a guest holding data_file to @uri, restores it into another, compares RAM. */
+/* Saves a guest holding data_file to @uri (with @extra, e.g. "--compress", or NULL),
+ * restores it into another, compares RAM. */
 static void
-roundtrip(const char *uri)
+roundtrip(const char *uri, const char *extra)
 {
     g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
     g_autoptr(QgImageNbd) img = NULL;
@@ -111,7 +112,7 @@ roundtrip(const char *uri)
     /* a query secret (libnbd ignores tls-psk-file without TLS): never printed */
     g_autofree char *secret_uri = g_strdup_printf("%s&tls-psk-file=/SECRET", uri);
     QgtQemu *q = qgt_qemu_start(data_file, FALSE);
-    const char *args[] = { "save", "--qmp", q->sock, secret_uri, "--stats=json", NULL };
+    const char *args[] = { "save", "--qmp", q->sock, secret_uri, "--stats=json", extra, NULL };
 
     g_assert_cmpint(qgt_tool_run_timeout(args, 240, &out, &err), ==, 0);
     g_assert_nonnull(strstr(out, "\"file\":\"nbd+unix:///?socket="));
@@ -123,6 +124,13 @@ roundtrip(const char *uri)
     info = qg_image_nbd_read_header(img, NULL);   /* the final header, complete */
     g_assert_nonnull(info);
     g_assert_cmpuint(info->stream_length, >, QGT_DATA_SIZE);
+    if (extra) {    /* compressed on the export: the header says so, frames are smaller */
+        g_assert_nonnull(info->compression);
+        g_assert_cmpuint(info->stored_length, <, info->stream_length);
+    } else {
+        g_assert_null(info->compression);
+        g_assert_cmpuint(info->stored_length, ==, info->stream_length);
+    }
     g_clear_pointer(&img, qg_image_nbd_free);     /* qemu-nbd: one client at a time */
     q = qgt_qemu_start(other_file, TRUE);
     g_assert_cmpint(tool("restore", q, uri, NULL), ==, 0);
@@ -138,7 +146,19 @@ test_nbdkit_memory(void)
     Server *s = server_new("mem.sock");
 
     if (nbdkit(s, "memory", "300M", NULL, NULL)) {
-        roundtrip(s->uri);
+        roundtrip(s->uri, NULL);
+    }
+    server_free(s);
+}
+
+/* save --compress to an export: the frames after the header, restored with no flag. */
+static void
+test_nbdkit_memory_compressed(void)
+{
+    Server *s = server_new("memz.sock");
+
+    if (nbdkit(s, "memory", "300M", NULL, NULL)) {
+        roundtrip(s->uri, "--compress");
     }
     server_free(s);
 }
@@ -161,7 +181,7 @@ test_qemu_nbd_qcow2(void)
         mk[0] = qemu_img;
         g_assert_cmpint(ioht_run((char **)mk, -1, -1, NULL), ==, 0);
         if (server_start(s, argv)) {
-            roundtrip(s->uri);
+            roundtrip(s->uri, NULL);
         }
     }
     server_free(s);
@@ -339,6 +359,8 @@ main(int argc, char **argv)
 
     g_test_add_func("/qemu/nbd/roundtrip/nbdkit-memory", test_nbdkit_memory);
     g_test_add_func("/qemu/nbd/roundtrip/qemu-nbd-qcow2", test_qemu_nbd_qcow2);
+    g_test_add_func("/qemu/nbd/roundtrip/nbdkit-memory-compressed",
+                    test_nbdkit_memory_compressed);
     g_test_add_func("/qemu/nbd/error/too-small", test_too_small);
     g_test_add_func("/qemu/nbd/error/killed-server", test_killed_server);
     g_test_add_func("/qemu/nbd/error/truncated-export", test_truncated);

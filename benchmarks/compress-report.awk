@@ -1,0 +1,35 @@
+# compress-report.awk - the table of benchmarks/compress from compress.dat
+# (guest method save_s restore_s image_bytes save_cpu_s restore_cpu_s rss_kib; one line per
+# run): medians per guest and method, the image's ratio to the raw save of the same guest,
+# save CPU seconds per GiB of raw stream.
+function median(list,    n, v, i, j, t) {
+    n = split(list, v, " ")
+    for (i = 1; i <= n; i++)
+        for (j = i + 1; j <= n; j++)
+            if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+{
+    k = $1 SUBSEP $2
+    if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+    if ($3 == "n/a") { na[k] = 1; next }
+    save[k] = save[k] " " $3; rest[k] = rest[k] " " $4; img[k] = img[k] " " $5
+    scpu[k] = scpu[k] " " $6; rcpu[k] = rcpu[k] " " $7; rss[k] = rss[k] " " $8
+}
+END {
+    printf "%-7s %-16s %8s %9s %10s %6s %8s %8s %9s %8s\n", "guest", "method", "save s",
+           "restore s", "image MB", "ratio", "save CPU", "CPU/GiB", "rest. CPU", "RSS MiB"
+    for (i = 1; i <= n; i++) {
+        split(order[i], gm, SUBSEP)
+        if (na[order[i]]) {
+            printf "%-7s %-16s %s\n", gm[1], gm[2], "n/a (not built: the tool has no --compress)"
+            continue
+        }
+        raw = median(img[gm[1] SUBSEP "raw-direct"])
+        b = median(img[order[i]]); c = median(scpu[order[i]]); r = median(rss[order[i]])
+        printf "%-7s %-16s %8.2f %9.2f %10.1f %6.3f %8.2f %8.2f %9.2f %8s\n", gm[1], gm[2],
+               median(save[order[i]]), median(rest[order[i]]), b / 1e6, raw ? b / raw : 0, c,
+               raw ? c / (raw / 2^30) : 0, median(rcpu[order[i]]),
+               r == "-" ? "-" : sprintf("%.0f", r / 1024)
+    }
+}

@@ -92,9 +92,10 @@ budget_lock(const char *dir)
     return fd;
 }
 
-/* The bytes of the lease @name in @dir when its process lives; a dead one is removed. */
+/* The bytes of the lease @name in @dir when its process lives; a dead one is removed
+ * (and *@live, when given, says which). */
 static guint64
-lease_bytes(const char *dir, const char *name)
+lease_bytes_live(const char *dir, const char *name, gboolean *ret_live)
 {
     g_autofree char *path = g_build_filename(dir, name, NULL);
     g_autofree char *text = NULL;
@@ -102,6 +103,9 @@ lease_bytes(const char *dir, const char *name)
     guint64 start = 0, bytes = 0;
     gboolean live;
 
+    if (ret_live) {
+        *ret_live = FALSE;
+    }
     if (!g_file_get_contents(path, &text, NULL, NULL)) {
         return 0;
     }
@@ -113,7 +117,16 @@ lease_bytes(const char *dir, const char *name)
         unlink(path);
         return 0;
     }
+    if (ret_live) {
+        *ret_live = TRUE;
+    }
     return bytes;
+}
+
+static guint64
+lease_bytes(const char *dir, const char *name)
+{
+    return lease_bytes_live(dir, name, NULL);
 }
 
 /* The sum of the live leases of @dir but @skip (our own); the lock is held. */
@@ -217,6 +230,58 @@ ioh_budget_sum(const char *rundir)
     sum = sum_leases(dir, NULL);
     close(lock);
     return sum;
+}
+
+/* The live marks (DIR/PID.fadvise) of @dir, dead ones removed; the lock is held. */
+static guint
+count_marks(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    guint n = 0;
+    gboolean live;
+
+    while (d && (name = g_dir_read_name(d))) {
+        if (g_str_has_suffix(name, ".fadvise")) {
+            lease_bytes_live(dir, name, &live);
+            n += live;
+        }
+    }
+    return n;
+}
+
+guint
+ioh_budget_fadvise_saves(const char *rundir, gboolean join)
+{
+    const char *dir = rundir_or_default(rundir);
+    g_autofree char *mark = g_strdup_printf("%s/%ld.fadvise", dir, (long)getpid());
+    g_autofree char *text = NULL;
+    guint64 start = proc_start_time((long)getpid());
+    int lock = budget_lock(dir);
+    guint n;
+
+    if (lock < 0 || start == 0) {
+        if (lock >= 0) {
+            close(lock);
+        }
+        return 1;
+    }
+    if (join) {
+        text = g_strdup_printf("%ld %" G_GUINT64_FORMAT " 0\n", (long)getpid(), start);
+        g_file_set_contents_full(mark, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, NULL);
+    }
+    n = count_marks(dir);
+    close(lock);
+    return MAX(n, 1);
+}
+
+void
+ioh_budget_fadvise_leave(const char *rundir)
+{
+    g_autofree char *mark = g_strdup_printf("%s/%ld.fadvise", rundir_or_default(rundir),
+                                            (long)getpid());
+
+    unlink(mark);
 }
 
 void

@@ -39,6 +39,15 @@ guint64 ioh_budget_held(const IohBudget *b);
  * and benchmarks. -1 when the directory cannot be read. */
 gint64 ioh_budget_sum(const char *rundir);
 
+/* --fadvise saves mark themselves in the same directory (DIR/PID.fadvise, a lease of no
+ * bytes, dead ones ignored and removed likewise) so that each can scale its drop-behind
+ * window to how many run at once. @join: marks this process first. The live marks of
+ * @rundir (NULL as above), at least 1 (ours, when the directory cannot be used). */
+guint ioh_budget_fadvise_saves(const char *rundir, gboolean join);
+
+/* Removes this process's mark. */
+void ioh_budget_fadvise_leave(const char *rundir);
+
 /* Gives back everything (the lease file is removed). Accepts NULL. */
 void ioh_budget_free(IohBudget *b);
 

@@ -9,13 +9,44 @@
  * - drop-behind (--fadvise): a save starts write-back of each full window as soon as it
  *   is written, and waits for and drops the window before it, so the page cache holds
  *   about two windows of the image whatever its size; a restore drops what has been read,
- *   a window behind the head.
+ *   a window behind the head. Saves running at once share the page cache: each marks
+ *   itself in the budget's directory (ioh-budget.h) and, every 100 ms, divides its window
+ *   (--fadvise-window) by how many marks live, down to 2 MiB: 16 saves of 8 MiB windows
+ *   held 242 MiB cached at peak, with 2 MiB windows about 16 x 2 x 2 MiB.
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"
 
 #include <errno.h>
 #include <fcntl.h>
+
+/* How often a --fadvise save counts the saves running at once. */
+#define IOH_CACHE_LOOK_US (100 * 1000)
+/* The smallest window concurrent saves shrink theirs to. */
+#define IOH_CACHE_MIN_WINDOW (2 * 1024 * 1024)
+
+/* A --fadvise save's window: --fadvise-window divided by the saves running at once. */
+static guint64
+save_window(IohCopy *c)
+{
+    guint64 full = c->opts->fadvise_window;
+    gint64 now = g_get_monotonic_time();
+    guint64 win;
+    guint n;
+
+    if (c->cache.window && now < c->cache.next_look_us) {
+        return c->cache.window;
+    }
+    n = ioh_budget_fadvise_saves(NULL, c->cache.window == 0);
+    c->cache.next_look_us = now + IOH_CACHE_LOOK_US;
+    win = MAX(IOH_ALIGN_DOWN(full / n, 4096), MIN(full, IOH_CACHE_MIN_WINDOW));
+    if (win != c->cache.window) {
+        g_debug("fadvise: drop-behind window %" G_GUINT64_FORMAT " bytes (%u saves at once)",
+                win, n);
+    }
+    c->cache.window = win;
+    return win;
+}
 
 static gboolean
 start_writeback(IohCopy *c, guint64 len, GError **error)
@@ -36,6 +67,7 @@ drop_window_behind(IohCopy *c, guint64 win, GError **error)
     gint64 t0 = g_get_monotonic_time();
     guint64 dlen = c->cache.started - win - c->cache.dropped;
     off_t off = (off_t)(c->dst_start + c->cache.dropped);
+    guint64 again = MIN(c->cache.dropped, win);
 
     c->stats->cache_calls += 2;    /* and the fadvise below */
     if (sync_file_range(c->dst->fd, off, (off_t)dlen, SYNC_FILE_RANGE_WAIT_BEFORE |
@@ -43,7 +75,9 @@ drop_window_behind(IohCopy *c, guint64 win, GError **error)
         return ioh_error_set_errno(error, errno, "sync_file_range", c->dst->name);
     }
     c->stats->sync_us += g_get_monotonic_time() - t0;
-    posix_fadvise(c->dst->fd, off, (off_t)dlen, POSIX_FADV_DONTNEED);
+    /* and the window dropped before once more: a page still in another CPU's LRU batch
+     * when it was dropped stayed cached (fadvise drains only this CPU's batch). */
+    posix_fadvise(c->dst->fd, off - (off_t)again, (off_t)(dlen + again), POSIX_FADV_DONTNEED);
     c->cache.dropped += dlen;
     c->stats->synced = c->cache.dropped;
     return TRUE;
@@ -53,7 +87,7 @@ drop_window_behind(IohCopy *c, guint64 win, GError **error)
 static gboolean
 drop_behind_write(IohCopy *c, gboolean final, GError **error)
 {
-    guint64 win = c->opts->fadvise_window;
+    guint64 win = save_window(c);
     guint64 done = c->out;
 
     while (done - c->cache.started >= win || (final && done > c->cache.started)) {
@@ -151,5 +185,9 @@ ioh_cache_drop_written(IohCopy *c)
         c->stats->cache_calls++;
         posix_fadvise(c->dst->fd, (off_t)c->dst_start, (off_t)c->out,
                       POSIX_FADV_DONTNEED);
+    }
+    if (c->cache.window) {
+        ioh_budget_fadvise_leave(NULL);
+        c->cache.window = 0;
     }
 }

@@ -76,6 +76,8 @@ typedef struct {
     gboolean no_writeback;   /* sync_file_range does not apply to the destination */
     guint64 held;            /* restore: stream bytes behind the head a spliced pipe may
                               * still hold (its size), not yet droppable */
+    guint64 window;          /* fadvise save: the drop-behind window now (0: not yet) */
+    gint64 next_look_us;     /* fadvise save: when to count the concurrent saves again */
 } IohCachePolicy;
 
 struct _IohCopy {

@@ -29,13 +29,13 @@ helper_env(const char *rundir)
     return g_environ_setenv(env, "G_MESSAGES_DEBUG", "iohelper", TRUE);
 }
 
-/* Starts `iohelper --direct [--memory-budget=B] - DST` fed as @feed says. */
+/* Starts `iohelper MODE OPT - DST` fed as @feed says (NULL: by the caller, sv.in_w). */
 static Save
-save_start(const char *dst, const char *rundir, const char *budget, const IohtPumpOpts *feed)
+save_start_mode(const char *mode, const char *opt, const char *dst, const char *rundir,
+                const IohtPumpOpts *feed)
 {
     g_auto(GStrv) env = helper_env(rundir);
-    g_autofree char *opt = budget ? g_strdup_printf("--memory-budget=%s", budget) : NULL;
-    const char *args[] = { "--direct", opt ? opt : "--ring=8", "-", dst, NULL };
+    const char *args[] = { mode, opt, "-", dst, NULL };
     IohtSpawn s = { .args = args, .env = (const char *const *)env, .out_fd = -1 };
     Save sv = { .in_w = -1 };
     int p[2];
@@ -50,6 +50,15 @@ save_start(const char *dst, const char *rundir, const char *budget, const IohtPu
         sv.in_w = p[1];
     }
     return sv;
+}
+
+/* Starts `iohelper --direct [--memory-budget=B] - DST` fed as @feed says. */
+static Save
+save_start(const char *dst, const char *rundir, const char *budget, const IohtPumpOpts *feed)
+{
+    g_autofree char *opt = budget ? g_strdup_printf("--memory-budget=%s", budget) : NULL;
+
+    return save_start_mode("--direct", opt ? opt : "--ring=8", dst, rundir, feed);
 }
 
 /* Waits for the save; its stderr into *ret_err (free it). Its exit code. */
@@ -346,6 +355,49 @@ test_conf(IohtDir *fx, gconstpointer data)
     close(out);
 }
 
+#define NF 4
+
+/* NF --fadvise saves at once (each pauses a while, so that they overlap) share the page
+ * cache: each finds the others' marks and divides its 8 MiB window by 4; alone, a save
+ * keeps the whole window. No mark is left behind. */
+static void
+test_fadvise_window(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = make_src(fx, "src", 24 * MIB, 7);
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *pattern = g_strdup_printf("%s/*.fadvise", run);
+    g_autofree char *dst0 = ioht_dir_path(fx, "dst");
+    g_autofree char *alone = NULL;
+    IohtPumpOpts feed = { .path = src, .stall_at = 4 * MIB, .stall_ms = 800 };
+    IohtPumpOpts whole = { .path = src };
+    Save sv[NF];
+    glob_t g = { 0 };
+    guint shrunk = 0;
+
+    (void)data;
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    for (guint i = 0; i < NF; i++) {
+        g_autofree char *dst = g_strdup_printf("%s/dst%u", fx->dir, i);
+
+        sv[i] = save_start_mode("--fadvise", "--fadvise-window=8M", dst, run, &feed);
+    }
+    for (guint i = 0; i < NF; i++) {
+        g_autofree char *dst = g_strdup_printf("%s/dst%u", fx->dir, i);
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(save_wait(&sv[i], &err), ==, 0);
+        g_assert_true(ioht_files_equal(src, dst));
+        shrunk += strstr(err, "drop-behind window 2097152 bytes (4 saves at once)") != NULL;
+    }
+    g_assert_cmpuint(shrunk, >, 0);
+    g_assert_cmpint(glob(pattern, 0, NULL, &g), ==, GLOB_NOMATCH);
+    globfree(&g);
+    sv[0] = save_start_mode("--fadvise", "--fadvise-window=8M", dst0, run, &whole);
+    g_assert_cmpint(save_wait(&sv[0], &alone), ==, 0);
+    g_assert_nonnull(strstr(alone, "drop-behind window 8388608 bytes (1 saves at once)"));
+    g_assert_null(strstr(alone, "2097152 bytes"));
+}
+
 static const struct {
     const char *path;
     void (*test)(IohtDir *fx, gconstpointer data);
@@ -356,6 +408,7 @@ static const struct {
     { "/budget/kills", test_budget_kills },
     { "/budget/none-left", test_budget_none_left },
     { "/budget/conf", test_conf },
+    { "/budget/fadvise-window", test_fadvise_window },
 };
 
 int

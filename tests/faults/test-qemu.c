@@ -475,7 +475,7 @@ test_restore_damaged(void)
 
         g_assert_true(g_file_get_contents(seed, &data, &len, NULL));
         g_assert_true(g_file_set_contents(img, data, (gssize)len, NULL));
-        assert_restore_refused(dst, restore, NULL);
+        g_free(assert_restore_refused(dst, restore, NULL));
     }
     qgt_qemu_stop(dst);
     g_unlink(img);
@@ -748,7 +748,7 @@ test_restore_file_kinds(void)
     for (gsize i = 0; i < G_N_ELEMENTS(files); i++) {
         const char *args[] = { "restore", "--qmp", dst->sock, files[i], NULL };
 
-        assert_restore_refused(dst, args, files[i]);
+        g_free(assert_restore_refused(dst, args, files[i]));
     }
     qgt_qemu_stop(dst);
     remove_tree(dir);

@@ -1,7 +1,8 @@
 # compress-report.awk - the table of benchmarks/compress from compress.dat
 # (guest method save_s restore_s image_bytes save_cpu_s restore_cpu_s rss_kib; one line per
 # run): medians per guest and method, the image's ratio to the raw save of the same guest,
-# save CPU seconds per GiB of raw stream.
+# save CPU seconds per GiB of raw stream. -v speedup=1 (benchmarks/compress --slow): then
+# each compressed row's save and restore speed-up over raw-direct of the same guest column.
 function median(list,    n, v, i, j, t) {
     n = split(list, v, " ")
     for (i = 1; i <= n; i++)
@@ -17,19 +18,29 @@ function median(list,    n, v, i, j, t) {
     scpu[k] = scpu[k] " " $6; rcpu[k] = rcpu[k] " " $7; rss[k] = rss[k] " " $8
 }
 END {
-    printf "%-7s %-16s %8s %9s %10s %6s %8s %8s %9s %8s\n", "guest", "method", "save s",
+    printf "%-9s %-16s %8s %9s %10s %6s %8s %8s %9s %8s\n", "guest", "method", "save s",
            "restore s", "image MB", "ratio", "save CPU", "CPU/GiB", "rest. CPU", "RSS MiB"
     for (i = 1; i <= n; i++) {
         split(order[i], gm, SUBSEP)
         if (na[order[i]]) {
-            printf "%-7s %-16s %s\n", gm[1], gm[2], "n/a (not built: the tool has no --compress)"
+            printf "%-9s %-16s %s\n", gm[1], gm[2], "n/a (not built: the tool has no --compress)"
             continue
         }
         raw = median(img[gm[1] SUBSEP "raw-direct"])
         b = median(img[order[i]]); c = median(scpu[order[i]]); r = median(rss[order[i]])
-        printf "%-7s %-16s %8.2f %9.2f %10.1f %6.3f %8.2f %8.2f %9.2f %8s\n", gm[1], gm[2],
+        printf "%-9s %-16s %8.2f %9.2f %10.1f %6.3f %8.2f %8.2f %9.2f %8s\n", gm[1], gm[2],
                median(save[order[i]]), median(rest[order[i]]), b / 1e6, raw ? b / raw : 0, c,
                raw ? c / (raw / 2^30) : 0, median(rcpu[order[i]]),
                r == "-" ? "-" : sprintf("%.0f", r / 1024)
+    }
+    if (!speedup)
+        exit
+    for (i = 1; i <= n; i++) {
+        split(order[i], gm, SUBSEP)
+        rk = gm[1] SUBSEP "raw-direct"
+        if (gm[2] == "raw-direct" || na[order[i]] || !(rk in save))
+            continue
+        printf "speed-up over raw-direct: %-12s %-16s save %.2fx restore %.2fx\n", gm[1], gm[2],
+               median(save[rk]) / median(save[order[i]]), median(rest[rk]) / median(rest[order[i]])
     }
 }

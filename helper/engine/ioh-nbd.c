@@ -31,8 +31,10 @@ typedef struct {
     int wake;                 /* eventfd: a command was issued, or stop */
     GThread *thread;
     gboolean quit;            /* atomic */
-    char *failed;             /* under n->lock: why the connection died */
-    int failed_errno;         /* ... and its errno (0: ENOTCONN) */
+    char *failed;             /* under n->lock: why the connection died, a whole cause */
+    int failed_errno;         /* ... and its errno */
+    gboolean failed_weak;     /* ... only that it is closed, not why: a real cause replaces it */
+    gboolean exited;          /* under n->lock: the thread has returned */
 } Conn;
 
 typedef struct {
@@ -58,6 +60,7 @@ struct _IohNbd {
     gboolean handed;          /* ioh_nbd_next() handed out reqs[tail] */
     gsize req_size;
     guint64 size;
+    gboolean for_write;       /* a save: "write" names the operation of its errors */
     gboolean multi_conn;
     GMutex lock;
     GCond cond;
@@ -97,36 +100,68 @@ ioh_nbd_end_new(const char *uri)
 }
 
 /* libnbd's last error of this thread, as the cause of an error naming the end. */
+/* The cause in a libnbd message: without the name of the call it starts with
+ * ("nbd_pwrite: ..."). */
+static const char *
+nbd_cause(const char *msg)
+{
+    const char *colon = strstr(msg, ": ");
+
+    return colon ? colon + 2 : msg;
+}
+
 static gboolean
 nbd_fail(GError **error, const IohEnd *end, const char *what)
 {
     int errsv = nbd_get_errno();
     const char *msg = nbd_get_error();
 
-    /* libnbd's messages start with the call's name ("nbd_pwrite: ..."): keep the cause. */
-    if (msg && strstr(msg, ": ")) {
-        msg = strstr(msg, ": ") + 2;
-    }
     return ioh_error_set(error, errsv ? errsv : EIO, what, end->name, "%s",
-                         msg ? msg : g_strerror(errsv ? errsv : EIO));
+                         msg ? nbd_cause(msg) : g_strerror(errsv ? errsv : EIO));
 }
 
+/* Records why @k failed, the first cause only (a weak one gives way to a real one). */
 static void
-conn_failed_errno(Conn *k, int errsv, const char *why)
+conn_set_failed(Conn *k, int errsv, const char *why, gboolean weak)
 {
     g_mutex_lock(&k->n->lock);
-    if (!k->failed) {
+    if (!k->failed || (k->failed_weak && !weak)) {
+        g_free(k->failed);
+        k->failed = g_strdup(why);
         k->failed_errno = errsv;
-        k->failed = g_strdup(why ? why : "connection lost");
+        k->failed_weak = weak;
     }
     g_cond_broadcast(&k->n->cond);
     g_mutex_unlock(&k->n->lock);
 }
 
+/* The connection is dead or closed: @msg is libnbd's error in the thread that found out
+ * (NULL: none). The server's end of the socket (EOF: it closed it, or died) only closes the
+ * handle, and libnbd retires the commands in flight with ENOTCONN without an error; a
+ * failed recv()/send() kills it, and only the call that met it says why ("Connection
+ * reset by peer"); a call on a dead handle only says that it is ("invalid state: DEAD",
+ * or ENOTCONN for a command it retired), the weak cause that a real one replaces. */
+static void
+conn_died(Conn *k, int errsv, const char *msg)
+{
+    const char *cause = msg ? nbd_cause(msg) : NULL;
+    gboolean weak = !cause || *cause == '\0' || errsv == ENOTCONN ||
+                    strstr(cause, "invalid state") || strstr(cause, "connection is closed");
+    g_autofree char *why = NULL;
+
+    if (weak && nbd_aio_is_closed(k->h)) {
+        conn_set_failed(k, ENOTCONN, "the server closed the connection", FALSE);
+        return;
+    }
+    why = weak ? g_strdup("connection to the server lost")
+               : g_strdup_printf("connection to the server lost (%s)", cause);
+    conn_set_failed(k, errsv && !weak ? errsv : ENOTCONN, why, weak);
+}
+
 static void
 conn_failed(Conn *k, const char *why)
 {
-    conn_failed_errno(k, 0, why);
+    conn_set_failed(k, EIO, why, FALSE);
 }
 
 /* poll() timed out: with commands in flight, the server has stalled (--stall-timeout). */
@@ -140,7 +175,7 @@ conn_stalled(Conn *k)
     }
     why = g_strdup_printf("the server sent nothing for %u s (--stall-timeout)",
                           k->n->stall_ms / 1000);
-    conn_failed_errno(k, ETIMEDOUT, why);
+    conn_set_failed(k, ETIMEDOUT, why, FALSE);
     return FALSE;
 }
 
@@ -158,15 +193,21 @@ conn_wake(Conn *k)
 static gboolean
 conn_poll_once(Conn *k)
 {
-    unsigned dir = nbd_aio_get_direction(k->h);
-    struct pollfd p[2] = {
-        { .fd = nbd_aio_get_fd(k->h), .events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
-                                               ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0) },
-        { .fd = k->wake, .events = POLLIN },
-    };
+    unsigned dir;
+    struct pollfd p[2];
     guint64 v;
-    int ready = poll(p, 2, k->n->stall_ms ? (int)k->n->stall_ms : -1);
+    int ready;
 
+    if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
+        conn_died(k, 0, NULL);        /* the issuing thread found out, and said why */
+        return FALSE;
+    }
+    dir = nbd_aio_get_direction(k->h);
+    p[0] = (struct pollfd){ .fd = nbd_aio_get_fd(k->h),
+                            .events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+                                      ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0) };
+    p[1] = (struct pollfd){ .fd = k->wake, .events = POLLIN };
+    ready = poll(p, 2, k->n->stall_ms ? (int)k->n->stall_ms : -1);
     if (ready < 0) {
         return errno == EINTR || (conn_failed(k, g_strerror(errno)), FALSE);
     }
@@ -176,16 +217,13 @@ conn_poll_once(Conn *k)
     if ((p[1].revents & POLLIN) && read(k->wake, &v, sizeof(v)) < 0) {
         /* EAGAIN: someone else drained it */
     }
-    if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && nbd_aio_notify_read(k->h) < 0) {
-        conn_failed(k, nbd_get_error());
-        return FALSE;
-    }
-    if ((p[0].revents & POLLOUT) && nbd_aio_notify_write(k->h) < 0) {
-        conn_failed(k, nbd_get_error());
+    if (((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && nbd_aio_notify_read(k->h) < 0) ||
+        ((p[0].revents & POLLOUT) && nbd_aio_notify_write(k->h) < 0)) {
+        conn_died(k, nbd_get_errno(), nbd_get_error());
         return FALSE;
     }
     if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
-        conn_failed(k, nbd_get_error());
+        conn_died(k, 0, NULL);
         return FALSE;
     }
     return !g_atomic_int_get(&k->quit);
@@ -198,6 +236,10 @@ conn_thread(gpointer data)
 
     while (conn_poll_once(k)) {
     }
+    g_mutex_lock(&k->n->lock);
+    k->exited = TRUE;
+    g_cond_broadcast(&k->n->cond);
+    g_mutex_unlock(&k->n->lock);
     return NULL;
 }
 
@@ -332,6 +374,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
     struct nbd_handle *h;
 
     n->end = end;
+    n->for_write = for_write;
     n->stall_ms = c->opts->nbd_stall_timeout * 1000;
     g_mutex_init(&n->lock);
     g_cond_init(&n->cond);
@@ -407,13 +450,60 @@ ioh_nbd_layer_state(const IohNbd *n)
     return n->layer_state;
 }
 
-/* Waits for reqs[i]; FALSE with the command's or the connection's error. */
+/* What the copy does with the export: the operation its errors name. */
+static const char *
+op_name(const IohNbd *n)
+{
+    return n->for_write ? "write" : "read";
+}
+
+/* FALSE with "@what URI: <why @k failed>", once that is known: a real cause is recorded,
+ * or the connection's thread has returned (it records one before, and a dead connection
+ * makes it return; woken here when another thread found out). The deadline is a guard
+ * only. Under n->lock. */
 static gboolean
-wait_req(IohNbd *n, guint i, gboolean write, GError **error)
+conn_lost_locked(IohNbd *n, Conn *k, const char *what, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+
+    conn_wake(k);
+    while (k->thread && !k->exited && (!k->failed || k->failed_weak) &&
+           g_cond_wait_until(&n->cond, &n->lock, deadline)) {
+    }
+    return ioh_error_set(error, k->failed ? k->failed_errno : ENOTCONN, what, n->end->name,
+                         "%s", k->failed ? k->failed : "connection to the server lost");
+}
+
+static gboolean
+conn_lost(IohNbd *n, Conn *k, const char *what, GError **error)
+{
+    gboolean ok;
+
+    g_mutex_lock(&n->lock);
+    ok = conn_lost_locked(n, k, what, error);
+    g_mutex_unlock(&n->lock);
+    return ok;
+}
+
+/* A libnbd call on @k failed: the connection's loss when it is dead (this thread may be
+ * the one that found out), else the call's error. */
+static gboolean
+call_failed(IohNbd *n, Conn *k, const char *what, GError **error)
+{
+    if (!nbd_aio_is_dead(k->h) && !nbd_aio_is_closed(k->h)) {
+        return nbd_fail(error, n->end, what);
+    }
+    conn_died(k, nbd_get_errno(), nbd_get_error());
+    return conn_lost(n, k, what, error);
+}
+
+/* Waits for reqs[i]; FALSE with the command's or the connection's error. A command that
+ * libnbd retired with ENOTCONN died with its connection: the line says why it died. */
+static gboolean
+wait_req(IohNbd *n, guint i, GError **error)
 {
     Req *r = &n->reqs[i];
     Conn *k = &n->conns[i % n->nconns];
-    g_autofree char *why = NULL;
     int err;
 
     g_mutex_lock(&n->lock);
@@ -422,20 +512,15 @@ wait_req(IohNbd *n, guint i, gboolean write, GError **error)
         g_cond_wait(&n->cond, &n->lock);
     }
     r->waited = FALSE;
-    err = r->done ? r->err : k->failed_errno ? k->failed_errno : ENOTCONN;
-    why = r->done ? NULL : g_strdup(k->failed);
-    g_mutex_unlock(&n->lock);
     r->busy = FALSE;
     n->in_flight--;
-    if (err == 0) {
-        return TRUE;
+    err = r->done ? r->err : ENOTCONN;
+    if (err == ENOTCONN) {
+        conn_lost_locked(n, k, op_name(n), error);
     }
-    if (why && strstr(why, ": ")) {
-        return ioh_error_set(error, err, write ? "write" : "read", n->end->name, "%s",
-                             strstr(why, ": ") + 2);
-    }
-    return ioh_error_set(error, err, write ? "write" : "read", n->end->name, "%s",
-                         why ? why : g_strerror(err));
+    g_mutex_unlock(&n->lock);
+    return err == 0 || (err != ENOTCONN &&
+                        ioh_error_set_errno(error, err, op_name(n), n->end->name));
 }
 
 char *
@@ -447,7 +532,7 @@ ioh_nbd_next(IohNbd *n, gsize *ret_len, GError **error)
     if (r->busy) {
         /* the oldest command: requests are handed out and taken back in order */
         g_assert(n->head == n->tail);
-        if (!wait_req(n, n->head, FALSE, error)) {
+        if (!wait_req(n, n->head, error)) {
             return NULL;
         }
         n->head = (n->head + 1) % n->nreqs;
@@ -463,7 +548,7 @@ ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error)
     Req *r = &n->reqs[n->head];
 
     g_assert(r->busy);
-    if (!wait_req(n, n->head, FALSE, error)) {
+    if (!wait_req(n, n->head, error)) {
         return NULL;
     }
     n->head = (n->head + 1) % n->nreqs;
@@ -486,16 +571,20 @@ behind_done(void *user_data, int *error)
     return 1;
 }
 
-/* FALSE with the error of a write-behind flush that failed. */
+/* FALSE with the error of a write-behind flush that failed: the server's answer to the
+ * flush, or the loss of the connection (while the save writes: operation @what). */
 static gboolean
-behind_failed(IohNbd *n, GError **error)
+behind_failed(IohNbd *n, const char *what, GError **error)
 {
     int err;
 
     g_mutex_lock(&n->lock);
     err = n->behind_err;
     g_mutex_unlock(&n->lock);
-    return err == 0 || ioh_error_set(error, err, "flush", n->end->name, "%s", g_strerror(err));
+    if (err == ENOTCONN) {
+        return conn_lost(n, n->behind_k, what, error);
+    }
+    return err == 0 || ioh_error_set_errno(error, err, "flush", n->end->name);
 }
 
 /* Write-behind: a flush without waiting for it, every IOH_NBD_FLUSH_BEHIND bytes written,
@@ -516,20 +605,20 @@ flush_behind(IohNbd *n, gsize len, GError **error)
     n->behind_busy = TRUE;
     g_mutex_unlock(&n->lock);
     if (busy) {
-        return behind_failed(n, error);
+        return behind_failed(n, "write", error);
     }
     if (nbd_aio_flush(k->h, cb, 0) < 0) {
         g_mutex_lock(&n->lock);
         n->behind_busy = FALSE;
         g_mutex_unlock(&n->lock);
-        return nbd_fail(error, n->end, "flush");
+        return call_failed(n, k, "flush", error);
     }
     n->behind_k = k;
     n->behind_next++;
     n->behind_count++;
     n->unflushed = 0;
     conn_wake(k);
-    return behind_failed(n, error);
+    return behind_failed(n, "write", error);
 }
 
 gboolean
@@ -548,7 +637,7 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
     id = write ? nbd_aio_pwrite(k->h, r->buf, len, offset, cb, 0)
                : nbd_aio_pread(k->h, r->buf, len, offset, cb, 0);
     if (id < 0) {
-        return nbd_fail(error, n->end, write ? "write" : "read");
+        return call_failed(n, k, write ? "write" : "read", error);
     }
     r->busy = TRUE;
     n->in_flight++;
@@ -566,22 +655,17 @@ static gboolean
 wait_behind(IohNbd *n, GError **error)
 {
     Conn *k = n->behind_k;
-    g_autofree char *why = NULL;
-    int err = 0;
+    gboolean ok = TRUE;
 
     g_mutex_lock(&n->lock);
     while (n->behind_busy && !k->failed) {
         g_cond_wait(&n->cond, &n->lock);
     }
     if (n->behind_busy) {
-        why = g_strdup(k->failed);
-        err = k->failed_errno ? k->failed_errno : ENOTCONN;
+        ok = conn_lost_locked(n, k, "flush", error);
     }
     g_mutex_unlock(&n->lock);
-    if (why) {
-        return ioh_error_set(error, err, "flush", n->end->name, "%s", why);
-    }
-    return behind_failed(n, error);
+    return ok && behind_failed(n, "flush", error);
 }
 
 /* Waits for the commands in flight, oldest first. */
@@ -593,7 +677,7 @@ drain(IohNbd *n, gboolean write, GError **error)
     while (n->in_flight > 0) {
         g_autoptr(GError) err = NULL;
 
-        if (!wait_req(n, n->head, write, &err) && ok) {
+        if (!wait_req(n, n->head, &err) && ok) {
             g_propagate_error(error, g_steal_pointer(&err));
             ok = FALSE;
         }
@@ -647,7 +731,7 @@ ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
             continue;
         }
         if (nbd_flush(h, 0) < 0) {
-            return nbd_fail(error, n->end, "flush");
+            return call_failed(n, &n->conns[i], "flush", error);
         }
         flushes++;
     }

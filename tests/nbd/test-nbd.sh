@@ -303,29 +303,60 @@ test_errors() {
     stop fbeh
 }
 
-# killed_during NAME DESC SHELL-LINE: runs the line (URI in $uri) in the background,
-# kills server NAME with SIGKILL half a second in: exit 1 with one line naming the URI.
+# killed_during NAME OP WHEN DESC SHELL-LINE [URI]: runs the line (URI, by default server
+# NAME's socket, in $uri) in the background and kills server NAME with SIGKILL as soon as
+# its log ($work/NAME.log, nbdkit's log filter) has a line matching WHEN: exit 1 with one
+# stderr line "iohelper: OP URI: CAUSE", the operation the copy was doing (write: a save,
+# read: a restore, flush: its final flush) and why the connection ended (the server
+# closed it, or libnbd's cause such as a reset), not another operation's name, nor the
+# errno of the commands libnbd retired.
 killed_during() {
-    local name=$1 desc=$2 pid rc
-    uri=$(unix_uri "$name") IOH=$IOH bash -c "$3" 2>"$work/kerr" >/dev/null &
+    local name=$1 op=$2 when=$3 desc=$4 line=$5 pid rc re
+    uri=${6:-$(unix_uri "$name")}
+    re="^iohelper: $op $(printf '%s' "$uri" | sed 's/[][\.*^$+?(){}|/]/\\&/g'): "
+    re+="(the server closed the connection|connection to the server lost \(.+\))$"
+    uri=$uri IOH=$IOH bash -c "$line" 2>"$work/kerr" >/dev/null &
     pid=$!
-    sleep 0.5
+    for _ in $(seq 400); do
+        grep -q -- "$when" "$work/$name.log" 2>/dev/null && break
+        sleep 0.05
+    done
     kill -9 "${srv_pid[$name]}"
     unset "srv_pid[$name]"
     wait "$pid"
     rc=$?
-    check "$desc: exit 1 with a line naming the URI" [ "$rc" = 1 -a \
-        "$(grep -c "^iohelper: .* nbd+unix:///?socket=.*$name.sock: " "$work/kerr")" = 1 ]
-    [ "$rc" = 1 ] || diag "$work/kerr"
+    check "$desc: exit 1, one line \"$op URI: <why the connection ended>\"" \
+        [ "$rc" = 1 -a "$(wc -l <"$work/kerr")" = 1 -a "$(grep -Ec "$re" "$work/kerr")" = 1 ]
+    [ "$rc" = 1 -a "$(grep -Ec "$re" "$work/kerr")" = 1 ] || { echo "# exit $rc"; diag "$work/kerr"; }
 }
 
-# The server dies while the helper works: never a success.
+# The server dies while the helper works: never a success, and the line says what the
+# helper was doing and why it stopped.
 test_killed() {
-    start_nbdkit kill memory 64M || return
-    killed_during kill "server killed mid-save" \
-        '{ head -c 4M /dev/urandom; sleep 1; head -c 4M /dev/urandom; } | "$IOH" - "$uri"'
-    start_nbdkit kill2 --filter=delay memory 64M delay-read=1 || return
-    killed_during kill2 "server killed mid-restore" '"$IOH" --length=32M "$uri" -'
+    local port log=(--filter=log) flushing
+    flushing=(eval can_write='exit 0' can_flush='exit 0' pwrite='cat >/dev/null' flush='sleep 3')
+    start_nbdkit kill "${log[@]}" memory 64M logfile="$work/kill.log" || return
+    killed_during kill write ' Write id=' "server killed mid-save" \
+        '{ head -c 4M /dev/urandom; sleep 2; head -c 4M /dev/urandom; } | "$IOH" - "$uri"'
+    start_nbdkit kill2 "${log[@]}" --filter=delay memory 64M delay-read=1 \
+        logfile="$work/kill2.log" || return
+    killed_during kill2 read ' Read id=' "server killed mid-restore" \
+        '"$IOH" --length=32M "$uri" -'
+    port=$(free_port)
+    start_nbdkit_tcp kill3 "$port" "${log[@]}" memory 64M logfile="$work/kill3.log" || return
+    killed_during kill3 write ' Write id=' "server killed mid-save, TCP, 4 connections" \
+        '{ head -c 4M /dev/urandom; sleep 2; head -c 4M /dev/urandom; } | "$IOH" - "$uri"' \
+        "nbd://127.0.0.1:$port/"
+    # killed once the write-behind flush (at 32 MiB, 3 s long) has begun, the stream not
+    # yet at its end
+    start_nbdkit kill4 "${log[@]}" "${flushing[@]}" get_size="echo $((96 << 20))" \
+        logfile="$work/kill4.log" || return
+    killed_during kill4 write ' Flush id=' "server killed mid-save, a write-behind flush in flight" \
+        '{ head -c 40M /dev/zero; sleep 2; head -c 8M /dev/zero; } | "$IOH" - "$uri"'
+    start_nbdkit kill5 "${log[@]}" "${flushing[@]}" get_size="echo $((16 << 20))" \
+        logfile="$work/kill5.log" || return
+    killed_during kill5 flush ' Flush id=' "server killed during the final flush" \
+        'head -c 1M /dev/zero | "$IOH" - "$uri"'
 }
 
 # TLS with a pre-shared key (nbds+unix://USER@/?socket=...&tls-psk-file=...): a round

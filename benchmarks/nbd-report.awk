@@ -3,7 +3,12 @@
 # Throughput is MiB/s = bytes / seconds / 2^20; medians and min-max over the runs. A ratio
 # is taken run by run (the two cases of a pair ran a few seconds apart) and its median and
 # min-max are shown, with the issue's target where it has one. CPU busy: the machine's CPUs
-# (all processes) during the case, median %.
+# (all processes) during the case, median %. Where the time went, per case (medians): the
+# CPU used by the server, the client and the pipe's other end in % of one core, the
+# machine's busy and iowait %, and which side limits: "disk" when iowait is 20% or more
+# of the machine, "CPU" when its cores are 90% busy or more (nobody can go faster
+# without taking CPU from the others), else "server" (the CPUs idle: the client waits
+# for the server or the link).
 # -v runs=N plotdata=FILE
 
 # sorted(list, a): the numbers of a space-separated list into a[1..n], ascending; n.
@@ -55,6 +60,23 @@ NR == 1 { next }
     secs[k, $4] = $6
     size[k] = $5
     busy[k] = busy[k] " " $7
+    if (NF >= 11 && $6 > 0) {
+        iow[k] = iow[k] " " $8
+        core[k, "server"] = core[k, "server"] " " 100 * $9 / $6
+        core[k, "client"] = core[k, "client"] " " 100 * $10 / $6
+        core[k, "ends"] = core[k, "ends"] " " 100 * $11 / $6
+        perg[k] = perg[k] " " ($9 + $10 + $11) / ($5 / 1073741824)
+        have_where = 1
+    }
+}
+# Where the time of case k went: one row.
+function where(k,    f, b, w, lim) {
+    split(k, f, SUBSEP)
+    b = median(busy[k]); w = median(iow[k])
+    lim = w >= 20 ? "disk" : b >= 90 ? "CPU" : "server"
+    printf "| %s | %s | %s | %.0f | %.0f / %.0f / %.0f | %.1f | %.0f | %.0f | %s |\n", f[1], f[2],
+        f[3], median(series(k)), median(core[k, "server"]), median(core[k, "client"]),
+        median(core[k, "ends"]), median(perg[k]), b, w, lim
 }
 END {
     printf "### MiB/s, median (min-max) of %d run(s)\n\n", runs
@@ -103,4 +125,12 @@ END {
     ratio("slow-comp", "save", "ours-compress", "ours", 0, "compressible, slow link")
     ratio("slow-rand", "save", "ours-compress", "ours", 0, "random, slow link")
     ratio("slow-comp", "save", "ours-compress", "nbdcopy", 0, "compressible, slow link")
+
+    if (!have_where) exit
+    print ""
+    print "### Where the time went (medians): the bottleneck per case"
+    print ""
+    print "| server | case | dir | MiB/s | CPU % of a core: server / client / pipe end | CPU-s per GiB (all three) | machine busy % | iowait % | limit |"
+    print "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
+    for (i = 1; i <= n; i++) if (order[i] in perg) where(order[i])
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/nbd/test-nbd.sh - iohelper with NBD URIs as IN or OUT, against real servers the
-# test starts: nbdkit (memory and file plugins; stats, log, error, delay, multi-conn
+# test starts: nbdkit (memory, file and eval plugins; stats, log, error, delay, multi-conn
 # filters) on a unix socket and on TCP loopback, and qemu-nbd serving a qcow2 image.
 # Round trips are compared byte for byte; request sizes, connections and flushes are
-# read from the server's own stats and log files. TAP on stdout.
+# read from the server's own stats and log files; the README's NBD example is run as
+# pasted. TAP on stdout.
 set -u
 
 IOH=${IOHELPER_PATH:?IOHELPER_PATH not set}
@@ -121,6 +122,18 @@ stat_ops() { # stat_ops FILE CMD: the op count of "CMD: N ops" in an nbdkit stat
     sed -n "s/^$2: \([0-9]*\) ops.*/\1/p" "$1"
 }
 
+# max_in_flight LOG CMD: the most CMD commands (Write, Read) that nbdkit's log filter
+# saw begun and not yet returned at once (the log filter outermost, before a delay)
+max_in_flight() {
+    awk -v c="$2" '$0 ~ " " c " id=.* \\.\\.\\.$" { if (++n > m) m = n }
+                   $0 ~ " \\.\\.\\." c " id=" { n-- } END { print m + 0 }' "$1"
+}
+
+# conns_with LOG CMD: how many connections carried CMD commands
+conns_with() {
+    grep " $2 id=" "$1" | sed -n 's/.* connection=\([0-9]*\) .*/\1/p' | sort -u | wc -l
+}
+
 # compressed URI: a stream of random and zero parts saved with --compress=zstd (a
 # transforming filter: the sink must get the filter's bytes, not the pipe's), checked with
 # the zstd CLI, then restored with --decompress and --length = the stored bytes.
@@ -168,6 +181,18 @@ test_file_plugin() {
     stop file
     check "file plugin: the bytes are in the file" \
         cmp -s -n $(((7 << 20) + 1)) "$work/in" "$work/disk.img"
+    # --offset lands the stream there in the export, not only as far as a restore
+    # from the same offset can tell
+    truncate -s 0 "$work/disk.img"
+    truncate -s 64M "$work/disk.img"
+    start_nbdkit file2 file "$work/disk.img" || return
+    head -c $((3 << 20)) /dev/urandom >"$work/in"
+    cat "$work/in" | "$IOH" --offset=$(((1 << 20) + 7)) - "$(unix_uri file2)"
+    stop file2
+    check "file plugin: --offset=1M+7: the stream is at that offset in the file" \
+        cmp -s -n $((3 << 20)) "$work/in" "$work/disk.img" 0 $(((1 << 20) + 7))
+    check "file plugin: --offset=1M+7: nothing written before it" \
+        cmp -s -n $(((1 << 20) + 7)) /dev/zero "$work/disk.img"
 }
 
 test_qemu_nbd() {
@@ -195,6 +220,7 @@ test_stats() {
     check "stats: a 4 MiB save is 16 writes of 256 KiB" \
         [ "$(stat_ops "$f.stats" write)" = 16 -a "$(grep -c '18 bits: 100.0%' "$f.stats")" -ge 1 ]
     check "stats: multi-conn server: 4 connections" [ "$(grep -c ' Connect ' "$f.log")" = 4 ]
+    check "log: the writes spread over the 4 connections" [ "$(conns_with "$f.log" Write)" = 4 ]
     check "stats: multi-conn server: one flush" [ "$(stat_ops "$f.stats" flush)" = 1 ]
 
     start_nbdkit st2 --filter=log --filter=stats --filter=multi-conn memory 64M \
@@ -218,6 +244,28 @@ test_stats() {
     check "log: the last flush comes after the last write completed" \
         [ "$(grep -n ' Flush id=' "$f.log3" | tail -n 1 | cut -d: -f1)" -gt \
           "$(grep -n '\.\.\.Write id=' "$f.log3" | tail -n 1 | cut -d: -f1)" ]
+    test_in_flight
+}
+
+# --requests is what the server has in flight: every command takes 20 ms (the delay
+# filter, inside the log filter), so the log shows the requests begun and not returned.
+test_in_flight() {
+    local f=$work/fl
+    start_nbdkit fl --filter=log --filter=delay memory 64M delay-write=20ms \
+        delay-read=20ms logfile="$f.log" || return
+    head -c $((4 << 20)) /dev/urandom >"$f.in"
+    "$IOH" --connections=1 --requests=1 - "$(unix_uri fl)" <"$f.in"
+    check "log: --requests=1, one connection: one write at a time" \
+        [ "$(max_in_flight "$f.log" Write)" = 1 ]
+    : >"$f.log"
+    "$IOH" --connections=1 --requests=4 - "$(unix_uri fl)" <"$f.in"
+    check "log: --requests=4 (aio): 4 writes in flight at the server" \
+        [ "$(max_in_flight "$f.log" Write)" = 4 ]
+    : >"$f.log"
+    "$IOH" --connections=1 --requests=4 --length=4M "$(unix_uri fl)" - | cmp -s - "$f.in"
+    check "log: a restore reads ahead, 4 reads in flight, delivered in order" \
+        [ "${PIPESTATUS[1]}" = 0 -a "$(max_in_flight "$f.log" Read)" = 4 ]
+    stop fl
 }
 
 # save_fails NAME OP PWRITE FLUSH DESC: a save to nbdkit's eval plugin whose pwrite and
@@ -379,6 +427,15 @@ test_tls() {
         <"$work/psk"
     if grep -q psk "$work/err"; then not_ok "no key file in the line"; else ok "no key file in the line"; fi
     stop tls
+    local port
+    port=$(free_port)
+    start_nbdkit_tcp tlstcp "$port" --tls=require --tls-psk="$work/psk" memory 32M || return
+    check "TLS (PSK) over TCP loopback, nbds://: round trip of 2 MiB + 3" \
+        roundtrip "nbds://alice@127.0.0.1:$port/?tls-psk-file=$work/psk" $(((2 << 20) + 3))
+    check "nbd:// (no TLS) to a server that requires it: exit 1, a line naming the URI" \
+        fails 1 "^iohelper: connect nbd://127.0.0.1:$port/: " "$IOH" - "nbd://127.0.0.1:$port/" \
+        <"$work/psk"
+    stop tlstcp
 }
 
 # A server that stops answering (nbdkit's delay filter, 30 s per command) fails the copy
@@ -396,6 +453,27 @@ test_stall() {
     stop str
 }
 
+# The README's worked example (the sh block after "Paste-able:" in "NBD exports"), run
+# as a user would paste it, with /tmp/ turned into this test's directory.
+test_readme() {
+    local readme src
+    src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    readme=$src/../../README.md
+    mkdir -p "$work/readme"
+    sed -n '/^### NBD exports/,/^### /p' "$readme" | sed -n '/Paste-able:/,/^```$/p' |
+        sed -n '/^```sh$/,/^```$/{/^```/d;p}' | sed "s|/tmp/|$work/readme/|g" >"$work/readme.sh"
+    check "README: the NBD example is there (nbdkit, a save, a restore)" \
+        [ "$(grep -c 'nbdkit --unix\|iohelper ' "$work/readme.sh")" -ge 3 ]
+    PATH="$(dirname "$IOH"):$PATH" bash -e "$work/readme.sh" >"$work/readme.out" 2>&1
+    check "README: the NBD example runs as pasted and prints 'same'" \
+        grep -qx same "$work/readme.out"
+    grep -qx same "$work/readme.out" || diag "$work/readme.out"
+    for pidf in "$work"/readme/*.pid; do    # the example stopped early: its server too
+        [ -s "$pidf" ] && kill "$(cat "$pidf")" 2>/dev/null
+    done
+}
+
+test_readme
 test_memory_unix
 test_tls
 test_memory_tcp

@@ -5,11 +5,13 @@
 # min-max are shown, with the issue's target where it has one. CPU busy: the machine's CPUs
 # (all processes) during the case, median %. Where the time went, per case (medians): the
 # CPU used by the server, the client and the pipe's other end in % of one core, the
-# machine's busy and iowait %, and which side limits: "disk" when iowait is 20% or more
-# of the machine, "CPU" when its cores are 90% busy or more (nobody can go faster
-# without taking CPU from the others), else "server" (the CPUs idle: the client waits
-# for the server or the link).
-# -v runs=N plotdata=FILE
+# machine's busy and iowait %, and which side limits, the first that holds: "disk" when
+# iowait is 20% or more of the machine; "CPU (ours)" when server, client and pipe end
+# together use 85% or more of all cores (no side can go faster without taking CPU from
+# another); "CPU (shared)" when the cores are 90% busy with others' work too; "server
+# CPU" or "client CPU" when that side uses 90% of a core or more (its one busy thread);
+# else "server waits" (CPUs idle: the client waits for the server's rate or latency).
+# -v runs=N ncpu=N plotdata=FILE
 
 # sorted(list, a): the numbers of a space-separated list into a[1..n], ascending; n.
 function sorted(list, a,    n, i, j, t) {
@@ -73,10 +75,11 @@ NR == 1 { next }
 function where(k,    f, b, w, lim) {
     split(k, f, SUBSEP)
     b = median(busy[k]); w = median(iow[k])
-    lim = w >= 20 ? "disk" : b >= 90 ? "CPU" : "server"
+    sv = median(core[k, "server"]); cl = median(core[k, "client"]); en = median(core[k, "ends"])
+    lim = w >= 20 ? "disk" : sv + cl + en >= 85 * ncpu ? "CPU (ours)" : b >= 90 ? "CPU (shared)" \
+        : sv >= 90 ? "server CPU" : cl >= 90 ? "client CPU" : "server waits"
     printf "| %s | %s | %s | %.0f | %.0f / %.0f / %.0f | %.1f | %.0f | %.0f | %s |\n", f[1], f[2],
-        f[3], median(series(k)), median(core[k, "server"]), median(core[k, "client"]),
-        median(core[k, "ends"]), median(perg[k]), b, w, lim
+        f[3], median(series(k)), sv, cl, en, median(perg[k]), b, w, lim
 }
 END {
     printf "### MiB/s, median (min-max) of %d run(s)\n\n", runs

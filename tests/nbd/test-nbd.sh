@@ -351,17 +351,18 @@ test_errors() {
     stop fbeh
 }
 
-# killed_during NAME OP WHEN DESC SHELL-LINE [URI]: runs the line (URI, by default server
-# NAME's socket, in $uri) in the background and kills server NAME with SIGKILL as soon as
-# its log ($work/NAME.log, nbdkit's log filter) has a line matching WHEN: exit 1 with one
-# stderr line "iohelper: OP URI: CAUSE", the operation the copy was doing (write: a save,
+# killed_during NAME OP WHEN DESC SHELL-LINE [URI [SHOWN]]: runs the line (URI, by default
+# server NAME's socket, in $uri) in the background and kills server NAME with SIGKILL as
+# soon as its log ($work/NAME.log, nbdkit's log filter) has a line matching WHEN: exit 1
+# with one stderr line "iohelper: OP SHOWN: CAUSE" (SHOWN: the URI as printed, by default
+# URI), the operation the copy was doing (write: a save,
 # read: a restore, flush: its final flush) and why the connection ended (the server
 # closed it, or libnbd's cause such as a reset), not another operation's name, nor the
 # errno of the commands libnbd retired.
 killed_during() {
     local name=$1 op=$2 when=$3 desc=$4 line=$5 pid rc re
     uri=${6:-$(unix_uri "$name")}
-    re="^iohelper: $op $(printf '%s' "$uri" | sed 's/[][\.*^$+?(){}|/]/\\&/g'): "
+    re="^iohelper: $op $(printf '%s' "${7:-$uri}" | sed 's/[][\.*^$+?(){}|/]/\\&/g'): "
     re+="(the server closed the connection|connection to the server lost \(.+\))$"
     uri=$uri IOH=$IOH bash -c "$line" 2>"$work/kerr" >/dev/null &
     pid=$!
@@ -405,6 +406,14 @@ test_killed() {
         logfile="$work/kill5.log" || return
     killed_during kill5 flush ' Flush id=' "server killed during the final flush" \
         'head -c 1M /dev/zero | "$IOH" - "$uri"'
+    if [ -s "$work/psk" ]; then     # test_tls made a key: the line keeps it out
+        start_nbdkit kill6 "${log[@]}" --tls=require --tls-psk="$work/psk" memory 64M \
+            logfile="$work/kill6.log" || return
+        killed_during kill6 write ' Write id=' "TLS server killed mid-save (no key file shown)" \
+            '{ head -c 4M /dev/urandom; sleep 2; head -c 4M /dev/urandom; } | "$IOH" - "$uri"' \
+            "nbds+unix://alice@/?tls-psk-file=$work/psk&socket=$work/kill6.sock" \
+            "nbds+unix://alice@/?socket=$work/kill6.sock"
+    fi
 }
 
 # TLS with a pre-shared key (nbds+unix://USER@/?socket=...&tls-psk-file=...): a round

@@ -13,6 +13,12 @@
  * Saves also flush behind (IOH_NBD_FLUSH_BEHIND): 1 GiB to nbdkit file (unix socket),
  * 2 GiB, 3 interleaved runs, median: 561 MB/s with the final flush only, 722 (8 MiB),
  * 790 (32 MiB), 849 (64 MiB; 610 in another 1 GiB run): 32 MiB keeps the tail short.
+ * With several connections each socket takes more at once, so the issuing thread sends
+ * most of each command itself (perf, 4 connections: 13% of the helper's cycles in its
+ * socket copy, 6% on the connection threads; 1 connection: 19% there): a save's pipe
+ * reads and most sends share one thread. It used less than a core on 2 cores, where the
+ * producer, the helper and the server fill both together (benchmarks/RESULTS.md, NBD,
+ * "Multi-conn"); with idle cores, issuing from the connection threads would spread it.
  */
 #include "ioh-nbd.h"
 #include "ioh-error.h"
@@ -99,7 +105,6 @@ ioh_nbd_end_new(const char *uri)
     return end;
 }
 
-/* libnbd's last error of this thread, as the cause of an error naming the end. */
 /* The cause in a libnbd message: without the name of the call it starts with
  * ("nbd_pwrite: ..."). */
 static const char *
@@ -110,6 +115,7 @@ nbd_cause(const char *msg)
     return colon ? colon + 2 : msg;
 }
 
+/* libnbd's last error of this thread, as the cause of an error naming the end. */
 static gboolean
 nbd_fail(GError **error, const IohEnd *end, const char *what)
 {

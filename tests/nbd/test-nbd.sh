@@ -193,6 +193,12 @@ test_file_plugin() {
         cmp -s -n $((3 << 20)) "$work/in" "$work/disk.img" 0 $(((1 << 20) + 7))
     check "file plugin: --offset=1M+7: nothing written before it" \
         cmp -s -n $(((1 << 20) + 7)) /dev/zero "$work/disk.img"
+    start_nbdkit file3 -r file "$work/disk.img" || return
+    "$IOH" --offset=$(((1 << 20) + 7)) --length=3M "$(unix_uri file3)" - 2>"$work/err" |
+        cmp -s - "$work/in"
+    check "file plugin, read-only: a restore at --offset=1M+7 reads the bytes there" \
+        [ "${PIPESTATUS[0]}${PIPESTATUS[1]}" = 00 ]
+    stop file3
 }
 
 test_qemu_nbd() {

@@ -44,7 +44,8 @@ END {
             continue
         }
         raw = median(img[gm[1] SUBSEP "raw-direct"])
-        b = median(img[order[i]]); c = median(scpu[order[i]]); r = median(rss[order[i]])
+        b = median(img[order[i]]); c = median(scpu[order[i]])
+        r = rss[order[i]] ~ /-/ ? "-" : median(rss[order[i]])
         printf "%-9s %-16s %8.2f %11s %9.2f %11s %9.1f %6.3f %8.2f %8.2f %9.2f %8s\n",
                gm[1], gm[2], median(save[order[i]]), span(save[order[i]]),
                median(rest[order[i]]), span(rest[order[i]]), b / 1e6, raw ? b / raw : 0, c,

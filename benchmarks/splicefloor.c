@@ -70,7 +70,7 @@ main(int argc, char **argv)
             continue;
         }
         if (n < 0) {
-            perror("splice");
+            fprintf(stderr, "splicefloor: splice at byte %lld: %m\n", done);
             return 1;
         }
         if (n == 0) {

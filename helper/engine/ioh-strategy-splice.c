@@ -23,7 +23,11 @@
  * (1.96-2.32 s against 2.55-5.14). A save gains little: splice into a file still copies
  * once in the kernel, and the page cache's own work per page dominates (--fadvise
  * 0.59-0.86 against 0.72-0.82 CPU-s/GiB; perf: a third of it the copy, a sixth spinning
- * on the pipe's mutex while the producer writes into the pipe).
+ * on the pipe's mutex while the producer writes into the pipe). That is the floor of this
+ * kernel, not this loop's: benchmarks/cpu-save runs the bare splice loop with the same
+ * drop-behind (benchmarks/splicefloor.c) beside the helper, and it costs the same
+ * (docs/engine.md, "What a save costs in CPU"); its windows, splice sizes, pipe sizes and
+ * SPLICE_F_MORE moved nothing beyond the noise.
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"

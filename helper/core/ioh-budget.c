@@ -62,8 +62,34 @@ ioh_budget_new(guint64 limit, const char *rundir)
     return b;
 }
 
+/* How long a helper waits for the lock (ms): it is held for microseconds, but anyone who
+ * can open the file can hold it (the directory is shared by every user, tmpfiles.d/
+ * iohelper.conf), and a save must never hang on it: past this, it goes on without. */
+#define BUDGET_LOCK_WAIT_MS 100
+
+/* flock(LOCK_EX) of @fd, waiting at most BUDGET_LOCK_WAIT_MS: FALSE when not had. */
+static gboolean
+budget_flock(int fd, const char *path)
+{
+    for (int waited = 0;; waited++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            return TRUE;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            g_debug("budget: flock %s: %s", path, g_strerror(errno));
+            return FALSE;
+        }
+        if (waited >= BUDGET_LOCK_WAIT_MS) {
+            g_debug("budget: %s held by another process for %d ms, going on without",
+                    path, BUDGET_LOCK_WAIT_MS);
+            return FALSE;
+        }
+        g_usleep(1000);
+    }
+}
+
 /* The lock of @dir, created (with @dir: every user's helpers share them) if need be;
- * -1 when it cannot be had. */
+ * -1 when it cannot be had. Never through a symbolic link: the directory is shared. */
 static int
 budget_lock(const char *dir)
 {
@@ -73,21 +99,18 @@ budget_lock(const char *dir)
     if (mkdir(dir, 01777) == 0) {
         chmod(dir, 01777);    /* past the umask: helpers of any user add leases */
     }
-    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) {
         g_debug("budget: %s: %s, nothing beyond the floor", path, g_strerror(errno));
         return -1;
     }
     fchmod(fd, 0666);
-    while (flock(fd, LOCK_EX) < 0) {
-        if (errno != EINTR) {
-            g_debug("budget: flock %s: %s", path, g_strerror(errno));
-            close(fd);
-            return -1;
-        }
+    if (!budget_flock(fd, path)) {
+        close(fd);
+        return -1;
     }
     return fd;
 }

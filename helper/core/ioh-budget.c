@@ -64,13 +64,24 @@ ioh_budget_new(guint64 limit, const char *rundir)
 
 /* How long a helper waits for the lock (ms): it is held for microseconds, but anyone who
  * can open the file can hold it (the directory is shared by every user, tmpfiles.d/
- * iohelper.conf), and a save must never hang on it: past this, it goes on without. */
+ * iohelper.conf), and a save must never hang on it: past this, it goes on without. After
+ * such a miss, for BUDGET_LOCK_BACKOFF_S, it only tries (a --fadvise save looks every
+ * 100 ms: it must not wait each time). */
 #define BUDGET_LOCK_WAIT_MS 100
+#define BUDGET_LOCK_BACKOFF_S 10
 
-/* flock(LOCK_EX) of @fd, waiting at most BUDGET_LOCK_WAIT_MS: FALSE when not had. */
+/* 1 + the monotonic second of the last miss; 0: none yet. */
+static gint budget_missed;
+
+/* flock(LOCK_EX) of @fd, waiting as said above: FALSE when not had. */
 static gboolean
 budget_flock(int fd, const char *path)
 {
+    gint now_s = (gint)(g_get_monotonic_time() / G_USEC_PER_SEC);
+    gint missed = g_atomic_int_get(&budget_missed);
+    int wait_ms = missed && now_s - (missed - 1) < BUDGET_LOCK_BACKOFF_S ? 0
+                                                                         : BUDGET_LOCK_WAIT_MS;
+
     for (int waited = 0;; waited++) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
             return TRUE;
@@ -79,9 +90,10 @@ budget_flock(int fd, const char *path)
             g_debug("budget: flock %s: %s", path, g_strerror(errno));
             return FALSE;
         }
-        if (waited >= BUDGET_LOCK_WAIT_MS) {
-            g_debug("budget: %s held by another process for %d ms, going on without",
-                    path, BUDGET_LOCK_WAIT_MS);
+        if (waited >= wait_ms) {
+            g_debug("budget: %s held by another process (waited %d ms), going on without",
+                    path, wait_ms);
+            g_atomic_int_set(&budget_missed, now_s + 1);
             return FALSE;
         }
         g_usleep(1000);

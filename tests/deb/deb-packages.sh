@@ -229,7 +229,7 @@ check_tmpfiles() {
 # owned by nobody; none is left at the end.
 check_unprivileged_lease() {
     local img=$base/deb-nobody.save conf=$base/deb-nobody.conf runstat=$BUILD_ROOT/benchmarks/runstat
-    local lease= pid i rc
+    local lease='' pid i rc
     [ -x "$runstat" ] || { echo "$runstat not built"; return 1; }
     printf '[iohelper]\nmemory-budget=64M\n' >"$conf" && chmod 644 "$conf" || return 1
     { head -c 16M /dev/urandom; sleep 0.8; head -c 16M /dev/urandom; } |
@@ -238,10 +238,11 @@ check_unprivileged_lease() {
     for ((i = 0; i < 150; i++)); do
         [ -z "$lease" ] || break
         sleep 0.02
-        for lease in $(find /run/iohelper -maxdepth 1 -name '*.lease' -uid 65534); do
+        for lease in /run/iohelper/*.lease; do    # names of digits only
             pid=$(basename "$lease" .lease)
-            tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$img" && break
-            lease=
+            [ "$(stat -c %u "$lease" 2>/dev/null)" = 65534 ] &&
+                tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$img" && break
+            lease=''
         done
     done
     [ -n "$lease" ] && echo "lease $lease ($(stat -c %U "$lease")): $(cat "$lease")"

@@ -62,8 +62,46 @@ ioh_budget_new(guint64 limit, const char *rundir)
     return b;
 }
 
+/* How long a helper waits for the lock (ms): it is held for microseconds, but anyone who
+ * can open the file can hold it (the directory is shared by every user, tmpfiles.d/
+ * iohelper.conf), and a save must never hang on it: past this, it goes on without. After
+ * such a miss, for BUDGET_LOCK_BACKOFF_S, it only tries (a --fadvise save looks every
+ * 100 ms: it must not wait each time). */
+#define BUDGET_LOCK_WAIT_MS 100
+#define BUDGET_LOCK_BACKOFF_S 10
+
+/* 1 + the monotonic second of the last miss; 0: none yet. */
+static gint budget_missed;
+
+/* flock(LOCK_EX) of @fd, waiting as said above: FALSE when not had. */
+static gboolean
+budget_flock(int fd, const char *path)
+{
+    gint now_s = (gint)(g_get_monotonic_time() / G_USEC_PER_SEC);
+    gint missed = g_atomic_int_get(&budget_missed);
+    int wait_ms = missed && now_s - (missed - 1) < BUDGET_LOCK_BACKOFF_S ? 0
+                                                                         : BUDGET_LOCK_WAIT_MS;
+
+    for (int waited = 0;; waited++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            return TRUE;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            g_debug("budget: flock %s: %s", path, g_strerror(errno));
+            return FALSE;
+        }
+        if (waited >= wait_ms) {
+            g_debug("budget: %s held by another process (waited %d ms), going on without",
+                    path, wait_ms);
+            g_atomic_int_set(&budget_missed, now_s + 1);
+            return FALSE;
+        }
+        g_usleep(1000);
+    }
+}
+
 /* The lock of @dir, created (with @dir: every user's helpers share them) if need be;
- * -1 when it cannot be had. */
+ * -1 when it cannot be had. Never through a symbolic link: the directory is shared. */
 static int
 budget_lock(const char *dir)
 {
@@ -73,21 +111,18 @@ budget_lock(const char *dir)
     if (mkdir(dir, 01777) == 0) {
         chmod(dir, 01777);    /* past the umask: helpers of any user add leases */
     }
-    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) {
         g_debug("budget: %s: %s, nothing beyond the floor", path, g_strerror(errno));
         return -1;
     }
     fchmod(fd, 0666);
-    while (flock(fd, LOCK_EX) < 0) {
-        if (errno != EINTR) {
-            g_debug("budget: flock %s: %s", path, g_strerror(errno));
-            close(fd);
-            return -1;
-        }
+    if (!budget_flock(fd, path)) {
+        close(fd);
+        return -1;
     }
     return fd;
 }

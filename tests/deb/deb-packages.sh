@@ -197,6 +197,9 @@ check "debian/libiohwrap0.symbols lists exactly the exports of libiohwrap.so.0 (
 
 install_tools() {
     touch "$STATE/dirty"
+    # The postinst (dh_installtmpfiles) must set the mode of a lease directory already
+    # here (left by a helper run as root before), not only make a new one.
+    [ -d /run/iohelper ] && [ "$(stat -c %u /run/iohelper)" = 0 ] && chmod 0755 /run/iohelper
     if apt_get install --no-install-recommends "${DEB[iohelper]}" "${DEB[libiohwrap0]}" \
         "${DEB[libiohwrap-dev]}" "${DEB[qemu-iohelper]}" >"$STATE/out" 2>&1; then
         ok "apt-get install ./iohelper_*.deb ./libiohwrap0_*.deb ./libiohwrap-dev_*.deb ./qemu-iohelper_*.deb"
@@ -208,6 +211,46 @@ install_tools() {
         eval '[ -x $LIBEXEC_HELPER ] && [ "$(readlink -f /usr/bin/iohelper)" = $LIBEXEC_HELPER ] &&
               iohelper --version | grep -q "^iohelper " &&
               [ -f /usr/share/man/man1/iohelper.1.gz ] && [ -f /usr/share/man/man1/qemu-iohelper.1.gz ]'
+}
+
+# The lease directory of the memory budget: the tmpfiles.d entry installed, applied by
+# the postinst (sticky, world-writable, root's: helper/iohelper-tmpfiles.conf says why).
+check_tmpfiles() {
+    cat /usr/lib/tmpfiles.d/iohelper.conf &&
+        dpkg -S /usr/lib/tmpfiles.d/iohelper.conf | grep -q '^iohelper:' &&
+        grep -qx 'd /run/iohelper 1777 root root -' /usr/lib/tmpfiles.d/iohelper.conf &&
+        grep -q 'systemd-tmpfiles.*--create iohelper.conf' /var/lib/dpkg/info/iohelper.postinst &&
+        stat -c '%a %U %G' /run/iohelper | tee /dev/stderr | grep -qx '1777 root root'
+}
+
+# The installed helper run as nobody in libvirt's form (the O_DIRECT image opened for it
+# as fd 1, the budget from a config file), fed 16 MiB, a pause of 0.8 s (a stall of 1 s
+# would give the buffers back), 16 MiB more: meanwhile it holds a lease in /run/iohelper,
+# owned by nobody; none is left at the end.
+check_unprivileged_lease() {
+    local img=$base/deb-nobody.save conf=$base/deb-nobody.conf runstat=$BUILD_ROOT/benchmarks/runstat
+    local lease='' pid i rc
+    [ -x "$runstat" ] || { echo "$runstat not built"; return 1; }
+    printf '[iohelper]\nmemory-budget=64M\n' >"$conf" && chmod 644 "$conf" || return 1
+    { head -c 16M /dev/urandom; sleep 0.8; head -c 16M /dev/urandom; } |
+        "$runstat" -o /dev/null -1 "$img:wd" -- setpriv --reuid=nobody --regid=nogroup --clear-groups \
+            env IOHELPER_CONF="$conf" $LIBEXEC_HELPER "$img" 1 &
+    for ((i = 0; i < 150; i++)); do
+        [ -z "$lease" ] || break
+        sleep 0.02
+        for lease in /run/iohelper/*.lease; do    # names of digits only
+            pid=$(basename "$lease" .lease)
+            [ "$(stat -c %u "$lease" 2>/dev/null)" = 65534 ] &&
+                tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$img" && break
+            lease=''
+        done
+    done
+    [ -n "$lease" ] && echo "lease $lease ($(stat -c %U "$lease")): $(cat "$lease")"
+    wait $!
+    rc=$?
+    echo "helper as nobody: exit $rc, $(stat -c %s "$img") bytes"
+    [ -n "$lease" ] && [ "$rc" = 0 ] && [ "$(stat -c %s "$img")" = $((32 << 20)) ] &&
+        [ ! -e "$lease" ] && rm -f "$img" "$conf"
 }
 
 # tests/libwrap's outside program, built against the installed -dev package as its users
@@ -238,6 +281,10 @@ check_qemu_iohelper() {
 }
 
 install_tools
+check "/usr/lib/tmpfiles.d/iohelper.conf installed and applied: /run/iohelper is 1777 root root" \
+    check_tmpfiles
+check "the installed helper run as nobody (libvirt's form) takes a lease in /run/iohelper" \
+    check_unprivileged_lease
 check "a program built with the installed libiohwrap-dev saves through $LIBEXEC_HELPER" \
     check_libwrap
 t=$SECONDS

@@ -6,8 +6,12 @@
 
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MIB (1024 * 1024)
@@ -398,6 +402,207 @@ test_fadvise_window(IohtDir *fx, gconstpointer data)
     g_assert_null(strstr(alone, "2097152 bytes"));
 }
 
+
+typedef struct {
+    GPid pid;
+    gint done;
+} Watchdog;
+
+/* Kills the helper if it has not finished within 60 s: a hang fails the test at once. */
+static gpointer
+watchdog_main(gpointer data)
+{
+    Watchdog *w = data;
+
+    for (int i = 0; i < 600 && !g_atomic_int_get(&w->done); i++) {
+        g_usleep(100 * 1000);
+    }
+    if (!g_atomic_int_get(&w->done)) {
+        kill(w->pid, SIGKILL);
+    }
+    return NULL;
+}
+
+/* One save of @src (fed with a pause at 8 MiB) while the lock is held: byte-exact, not
+ * killed by the watchdog, having waited 100 ms for the lock once: what it logged. */
+static char *
+save_lock_held(IohtDir *fx, const char *src, const char *mode, const char *opt)
+{
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    IohtPumpOpts feed = { .path = src, .stall_at = 8 * MIB, .stall_ms = 600 };
+    Watchdog w = { 0 };
+    char *err = NULL;
+    GThread *t;
+    Save sv = save_start_mode(mode, opt, dst, run, &feed);
+
+    w.pid = sv.child.pid;
+    t = g_thread_new("watchdog", watchdog_main, &w);
+    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    g_atomic_int_set(&w.done, 1);
+    g_thread_join(t);
+    g_assert_true(ioht_files_equal(src, dst));
+    ioht_assert_contains(err, "(waited 100 ms), going on without");
+    g_assert_null(strstr(strstr(err, "(waited 100 ms)") + 1, "(waited 100 ms)"));
+    g_assert_cmpuint(count_leases(run), ==, 0);
+    return err;
+}
+
+/* Another process holds the budget's lock and never lets go (anyone who can open the
+ * shared lock file can): a save neither hangs nor fails. An O_DIRECT one goes on with
+ * its floor; a --fadvise one, which looks every 100 ms, waits 100 ms once, then only
+ * tries. */
+static void
+test_lock_held(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *lock = ioht_dir_path(fx, "run/lock");
+    g_autofree char *err = NULL;
+    int fd;
+
+    (void)data;
+    if (!has_direct(fx)) {
+        return;
+    }
+    src = make_src(fx, "src", 24 * MIB, 8);
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_no_errno(flock(fd, LOCK_EX));
+    err = save_lock_held(fx, src, "--direct", "--memory-budget=8M");
+    ioht_assert_contains(err, "strategy: ring of 1 buffers");
+    g_free(err);
+    err = save_lock_held(fx, src, "--fadvise", "--fadvise-window=8M");
+    ioht_assert_contains(err, "(waited 0 ms), going on without");
+    close(fd);
+}
+
+#define NOBODY 65534
+
+static void
+drop_to_nobody(gpointer data)
+{
+    (void)data;
+    if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0) {
+        _exit(126);
+    }
+}
+
+/* Writes the lease @pid would hold ("PID START BYTES") into @run as the caller (root). */
+static char *
+plant_lease(const char *run, GPid pid, const char *start, guint64 bytes)
+{
+    char *path = g_strdup_printf("%s/%d.lease", run, (int)pid);
+    g_autofree char *text = g_strdup_printf("%d %s %" G_GUINT64_FORMAT "\n", (int)pid,
+                                            start, bytes);
+
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    return path;
+}
+
+/* The start time of this process (field 22 of /proc/self/stat), as text. */
+static char *
+self_start_time(void)
+{
+    g_autofree char *stat = NULL;
+    g_auto(GStrv) f = NULL;
+
+    g_assert_true(g_file_get_contents("/proc/self/stat", &stat, NULL, NULL));
+    f = g_strsplit(strrchr(stat, ')') + 2, " ", 0);
+    return g_strdup(f[19]);    /* field 22 is the 20th after the name */
+}
+
+/* The bytes of the lease of @pid in @run owned by @uid, waiting up to 10 s for it; 0 if
+ * none came. */
+static guint64
+wait_lease_of(const char *run, GPid pid, uid_t uid)
+{
+    g_autofree char *path = g_strdup_printf("%s/%d.lease", run, (int)pid);
+
+    for (int i = 0; i < 1000; i++, g_usleep(10000)) {
+        g_autofree char *text = NULL;
+        struct stat st;
+        guint64 bytes = 0;
+
+        if (stat(path, &st) == 0 && st.st_uid == uid &&
+            g_file_get_contents(path, &text, NULL, NULL) &&
+            sscanf(text, "%*d %*u %" G_GUINT64_FORMAT, &bytes) == 1 && bytes > 0) {
+            return bytes;
+        }
+    }
+    return 0;
+}
+
+/* A lease directory as helper/iohelper-tmpfiles.conf makes /run/iohelper (1777, root),
+ * holding root's lease of a live process (1 MiB) and one of a dead process (1 MiB): a
+ * helper run as nobody in libvirt's form (an O_DIRECT fd 1, the budget of 2 MiB from the
+ * config file) takes a lease there (the dead one ignored, though it cannot remove it),
+ * leaves root's alone and removes its own at the end. Root only. */
+static void
+test_unprivileged(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = make_src(fx, "src", 32 * MIB, 9);
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = g_dir_make_tmp("iohelper-run-XXXXXX", NULL);
+    g_autofree char *conf = g_build_filename(run, "iohelper.conf", NULL);
+    g_autofree char *start = self_start_time();
+    g_autofree char *live = NULL, *dead = NULL, *live_text = NULL, *after = NULL;
+    g_auto(GStrv) env = NULL;
+    const char *args[] = { dst, "1", NULL };
+    const char *true_argv[] = { "/bin/true", NULL };
+    IohtPumpOpts feed = { .path = src, .stall_at = 16 * MIB, .stall_ms = IOHT_STALL_HELD };
+    IohtSpawn s = { .args = args, .out_fd = -1, .extra_targets = (const int[]){ 1 },
+                    .n_extra = 1, .setup = drop_to_nobody };
+    IohtChild gone;
+    IohtResult gone_r = { 0 };
+    GPid gone_pid;
+    IohtPump *pump;
+    Save sv = { .in_w = -1 };
+    int p[2], out;
+
+    (void)data;
+    if (geteuid() != 0) {
+        g_test_skip("needs root (runs the helper as nobody)");
+        return;
+    }
+    out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+    if (out < 0) {
+        g_test_skip("no O_DIRECT here");
+        return;
+    }
+    g_assert_no_errno(chmod(run, 01777));
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget=2M\n", -1, NULL));
+    g_assert_no_errno(chmod(conf, 0644));
+    live = plant_lease(run, getpid(), start, MIB);
+    gone = ioht_spawn(&(IohtSpawn){ .argv = true_argv, .in_fd = -1, .out_fd = -1 });
+    gone_pid = gone.pid;
+    ioht_child_wait(&gone, &gone_r);
+    ioht_result_clear(&gone_r);
+    dead = plant_lease(run, gone_pid, "1", MIB);
+    g_assert_true(g_file_get_contents(live, &live_text, NULL, NULL));
+    env = helper_env(run);
+    env = g_environ_setenv(env, "IOHELPER_CONF", conf, TRUE);
+    s.env = (const char *const *)env;
+    s.extra_fds = (const int[]){ out };
+    g_assert_no_errno(pipe2(p, O_CLOEXEC));
+    s.in_fd = p[0];
+    sv.child = ioht_spawn(&s);
+    close(p[0]);
+    close(out);
+    pump = ioht_feed_start(p[1], &feed);
+    g_assert_cmpuint(wait_lease_of(run, sv.child.pid, NOBODY), ==, MIB);
+    ioht_pump_release(pump);
+    sv.feed = pump;
+    g_assert_cmpint(save_wait(&sv, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(src, dst));
+    g_assert_true(g_file_get_contents(live, &after, NULL, NULL));
+    g_assert_cmpstr(after, ==, live_text);    /* root's lease untouched */
+    g_assert_cmpint(ioh_budget_sum(run), ==, MIB);    /* nobody's is gone */
+    g_assert_cmpuint(count_leases(run), ==, 1);    /* root removed the dead one */
+    ioht_workdir_remove(run);
+}
+
 static const struct {
     const char *path;
     void (*test)(IohtDir *fx, gconstpointer data);
@@ -409,6 +614,8 @@ static const struct {
     { "/budget/none-left", test_budget_none_left },
     { "/budget/conf", test_conf },
     { "/budget/fadvise-window", test_fadvise_window },
+    { "/budget/lock-held", test_lock_held },
+    { "/budget/unprivileged", test_unprivileged },
 };
 
 int

@@ -208,6 +208,9 @@ test_fds(void)
     g_autofree guint64 *buf = g_malloc(MiB);
     g_autofree char *fds = NULL;
     g_autofree char *want_img = g_strdup_printf("1 -> %s", path);
+    const char *rundir = g_getenv("IOHELPER_RUNDIR");
+    g_autofree char *budget_files = g_strdup_printf(" -> %s",
+        rundir && *rundir ? rundir : "/run/iohelper");
     g_auto(GStrv) lines = NULL;
     int leaks[6], p[2], sv[2];
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -236,6 +239,9 @@ test_fds(void)
         int num = atoi(*l);
         if (strstr(*l, "anon_inode:")) {
             continue;   /* the engine's own eventfd */
+        }
+        if (strstr(*l, budget_files)) {
+            continue;   /* the budget's lock or marks, open for an instant every 100 ms */
         }
         n++;
         if ((num == 0 || num == 2 || num == 3) && strstr(*l, "pipe:")) {

@@ -418,6 +418,7 @@ zstd_finish(gpointer data, const IohEnd *src, const IohEnd *dst, IohStats *stats
 
     (void)src, (void)dst, (void)error;
     stats->compression = "zstd";
+    stats->has_level = z->cctx != NULL;    /* unzstd cannot know the image's level */
     stats->compression_level = z->level;
     stats->compress_cpu_us = z->cpu_ns / 1000 + worker_cpu_us(z->threads);
     g_debug("zstd: %" G_GUINT64_FORMAT " stream bytes, %" G_GUINT64_FORMAT " stored, "

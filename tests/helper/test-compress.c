@@ -149,6 +149,8 @@ test_round_trip(gconstpointer data)
     g_assert_cmpint(sh(&err, "$H %s --decompress --checksum=xxh3 --stats=json img - | "
                        "cmp - s", c->mode), ==, 0);
     o = stats_of(err, p2);
+    g_assert_cmpstr(json_object_get_string_member(o, "compression"), ==, "zstd");
+    g_assert_false(json_object_has_member(o, "compression_level"));  /* not known */
     g_assert_cmpstr(json_object_get_string_member(o, "checksum"), ==, want);
     g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, (gint64)c->size);
     g_assert_cmpint(json_object_get_int_member(o, "stored"), ==, (gint64)file_size("img"));
@@ -296,6 +298,14 @@ test_status_record(void)
     g_assert_cmpfloat(json_object_get_double_member(o, "ratio"), <, 0.5);
     g_assert_cmpfloat(json_object_get_double_member(o, "compress_cpu_seconds"), >, 0.0);
     g_assert_cmpint(sh(NULL, "grep -q '\"compression\":\"zstd\".*\"ok\":true' rec"), ==, 0);
+    /* a restore cannot know the level the image was made with: no line names one */
+    g_clear_pointer(&text, g_free);
+    g_assert_cmpint(sh(&text, "$H --decompress --stats --status-fd=3 img - 3> status "
+                       "> /dev/null"), ==, 0);
+    g_assert_nonnull(strstr(text, ", zstd: "));
+    g_assert_null(strstr(text, "level"));
+    g_assert_cmpint(sh(NULL, "tail -n 1 status | grep -q '\"compression\":\"zstd\"' && "
+                       "! grep -q compression_level status"), ==, 0);
 }
 
 static void

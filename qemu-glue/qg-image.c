@@ -200,6 +200,14 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
     info->stream_offset = hsize;
     info->stream_length = (guint64)qg_json_get_int(stream, "length", 0);
     info->stored_length = info->stream_length;
+    /* a damaged version byte must not make zstd frames pass for QEMU's stream */
+    if (version == QG_IMAGE_FORMAT_VERSION && (json_object_has_member(stream, "compression") ||
+                                               json_object_has_member(stream, "stored-length"))) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: format version 1 (raw) but the stream is "
+                    "recorded compressed", path);
+        return FALSE;
+    }
     if (version == QG_IMAGE_FORMAT_VERSION_COMPRESSED &&
         !qg_image_decode_compression(stream, info)) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,

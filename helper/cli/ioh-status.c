@@ -42,6 +42,7 @@ fill_result(IohProtocolMsg *msg, const IohStats *stats)
     }
     if (stats->compression) {
         msg->compression = g_strdup(stats->compression);
+        msg->has_level = stats->has_level;
         msg->compression_level = stats->compression_level;
         msg->ratio = ioh_stats_ratio(stats);
         msg->compress_cpu_seconds = (double)stats->compress_cpu_us / G_USEC_PER_SEC;

@@ -205,6 +205,7 @@ read_compression(JsonObject *o, IohProtocolMsg *m, GError **error)
                   json_node_get_int(level) > G_MAXINT)) {
         return bad(error, "member \"compression_level\" is not an integer");
     }
+    m->has_level = level != NULL;
     m->compression_level = level ? (int)json_node_get_int(level) : 0;
     return get_string(o, "compression", FALSE, &m->compression, error) &&
            (!m->compression || *m->compression ||

@@ -165,8 +165,10 @@ add_result(JsonBuilder *b, const IohProtocolMsg *msg)
     }
     if (msg->compression) {
         add_string(b, "compression", msg->compression);
-        json_builder_set_member_name(b, "compression_level");
-        json_builder_add_int_value(b, msg->compression_level);
+        if (msg->has_level) {
+            json_builder_set_member_name(b, "compression_level");
+            json_builder_add_int_value(b, msg->compression_level);
+        }
         add_seconds(b, "ratio", msg->ratio);
         add_seconds(b, "compress_cpu_seconds", msg->compress_cpu_seconds);
         add_seconds(b, "cpu_seconds", msg->cpu_seconds);

@@ -69,7 +69,8 @@ typedef struct {
     char *checksum;            /* lower-case hex, set exactly when the algorithm is */
     /* result, minor 1: set when a filter (de)compressed the stream */
     char *compression;         /* "zstd"; NULL when the stream was stored as it is */
-    int compression_level;     /* a compressing save's level (may be negative) */
+    gboolean has_level;        /* compression_level is set: a compressing save */
+    int compression_level;     /* its level (may be negative) */
     double ratio;              /* stored / written */
     double compress_cpu_seconds;  /* CPU time spent (de)compressing, every thread */
     double cpu_seconds;        /* the helper's CPU time during the copy, every thread */

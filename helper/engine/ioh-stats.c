@@ -39,16 +39,21 @@ ioh_stats_syscalls(const IohStats *stats)
     return stats->reads + stats->writes - stats->splices + stats->cache_calls;
 }
 
-/* ", zstd level 1: 123 bytes stored, ratio 0.330, compression CPU 1.234 s" or "". */
+/* ", zstd level 1: 123 bytes stored, ratio 0.330, compression CPU 1.234 s" (a save), or
+ * ", zstd: ..." (a restore: the level is not known), or "". */
 static char *
 compression_text(const IohStats *stats)
 {
+    g_autofree char *level = NULL;
+
     if (!stats->compression) {
         return g_strdup("");
     }
-    return g_strdup_printf(", %s level %d: %" G_GUINT64_FORMAT " bytes stored, ratio %.3f, "
+    level = stats->has_level ? g_strdup_printf(" level %d", stats->compression_level)
+                             : g_strdup("");
+    return g_strdup_printf(", %s%s: %" G_GUINT64_FORMAT " bytes stored, ratio %.3f, "
                            "compression CPU %.3f s, CPU %.3f s", stats->compression,
-                           stats->compression_level, stats->stored, ioh_stats_ratio(stats),
+                           level, stats->stored, ioh_stats_ratio(stats),
                            (double)stats->compress_cpu_us / G_USEC_PER_SEC,
                            (double)stats->cpu_us / G_USEC_PER_SEC);
 }
@@ -78,8 +83,10 @@ add_compression(JsonBuilder *b, const IohStats *stats)
 {
     json_builder_set_member_name(b, "compression");
     json_builder_add_string_value(b, stats->compression);
-    json_builder_set_member_name(b, "compression_level");
-    json_builder_add_int_value(b, stats->compression_level);
+    if (stats->has_level) {
+        json_builder_set_member_name(b, "compression_level");
+        json_builder_add_int_value(b, stats->compression_level);
+    }
     json_builder_set_member_name(b, "stored");
     json_builder_add_int_value(b, (gint64)stats->stored);
     json_builder_set_member_name(b, "ratio");

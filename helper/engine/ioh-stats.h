@@ -29,7 +29,9 @@ typedef struct {
     gint64 cpu_us;          /* CPU time of the process during the copy (user + system,
                              * every thread) */
     const char *compression; /* "zstd" when a filter (de)compressed the stream, else NULL */
-    int compression_level;  /* of a compressing save */
+    gboolean has_level;     /* a compressing save: compression_level is its level (a
+                             * restore cannot know the level the image was made with) */
+    int compression_level;
     gint64 compress_cpu_us; /* CPU time spent (de)compressing, every thread */
 } IohStats;
 

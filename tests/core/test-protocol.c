@@ -231,6 +231,7 @@ test_round_trip_compression(void)
 
     fill_result(&m);
     m.compression = g_strdup("zstd");
+    m.has_level = TRUE;
     m.compression_level = 3;
     m.ratio = 0.5;
     m.compress_cpu_seconds = 1.25;
@@ -245,10 +246,23 @@ test_round_trip_compression(void)
         m.compression_level = level;
         round_trip(&m, &back);
         g_assert_cmpstr(back.compression, ==, "zstd");
+        g_assert_true(back.has_level);
         g_assert_cmpint(back.compression_level, ==, level);
         g_assert_cmpfloat(back.ratio, ==, 0.5);
         g_assert_cmpfloat(back.compress_cpu_seconds, ==, 1.25);
         g_assert_cmpfloat(back.cpu_seconds, ==, 1.5);
+    }
+    {
+        /* a restore: no level (the helper cannot know it), and none read back */
+        g_auto(IohProtocolMsg) back = { 0 };
+        g_autofree char *restore = NULL;
+
+        m.has_level = FALSE;
+        restore = ioh_protocol_encode(&m, NULL);
+        g_assert_null(strstr(restore, "compression_level"));
+        round_trip(&m, &back);
+        g_assert_cmpstr(back.compression, ==, "zstd");
+        g_assert_false(back.has_level);
     }
     {
         g_auto(IohProtocolMsg) back = { 0 };

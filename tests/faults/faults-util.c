@@ -368,6 +368,34 @@ ft_make_source(const char *name, guint64 size, guint32 seed)
     return p;
 }
 
+char *
+ft_make_mixed_source(const char *name, guint64 size, guint32 seed)
+{
+    char *p = g_build_filename(ft_workdir(), name, NULL);
+    g_autofree char *rnd = g_strconcat(p, ".random", NULL);
+    g_autofree char *random = NULL;
+    g_autoptr(GString) s = g_string_sized_new(size + 128);
+    const gsize mib = 1 << 20;
+    gsize rlen;
+
+    ioht_write_random_file(rnd, (size + 3) / 4 + mib, seed);
+    g_assert_true(g_file_get_contents(rnd, &random, &rlen, NULL));
+    g_unlink(rnd);
+    for (guint64 i = 0, r = 0; s->len < size; i++) {
+        if (s->len / mib % 4 == 3) {
+            gsize n = (gsize)MIN((guint64)(mib - s->len % mib), (guint64)(rlen - r));
+
+            g_string_append_len(s, random + r, (gssize)n);
+            r += n;
+            continue;
+        }
+        g_string_append_printf(s, "line %" G_GUINT64_FORMAT " of a page-cache-like text, "
+                               "value %u\n", i, (guint)((i * 2654435761u + seed) % 1000));
+    }
+    g_assert_true(g_file_set_contents(p, s->str, (gssize)size, NULL));
+    return p;
+}
+
 guint64
 ft_file_size(const char *path)
 {

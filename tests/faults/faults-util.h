@@ -98,6 +98,11 @@ void ft_use_faulty_helper(const char *fault, const char *path, const char *real_
 /* A new file @name of @size random bytes (from @seed) in the work dir: its path. */
 char *ft_make_source(const char *name, guint64 size, guint32 seed);
 
+/* The same, mixed like a guest's RAM: every fourth MiB random, the rest text lines (zstd
+ * level 1 stores about 0.35 of it): a compressed save writes zstd's own frames and raw
+ * ones in turn. */
+char *ft_make_mixed_source(const char *name, guint64 size, guint32 seed);
+
 /* The suite's totals, printed at the end by ft_report(). */
 extern guint ft_total_faults;
 extern guint ft_total_bad_inputs;

@@ -122,13 +122,15 @@ typedef struct {
     gboolean libvirt;        /* save through "PATH FD" instead of "- PATH" */
     guint64 size;
     gboolean compressed;     /* the image holds zstd frames (--compress, --decompress) */
+    gboolean mixed;          /* a mixed stream (zstd's frames and raw ones), not random */
 } Inject;
 
 static void
 test_inject(gconstpointer data)
 {
     const Inject *t = data;
-    g_autofree char *src = ft_make_source("src", t->size, 2);
+    g_autofree char *src = t->mixed ? ft_make_mixed_source("src", t->size, 2)
+                                    : ft_make_source("src", t->size, 2);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *out = g_build_filename(ft_workdir(), "out", NULL);
     g_autofree char *needle = NULL;
@@ -209,7 +211,7 @@ add_inject(const char *name, const char *fault, const char *needle, gboolean res
             continue;
         }
         t = g_new0(Inject, 1);
-        *t = (Inject){ &modes[i], fault, needle, restore, libvirt, size, FALSE };
+        *t = (Inject){ &modes[i], fault, needle, restore, libvirt, size, FALSE, FALSE };
         path = g_strdup_printf("/faults/%s/%s/%s", restore ? "restore" : "save", name,
                                modes[i].name);
         g_test_add_data_func_full(path, t, test_inject, g_free);
@@ -223,6 +225,7 @@ typedef struct {
     gboolean ext4;
     const char *where;   /* "start", "middle", "tail" */
     const char *extra;   /* one more option (--compress=zstd), or NULL */
+    gboolean mixed;      /* a mixed stream (zstd's frames and raw ones), not random */
 } Full;
 
 static void
@@ -263,7 +266,7 @@ test_enospc(gconstpointer data)
         close(fd);
         size = 2 * MiB + 100;
     }
-    src = ft_make_source("src", size, 3);
+    src = t->mixed ? ft_make_mixed_source("src", size, 3) : ft_make_source("src", size, 3);
     ft_save(src, dst, mode_opts(t->mode, t->extra), NULL, &r, NULL);
     ft_count_faults(1);
     assert_failed_with(&r, "No space left on device");
@@ -296,11 +299,23 @@ add_eio_compressed(const Mode *m)
     Inject *t = g_new0(Inject, 1);
 
     *t = (Inject){ m, "write:@3M:EIO", "write %s: Input/output error", FALSE, FALSE,
-                   16 * MiB, TRUE };
+                   16 * MiB, TRUE, FALSE };
     g_test_add_data_func_full(ps, t, test_inject, g_free);
     t = g_new0(Inject, 1);
     *t = (Inject){ m, "read:@3M:EIO", "read %s: Input/output error", TRUE, FALSE,
-                   16 * MiB, TRUE };
+                   16 * MiB, TRUE, FALSE };
+    g_test_add_data_func_full(pr, t, test_inject, g_free);
+    /* and a mixed stream: the fault lands in libzstd's frames too (16 MiB: ~6 MiB stored) */
+    g_free(ps), g_free(pr);
+    ps = g_strdup_printf("/faults/save/write-EIO-mid-frame-compressed-mixed/%s", m->name);
+    pr = g_strdup_printf("/faults/restore/read-EIO-mid-frame-compressed-mixed/%s", m->name);
+    t = g_new0(Inject, 1);
+    *t = (Inject){ m, "write:@3M:EIO", "write %s: Input/output error", FALSE, FALSE,
+                   16 * MiB, TRUE, TRUE };
+    g_test_add_data_func_full(ps, t, test_inject, g_free);
+    t = g_new0(Inject, 1);
+    *t = (Inject){ m, "read:@3M:EIO", "read %s: Input/output error", TRUE, FALSE,
+                   16 * MiB, TRUE, TRUE };
     g_test_add_data_func_full(pr, t, test_inject, g_free);
 }
 
@@ -406,7 +421,7 @@ add_full_cases(void)
                     continue;
                 }
                 t = g_new0(Full, 1);
-                *t = (Full){ &modes[i], fs == 1, wheres[w], NULL };
+                *t = (Full){ &modes[i], fs == 1, wheres[w], NULL, FALSE };
                 p = g_strdup_printf("/faults/save/enospc-%s/%s/%s", wheres[w],
                                     fs ? "ext4" : "tmpfs", modes[i].name);
                 g_test_add_data_func_full(p, t, test_enospc, g_free);
@@ -416,8 +431,18 @@ add_full_cases(void)
                         "/faults/save/enospc-%s-compressed/tmpfs/%s", wheres[w],
                         modes[i].name);
                     t = g_new0(Full, 1);
-                    *t = (Full){ &modes[i], FALSE, wheres[w], "--compress=zstd" };
+                    *t = (Full){ &modes[i], FALSE, wheres[w], "--compress=zstd", FALSE };
                     g_test_add_data_func_full(pc, t, test_enospc, g_free);
+                }
+                if (fs == 0 && g_str_equal(wheres[w], "middle")) {
+                    /* mixed: the disk fills in libzstd's frames or raw ones (32 MiB of
+                     * stream, ~11 MiB stored, on 8 MiB) */
+                    g_autofree char *pm = g_strdup_printf(
+                        "/faults/save/enospc-middle-compressed-mixed/tmpfs/%s",
+                        modes[i].name);
+                    t = g_new0(Full, 1);
+                    *t = (Full){ &modes[i], FALSE, wheres[w], "--compress=zstd", TRUE };
+                    g_test_add_data_func_full(pm, t, test_enospc, g_free);
                 }
             }
         }
@@ -446,7 +471,7 @@ add_splice_inject(const char *name, const char *fault, const char *needle, gbool
         g_autofree char *path = g_strdup_printf("/faults/%s/splice-%s/%s",
                                                 restore ? "restore" : "save", name, m->name);
 
-        *t = (Inject){ m, fault, needle, restore, FALSE, size, FALSE };
+        *t = (Inject){ m, fault, needle, restore, FALSE, size, FALSE, FALSE };
         g_test_add_data_func_full(path, t, test_inject, g_free);
     }
 }

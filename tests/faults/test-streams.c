@@ -87,7 +87,9 @@ test_producer_killed(gconstpointer data)
 {
     gboolean with_length = GPOINTER_TO_INT(data) & 1;
     gboolean compress = GPOINTER_TO_INT(data) & 2;
-    g_autofree char *src = ft_make_source("src", 64 * MiB, 11);
+    /* mixed: libzstd's frames and raw ones in turn, not only raw frames */
+    g_autofree char *src = GPOINTER_TO_INT(data) & 4 ? ft_make_mixed_source("src", 64 * MiB, 11)
+                                                     : ft_make_source("src", 64 * MiB, 11);
     g_autofree char *dst = g_build_filename(ft_workdir(), "img", NULL);
     const char *with[] = { "--length=64M", "-", dst, NULL, NULL };
     const char *without[] = { "-", dst, NULL, NULL };
@@ -99,7 +101,8 @@ test_producer_killed(gconstpointer data)
     guint64 got;
 
     if (compress) {
-        /* --compress=zstd first: the random stream goes in raw frames */
+        /* --compress=zstd first: the random stream goes in raw frames, the mixed one in
+         * both kinds */
         memmove(with + 1, with, 3 * sizeof(*with));
         memmove(without + 1, without, 2 * sizeof(*without));
         with[0] = without[0] = "--compress=zstd";
@@ -619,6 +622,10 @@ main(int argc, char **argv)
                          GINT_TO_POINTER(3), test_producer_killed);
     g_test_add_data_func("/faults/stream/producer-killed/compressed-without-length",
                          GINT_TO_POINTER(2), test_producer_killed);
+    g_test_add_data_func("/faults/stream/producer-killed/compressed-mixed-with-length",
+                         GINT_TO_POINTER(7), test_producer_killed);
+    g_test_add_data_func("/faults/stream/producer-killed/compressed-mixed-without-length",
+                         GINT_TO_POINTER(6), test_producer_killed);
     g_test_add_data_func("/faults/stream/consumer-gone/at-start", GUINT_TO_POINTER(0),
                          test_consumer_gone);
     g_test_add_data_func("/faults/stream/consumer-gone/after-2M", GUINT_TO_POINTER(2),

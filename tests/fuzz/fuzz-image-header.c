@@ -53,6 +53,13 @@ decode(const uint8_t *data, size_t size)
     check(again->running == info->running, "same state");
     check(g_strcmp0(again->machine, info->machine) == 0, "same machine");
     check(g_strcmp0(again->qemu_version, info->qemu_version) == 0, "same version");
+    /* format version 2: the compression survives, and a raw image stores the stream */
+    check(g_strcmp0(again->compression, info->compression) == 0, "same compression");
+    check(!info->compression || again->compress_level == info->compress_level,
+          "same level");
+    check(again->stored_length == info->stored_length, "same stored length");
+    check(info->compression || info->stored_length == info->stream_length,
+          "a raw image stores the stream as it is");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

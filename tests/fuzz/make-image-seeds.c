@@ -1,6 +1,8 @@
 /* make-image-seeds.c - writes the seed corpus of fuzz-image-header into a folder:
  * a valid header and the damaged kinds the parser must refuse (truncated, wrong magic,
- * the placeholder, wrong version, oversized metadata length, bad JSON, wrong checksum).
+ * the placeholder, wrong version, oversized metadata length, bad JSON, wrong checksum);
+ * a valid compressed header (format version 2) and its damaged kinds (a version 1
+ * header carrying compression, an unknown method, a level out of range).
  * Built and run by run-fuzzers only to refresh tests/fuzz/corpus-image-header. */
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +29,61 @@ reseal(guint8 *buf, guint32 jlen)
     for (int i = 0; i < 8; i++) {
         buf[24 + i] = (guint8)(h >> (8 * i));
     }
+}
+
+/* Writes @json as the metadata of header @b (version @version), resealed, as @name. */
+static void
+put_json(const char *dir, const char *name, guint8 *b, guint32 version, const char *json)
+{
+    guint32 jlen = (guint32)strlen(json);
+
+    memset(b + 32, 0, QG_IMAGE_HEADER_SIZE - 32);
+    memcpy(b + 32, json, jlen);
+    b[8] = (guint8)version, b[9] = b[10] = b[11] = 0;
+    b[16] = (guint8)jlen, b[17] = (guint8)(jlen >> 8), b[18] = b[19] = 0;
+    reseal(b, jlen);
+    put(dir, name, b, QG_IMAGE_HEADER_SIZE);
+}
+
+/* The compressed kinds (issue 12): format version 2 with "stored-length" and
+ * "compression" in "stream". */
+static void
+compressed_seeds(const char *dir, QgImageInfo *info)
+{
+    g_autoptr(GError) error = NULL;
+    guint8 b[QG_IMAGE_HEADER_SIZE];
+    g_autofree char *json = NULL;
+    guint32 jlen;
+
+    info->compression = g_strdup("zstd");
+    info->compress_level = -3;
+    info->stored_length = 45678901;
+    if (!qg_image_header_encode(info, b, &error)) {
+        g_printerr("%s\n", error->message);
+        exit(1);
+    }
+    jlen = b[16] | b[17] << 8 | b[18] << 16 | (guint32)b[19] << 24;
+    put(dir, "valid-compressed", b, sizeof(b));
+    put(dir, "valid-compressed-json-only", b, 32 + jlen);
+    json = g_strndup((const char *)b + 32, jlen);
+    /* the same metadata under version 1: the previous release's format */
+    put_json(dir, "compressed-as-version-1", b, 1, json);
+    /* an unknown method, a level out of range, a stored length missing */
+    put_json(dir, "compressed-unknown-method", b, 2,
+             "{\"qemu-version\": \"7.2.0\", \"machine\": \"pc\", \"ram-size\": 1,"
+             " \"time\": \"2025-12-02T00:00:00Z\", \"running\": true, \"stream\":"
+             " {\"offset\": 4096, \"length\": 10, \"checksum\": \"xxh3-64:0123456789abcdef\","
+             " \"stored-length\": 5, \"compression\": {\"method\": \"lz4\", \"level\": 1}}}");
+    put_json(dir, "compressed-level-out-of-range", b, 2,
+             "{\"qemu-version\": \"7.2.0\", \"machine\": \"pc\", \"ram-size\": 1,"
+             " \"time\": \"2025-12-02T00:00:00Z\", \"running\": true, \"stream\":"
+             " {\"offset\": 4096, \"length\": 10, \"checksum\": \"xxh3-64:0123456789abcdef\","
+             " \"stored-length\": 5, \"compression\": {\"method\": \"zstd\", \"level\": 99}}}");
+    put_json(dir, "compressed-no-stored-length", b, 2,
+             "{\"qemu-version\": \"7.2.0\", \"machine\": \"pc\", \"ram-size\": 1,"
+             " \"time\": \"2025-12-02T00:00:00Z\", \"running\": true, \"stream\":"
+             " {\"offset\": 4096, \"length\": 10, \"checksum\": \"xxh3-64:0123456789abcdef\","
+             " \"compression\": {\"method\": \"zstd\", \"level\": 1}}}");
 }
 
 int
@@ -90,5 +147,6 @@ main(int argc, char **argv)
     b[16] = (guint8)(sizeof(wrong_types) - 1), b[17] = b[18] = b[19] = 0;
     reseal(b, sizeof(wrong_types) - 1);
     put(argv[1], "wrong-types", b, sizeof(b));
+    compressed_seeds(argv[1], info);
     return 0;
 }

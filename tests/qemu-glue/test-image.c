@@ -79,6 +79,15 @@ test_header_errors(void)
     buf[8] = 9;
     expect_decode_error(buf, sizeof(buf), QG_IMAGE_ERROR_VERSION, "format version 9");
 
+    /* a compressed image whose version byte says raw: refused, not fed to QEMU */
+    info->compression = g_strdup("zstd");
+    info->stored_length = 1000;
+    g_assert_true(qg_image_header_encode(info, buf, NULL));
+    g_assert_cmpint(buf[8], ==, QG_IMAGE_FORMAT_VERSION_COMPRESSED);
+    buf[8] = QG_IMAGE_FORMAT_VERSION;
+    expect_decode_error(buf, sizeof(buf), QG_IMAGE_ERROR_CORRUPT,
+                        "format version 1 (raw) but the stream is recorded compressed");
+
     memcpy(buf, good, sizeof(buf));
     buf[40] ^= 1;   /* inside the JSON */
     expect_decode_error(buf, sizeof(buf), QG_IMAGE_ERROR_CORRUPT, "metadata checksum");

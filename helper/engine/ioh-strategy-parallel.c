@@ -15,7 +15,8 @@
  * file's read path); the writer then moves those pages into the output pipe by reference.
  * Slot s (chunk bytes at s * chunk) is reader s % n's; a reader reads its next slot once
  * the writer has emptied its pipe, so up to n reads are in flight while the writer waits
- * on the consumer. A kernel that refuses the first splice (EINVAL) gets the ring instead.
+ * on the consumer. Where the kernel refuses to splice out of the file (EINVAL), the ring
+ * goes on from the first byte the writer has not passed on.
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"
@@ -71,7 +72,7 @@ struct _IohPsplice {
     guint64 total;           /* the stream's bytes: the file's from src_start */
     guint64 end_seq;         /* first slot past the end of the stream */
     gboolean stop;
-    gboolean refused;        /* the kernel refused the first splice (EINVAL) */
+    gboolean refused;        /* the kernel refused a splice out of the file (EINVAL) */
     GError *error;           /* the first error */
 };
 
@@ -113,7 +114,7 @@ psplice_clear_direct(IohPspliceReader *r, GError **error)
 
 /* One splice of the file from stream offset @pos into the reader's pipe, which is empty
  * (so it never waits, nor fills up): at most @want bytes, 0 at the end of the file, -1
- * with @error set (*@ret_refused: EINVAL at the first byte). An O_DIRECT read asks whole
+ * with @error set (*@ret_refused: the kernel refused, EINVAL). An O_DIRECT read asks whole
  * blocks; at the end of the file it gets what is there. */
 static gssize
 psplice_piece(IohPspliceReader *r, guint64 pos, gsize want, gboolean *ret_refused,
@@ -136,7 +137,7 @@ psplice_piece(IohPspliceReader *r, guint64 pos, gsize want, gboolean *ret_refuse
         if (n >= 0) {
             return (gssize)MIN((gsize)n, want);
         }
-        *ret_refused = errno == EINVAL && pos == 0;
+        *ret_refused = errno == EINVAL;
         if (!ioh_copy_retry(c, errno, r->pipe[1], POLLOUT, "read", c->src->name, error)) {
             return -1;
         }
@@ -322,7 +323,15 @@ psplice_pipes(IohPsplice *ps, IohReader *rds, guint n)
     return chunk >= IOH_PSPLICE_MIN_CHUNK ? chunk : 0;
 }
 
-/* Runs the readers and the writer: 1 done, 0 refused (nothing moved), -1 failed. */
+/* The ring's O_DIRECT readers can go on from the bytes delivered so far. */
+static gboolean
+psplice_resumable(const IohCopy *c)
+{
+    return (c->src_start + c->in) % c->src->align == 0;
+}
+
+/* Runs the readers and the writer: 1 done, 0 refused (the ring goes on from c->in), -1
+ * failed. */
 static int
 psplice_threads(IohPsplice *ps, GError **error)
 {
@@ -349,7 +358,7 @@ psplice_threads(IohPsplice *ps, GError **error)
     if (whole || !ps->error) {
         return 1;
     }
-    if (ps->refused && ps->c->in == 0) {
+    if (ps->refused && psplice_resumable(ps->c)) {
         return 0;
     }
     g_propagate_error(error, g_steal_pointer(&ps->error));
@@ -390,7 +399,8 @@ psplice_run(IohCopy *c, IohReader *rds, guint n, GError **error)
         g_mutex_clear(&ps.lock);
         g_cond_clear(&ps.cond);
         if (ret == 0) {
-            g_debug("splice out of the O_DIRECT file refused (EINVAL): the ring instead");
+            g_debug("splice out of the O_DIRECT file refused (EINVAL): the ring from byte %"
+                    G_GUINT64_FORMAT, c->in);
         }
     }
     for (guint i = 0; i < ps.n; i++) {
@@ -414,6 +424,19 @@ psplice_fits(const IohCopy *c)
            !c->opts->has_length && c->src->align > 0 && c->src_start % c->src->align == 0;
 }
 
+/* The ring, from the first stream byte not yet delivered (its slots count from there). */
+static gboolean
+ring_from_here(IohCopy *c, IohReader *rds, guint n, GError **error)
+{
+    guint64 done = c->in;
+    gboolean ok;
+
+    c->src_start += done;
+    ok = ioh_ring_run(c, rds, n, error);
+    c->src_start -= done;
+    return ok;
+}
+
 static gboolean
 parallel_run(IohCopy *c, GError **error)
 {
@@ -432,7 +455,7 @@ parallel_run(IohCopy *c, GError **error)
         ok = psplice_run(c, rds, n, error);
     }
     if (ok == 0) {
-        ok = ioh_ring_run(c, rds, n, error) ? 1 : -1;
+        ok = ring_from_here(c, rds, n, error) ? 1 : -1;
     }
     for (guint i = 0; i < n; i++) {
         close(rds[i].fd);    /* read-only: nothing to lose */

@@ -27,6 +27,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+/* Readers of the splice path at most (half the ring, as for the ring's readers): their
+ * slots are in pipes, not in the ring, so they are not bound by IOH_MAX_READERS. */
+#define IOH_PSPLICE_MAX_READERS 8
+
 /* A private pipe smaller than this is not worth a splice per chunk: the ring instead. */
 #define IOH_PSPLICE_MIN_CHUNK (64 * 1024)
 
@@ -63,7 +67,7 @@ typedef struct {
 
 struct _IohPsplice {
     IohCopy *c;
-    IohPspliceReader rds[IOH_MAX_READERS];
+    IohPspliceReader rds[IOH_PSPLICE_MAX_READERS];
     guint n;
     gsize chunk;             /* bytes per slot: what every private pipe holds */
     guint64 splices;         /* splice calls, all threads (atomic) */
@@ -335,7 +339,7 @@ psplice_resumable(const IohCopy *c)
 static int
 psplice_threads(IohPsplice *ps, GError **error)
 {
-    GThread *threads[IOH_MAX_READERS] = { NULL };
+    GThread *threads[IOH_PSPLICE_MAX_READERS] = { NULL };
     gboolean whole;
 
     for (guint i = 0; i < ps->n; i++) {
@@ -440,8 +444,10 @@ ring_from_here(IohCopy *c, IohReader *rds, guint n, GError **error)
 static gboolean
 parallel_run(IohCopy *c, GError **error)
 {
-    IohReader rds[IOH_MAX_READERS];
-    guint n = open_readers(c, rds, CLAMP(c->nslots / 2, 1, IOH_MAX_READERS));
+    IohReader rds[IOH_PSPLICE_MAX_READERS];
+    gboolean fits = psplice_fits(c);
+    guint n = open_readers(c, rds, CLAMP(c->nslots / 2, 1,
+                                         fits ? IOH_PSPLICE_MAX_READERS : IOH_MAX_READERS));
     int ok = 0;
 
     if (n < 2) {
@@ -451,11 +457,11 @@ parallel_run(IohCopy *c, GError **error)
         }
         return ioh_strategy_ring.run(c, error);
     }
-    if (psplice_fits(c)) {
+    if (fits) {
         ok = psplice_run(c, rds, n, error);
     }
     if (ok == 0) {
-        ok = ring_from_here(c, rds, n, error) ? 1 : -1;
+        ok = ring_from_here(c, rds, MIN(n, IOH_MAX_READERS), error) ? 1 : -1;
     }
     for (guint i = 0; i < n; i++) {
         close(rds[i].fd);    /* read-only: nothing to lose */

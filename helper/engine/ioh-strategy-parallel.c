@@ -397,7 +397,7 @@ psplice_run(IohCopy *c, IohReader *rds, guint n, GError **error)
         g_mutex_init(&ps.lock);
         g_cond_init(&ps.cond);
         g_debug("strategy: %u O_DIRECT readers splicing %zu bytes each into pipes of their "
-                "own, spliced on into the output pipe", n, ps.chunk);
+                "own, spliced on into the output pipe", ps.n, ps.chunk);
         ret = psplice_threads(&ps, error);
         g_clear_error(&ps.error);
         g_mutex_clear(&ps.lock);

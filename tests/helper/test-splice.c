@@ -187,6 +187,37 @@ test_case(gconstpointer data)
     g_unlink(img);
 }
 
+/* A --direct restore's readers beyond the first take their pipes' share of the memory
+ * budget: none left, one reader splices alone; room for one more, two. Byte-exact. */
+static void
+test_direct_budget(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "db-img", NULL);
+    g_autofree char *stream = g_build_filename(workdir, "db-stream", NULL);
+    g_autofree char *rundir = g_build_filename(workdir, "db-run", NULL);
+    static const char *const budgets[] = { "--memory-budget=0", "--memory-budget=1M" };
+
+    ioht_write_random_file(img, 5 * MiB + 9, 11);
+    g_assert_cmpint(g_mkdir_with_parents(rundir, 0700), ==, 0);
+    g_setenv("IOHELPER_RUNDIR", rundir, TRUE);
+    for (gsize i = 0; i < G_N_ELEMENTS(budgets); i++) {
+        const char *args[] = { "--direct", budgets[i], img, "-", NULL };
+        g_autofree char *want = g_strdup_printf("%zu O_DIRECT readers splicing", i + 1);
+        SpliceRun r = { 0 };
+
+        run_helper(args, NULL, stream, &r);
+        g_assert_cmpint(r.code, ==, 0);
+        g_test_message("%s", r.err);
+        g_assert_nonnull(strstr(r.err, want));
+        g_assert_true(ioht_files_equal(img, stream));
+        splice_run_clear(&r);
+    }
+    g_unsetenv("IOHELPER_RUNDIR");
+    g_unlink(img);
+    g_unlink(stream);
+    g_rmdir(rundir);
+}
+
 /* An O_APPEND file refuses splice (EINVAL): the save goes on with write(), and appends. */
 static void
 test_append_falls_back(void)
@@ -268,6 +299,7 @@ main(int argc, char **argv)
         }
         add_case("--direct", 9 * MiB + 4097, TRUE, FALSE, NULL);
         add_case("--direct", MiB + 7, TRUE, FALSE, "--checksum=xxh3");
+        g_test_add_func("/splice/restore/direct/budget-limits-readers", test_direct_budget);
     }
     g_test_add_func("/splice/save/append-falls-back", test_append_falls_back);
     ret = g_test_run();

@@ -463,10 +463,11 @@ static void
 add_splice_inject(const char *name, const char *fault, const char *needle, gboolean restore,
                   guint64 size)
 {
-    static const gsize page_cache_modes[] = { 0, 2 };    /* buffered, fadvise */
+    /* buffered, fadvise; and a --direct restore into a pipe (ioh-strategy-parallel.c) */
+    static const gsize splice_modes[] = { 0, 2, 1 };
 
-    for (gsize i = 0; i < G_N_ELEMENTS(page_cache_modes); i++) {
-        const Mode *m = &modes[page_cache_modes[i]];
+    for (gsize i = 0; i < G_N_ELEMENTS(splice_modes) - (restore ? 0 : 1); i++) {
+        const Mode *m = &modes[splice_modes[i]];
         Inject *t = g_new0(Inject, 1);
         g_autofree char *path = g_strdup_printf("/faults/%s/splice-%s/%s",
                                                 restore ? "restore" : "save", name, m->name);

@@ -1,7 +1,8 @@
 # benchmarks/evacuate.gp - N concurrent saves per configuration (producers, then guests):
 # aggregate throughput, slowest/fastest finish, and the memory held at peak (the helpers'
 # private memory, the images' page cache).
-# gnuplot -e "tsv='evacuate.tsv'; png='evacuate.png'" evacuate.gp
+# gnuplot -e "tsv='evacuate.tsv'; png='evacuate.png'" evacuate.gp  (optional: title='...')
+if (!exists("title")) title = ""
 set terminal png size 1400,1000
 set output png
 set datafile separator "\t"
@@ -11,7 +12,7 @@ set style fill solid border -1
 set xtics rotate by -40 font ",8"
 set yrange [0:*]
 label(c, n) = sprintf("%s N=%d", c, n)
-set multiplot layout 3,1
+set multiplot layout 3,1 title title
 set key off
 set ylabel "aggregate MB/s"
 plot tsv using 3:xtic(label(stringcolumn(1), $2)) title "MB/s"

@@ -212,6 +212,15 @@ choose_strategy(IohCopy *c)
     return &ioh_strategy_ring;
 }
 
+/* The buffers' alignment: a ring of 2 MiB or more starts on a huge page (ioh-ring.c). */
+static gsize
+ioh_copy_mem_align(const IohCopy *c)
+{
+    gsize huge = 2 * 1024 * 1024;
+
+    return c->nslots > 1 && c->slot * c->nslots >= huge ? MAX(c->align, huge) : c->align;
+}
+
 /* Aligned buffers for the strategy: one for inline, the ring otherwise. */
 static gboolean
 alloc_buffers(IohCopy *c, GError **error)
@@ -223,7 +232,7 @@ alloc_buffers(IohCopy *c, GError **error)
     c->nslots = c->strategy == &ioh_strategy_inline || c->strategy == &ioh_strategy_splice
                 ? 1 : MAX(c->opts->ring, 1);
     if (c->slot > G_MAXSIZE / c->nslots ||
-        posix_memalign((void **)&c->mem, c->align, c->slot * c->nslots) != 0) {
+        posix_memalign((void **)&c->mem, ioh_copy_mem_align(c), c->slot * c->nslots) != 0) {
         c->mem = NULL;
         return ioh_error_set(error, ENOMEM, NULL, NULL, "allocate %u buffers of %zu bytes: %s",
                              c->nslots, c->slot, g_strerror(ENOMEM));

@@ -17,6 +17,16 @@ G_BEGIN_DECLS
 
 typedef struct _IohCopy IohCopy;
 
+/* A pipe source read by a ring's reader thread (ioh-ring.c): an epoll fd that wakes at
+ * the end of each write into the pipe (edge-triggered), so that a read after one that
+ * emptied the pipe waits for the producer's write to end instead of spinning on the
+ * pipe's lock while the producer copies into it. */
+typedef struct {
+    int fd;                  /* epoll: the pipe (EPOLLET) and the copy's cancel */
+    gsize cap;               /* the pipe's size: a read of that much empties it */
+    gboolean empty;          /* the last read left the pipe empty */
+} IohPipeEdge;
+
 /* One thread's way of reading the source: the source's own fd, or (parallel O_DIRECT
  * readers) an fd of its own on the same file. */
 typedef struct {
@@ -95,6 +105,7 @@ struct _IohCopy {
     gsize align;
     GCancellable *cancel;        /* a threaded strategy's stop (NULL: one thread) */
     gboolean poll_src;           /* the source is a readable stream: wait on it with cancel */
+    IohPipeEdge *edge;           /* a pipe source read by a ring reader, or NULL */
     guint64 reads;               /* read calls so far (atomic: parallel readers) */
     guint64 src_start;           /* file offset where the stream starts (storage source) */
     guint64 dst_start;           /* ... and in a storage destination */
@@ -163,5 +174,10 @@ void ioh_cache_drop_written(IohCopy *c);
 /* The ring strategies' common part (ioh-ring.c): @readers[0..n) read the source into the
  * ring from threads of their own while the calling thread delivers. */
 gboolean ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error);
+
+/* Before a read of the pipe source after one that emptied it (@c->edge): waits for the
+ * end of the producer's next write, the cancel, or a short timeout (a hint only: the
+ * caller's wait on the pipe follows). */
+void ioh_ring_wait_edge(IohCopy *c);
 
 G_END_DECLS

@@ -24,6 +24,8 @@
 #include "ioh-layer.h"
 #include "ioh-error.h"
 
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -39,6 +41,9 @@
 #define IOH_RING_STALL_US G_USEC_PER_SEC
 /* After the budget said no, the next ask waits this long. */
 #define IOH_RING_BUDGET_RETRY_US G_USEC_PER_SEC
+/* A wait for the end of a write into the source pipe gives up after this long (then the
+ * reader waits on the pipe as it would without: data no edge announces is never lost). */
+#define IOH_RING_EDGE_MS 20
 
 typedef struct {
     IohCopy *c;
@@ -47,6 +52,11 @@ typedef struct {
     guint *map;              /* slot s is in buffer map[s % n] */
     guint *pool;             /* the free buffers, a queue: pool[(head + i) % n] */
     gboolean *used;          /* buffer i belongs to the ring (free or holding a slot) */
+    guint per;               /* buffers per huge page (region), 0: no huge pages */
+    gboolean *huge;          /* region i is one huge page (held while a buffer of it is in
+                              * the ring) */
+    guint64 *charge;         /* bytes of the budget region i holds */
+    guint64 charged;         /* bytes of the budget the ring holds */
     guint head, nfree;
     guint cap;               /* buffers the ring has now (1 to n) */
     guint floor;             /* a slow producer's ring shrinks to this */
@@ -225,22 +235,89 @@ ring_give_back(IohRing *r, guint k)
     g_mutex_unlock(&r->lock);
 }
 
-/* Adds one buffer to the ring, when the budget has room for it. */
+/* Buffers of region @reg in the ring. */
+static guint
+region_used(const IohRing *r, guint reg)
+{
+    guint k = 0;
+
+    for (guint i = reg * r->per; i < (reg + 1) * r->per; i++) {
+        k += r->used[i];
+    }
+    return k;
+}
+
+/* Makes region @reg one huge page or small pages, before any of its bytes is touched. */
+static void
+region_advise(IohRing *r, guint reg, gboolean huge)
+{
+    gsize size = (gsize)r->per * r->c->slot;
+
+    r->huge[reg] = huge;
+    madvise(r->c->mem + (gsize)reg * size, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
+/* The buffer to add: a vacant one of a huge page the ring holds (it adds no memory),
+ * else the first unused one; *@cost: the bytes it adds, a whole huge page when it starts
+ * one (a region entirely inside the allocation, none of it in the ring). */
+static guint
+ring_pick_unused(const IohRing *r, guint64 *cost)
+{
+    guint i;
+
+    for (i = 0; r->per && i < r->n; i++) {
+        if (!r->used[i] && r->huge[i / r->per] && region_used(r, i / r->per) > 0) {
+            *cost = 0;
+            return i;
+        }
+    }
+    for (i = 0; r->used[i]; i++) {
+    }
+    *cost = r->per && (i / r->per + 1) * r->per <= r->n && region_used(r, i / r->per) == 0
+                ? (guint64)r->per * r->c->slot
+                : r->c->slot;
+    return i;
+}
+
+/* Takes @cost bytes from the budget (a huge page, else one buffer of small pages): the
+ * bytes taken, 0 when it has no room. */
+static guint64
+ring_charge(IohRing *r, guint64 cost)
+{
+    IohBudget *budget = r->c->opts->budget;
+    guint64 got;
+
+    if (!budget || cost == 0) {
+        return cost;
+    }
+    got = ioh_budget_take(budget, cost, cost);
+    if (got == 0 && cost > r->c->slot) {
+        got = ioh_budget_take(budget, r->c->slot, r->c->slot);
+    }
+    return got;
+}
+
+/* Adds one buffer to the ring, when the budget has room for the memory it adds. */
 static void
 ring_grow(IohRing *r)
 {
-    IohBudget *budget = r->c->opts->budget;
     gint64 now = g_get_monotonic_time();
-    guint i;
+    guint64 cost = 0;
+    guint i = ring_pick_unused(r, &cost);
+    guint64 got = cost;
 
-    if (budget && (now < r->budget_retry_us ||
-                   ioh_budget_take(budget, r->c->slot, r->c->slot) < r->c->slot)) {
+    if (cost > 0 && (now < r->budget_retry_us || (got = ring_charge(r, cost)) == 0)) {
         r->budget_retry_us = MAX(r->budget_retry_us, now + IOH_RING_BUDGET_RETRY_US);
         return;
     }
-    g_mutex_lock(&r->lock);
-    for (i = 0; r->used[i]; i++) {
+    if (r->per && cost > 0 && region_used(r, i / r->per) == 0) {
+        region_advise(r, i / r->per, got > r->c->slot);
     }
+    if (r->per) {
+        r->charge[i / r->per] += got;
+    }
+    r->charged += got;
+    g_mutex_lock(&r->lock);
     r->used[i] = TRUE;
     r->pool[(r->head + r->nfree) % r->n] = i;
     r->nfree++;
@@ -251,27 +328,75 @@ ring_grow(IohRing *r)
             r->c->slot);
 }
 
+/* Which free buffer leaves the ring (its place in the pool): the one that came back last,
+ * or with huge pages, the one whose huge page has the fewest others in the ring (the
+ * last one out frees it). Under the lock. */
+static guint
+ring_pick_free(const IohRing *r)
+{
+    guint best = r->nfree - 1;
+
+    for (guint k = 0; r->per && k < r->nfree; k++) {
+        guint reg = r->pool[(r->head + k) % r->n] / r->per;
+
+        if (region_used(r, reg) < region_used(r, r->pool[(r->head + best) % r->n] / r->per)) {
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* Buffer @i has left the ring: returns its memory to the kernel (with huge pages, only
+ * once the whole huge page has left) and the bytes to give back to the budget. */
+static guint64
+ring_release(IohRing *r, guint i)
+{
+    gsize slot = r->c->slot;
+    guint reg = r->per ? i / r->per : 0;
+    guint64 back;
+
+    if (!r->per || (!r->huge[reg] && region_used(r, reg) > 0)) {
+        madvise(r->c->mem + (gsize)i * slot, slot, MADV_DONTNEED);
+        back = r->per ? MIN(r->charge[reg], (guint64)slot) : MIN(r->charged, (guint64)slot);
+    } else if (region_used(r, reg) > 0) {
+        return 0;    /* the rest of its huge page is still in the ring */
+    } else {
+        madvise(r->c->mem + (gsize)reg * r->per * slot, (gsize)r->per * slot, MADV_DONTNEED);
+        back = r->charge[reg];
+    }
+    if (r->per) {
+        r->charge[reg] -= back;
+    }
+    r->charged -= back;
+    return back;
+}
+
 /* Takes free buffers out of the ring until it has @want (or none is free), returns their
  * pages to the kernel and their share to the budget. */
 static void
 ring_shrink(IohRing *r, guint want, const char *why)
 {
     guint dropped = 0;
+    guint64 back = 0;
 
     g_mutex_lock(&r->lock);
     while (r->cap > MAX(want, 1) && r->nfree > 0) {
-        guint i = r->pool[(r->head + r->nfree - 1) % r->n];
+        guint k = ring_pick_free(r);
+        guint i = r->pool[(r->head + k) % r->n];
 
+        for (; k + 1 < r->nfree; k++) {
+            r->pool[(r->head + k) % r->n] = r->pool[(r->head + k + 1) % r->n];
+        }
         r->nfree--;
         r->cap--;
         r->used[i] = FALSE;
-        madvise(r->c->mem + (gsize)i * r->c->slot, r->c->slot, MADV_DONTNEED);
+        back += ring_release(r, i);
         dropped++;
     }
     g_mutex_unlock(&r->lock);
     if (dropped > 0) {
-        if (r->c->opts->budget) {
-            ioh_budget_give(r->c->opts->budget, (guint64)dropped * r->c->slot);
+        if (r->c->opts->budget && back > 0) {
+            ioh_budget_give(r->c->opts->budget, back);
         }
         g_debug("ring: shrunk to %u buffers (%s)", r->cap, why);
     }
@@ -373,8 +498,26 @@ on_cancelled(GCancellable *cancellable, gpointer data)
     ring_fail(data, err);
 }
 
+/* Huge pages (2 MiB) for the ring when its buffers tile them and the memory is aligned
+ * to them: a save's O_DIRECT writes pin each page of the buffer (`gup_fast`), the pipe's
+ * bytes are copied into it, and with small pages 8 MiB of buffers miss the TLB on every
+ * page. A huge page is taken (from the budget too) whole, when the ring starts using it:
+ * a region of the ring is one huge page or small pages for as long as any of its buffers
+ * is in the ring. */
+static guint
+ring_huge_per(const IohCopy *c)
+{
+    gsize huge = 2 * 1024 * 1024;
+
+    if ((guintptr)c->mem % huge != 0 || (c->slot % huge != 0 && huge % c->slot != 0)) {
+        return 0;
+    }
+    return c->slot >= huge ? 1 : (guint)(huge / c->slot);
+}
+
 /* The ring's first buffers: two (one per parallel reader), less what the budget refuses
- * beyond the first; the other buffers' pages are not the ring's until it grows. */
+ * beyond the first; the other buffers' pages are not the ring's until it grows. Regions
+ * it fills whole are huge pages, the rest small pages. */
 static void
 ring_setup(IohRing *r)
 {
@@ -385,17 +528,71 @@ ring_setup(IohRing *r)
                       : (guint64)(want - 1) * c->slot;
 
     r->cap = 1 + (guint)(got / c->slot);
+    r->charged = got;
     r->floor = want;
     for (guint i = 0; i < r->n; i++) {
         r->used[i] = i < r->cap;
         r->pool[i] = i;
     }
     r->nfree = r->cap;
-    if (r->n > r->cap) {
-        madvise(c->mem + (gsize)r->cap * c->slot, (gsize)(r->n - r->cap) * c->slot,
-                MADV_DONTNEED);
+    /* With huge pages, from the first buffer: pages the allocator touched already (a
+     * reused heap, MALLOC_PERTURB_) would keep their regions in small pages. */
+    if (r->n > r->cap || r->per) {
+        guint from = r->per ? 0 : r->cap;
+
+        madvise(c->mem + (gsize)from * c->slot, (gsize)(r->n - from) * c->slot, MADV_DONTNEED);
+    }
+    for (guint reg = 0; r->per && reg * r->per < r->cap; reg++) {
+        guint in = MIN(r->cap - reg * r->per, r->per);
+
+        region_advise(r, reg, in == r->per);
+        r->charge[reg] = (guint64)in * c->slot - (reg == 0 ? c->slot : 0);
+    }
+    if (r->per) {
+        g_debug("ring: huge pages of %u buffers, taken whole", r->per);
     }
     r->window_us = g_get_monotonic_time();
+}
+
+/* The reader of a pipe source (one reader, waiting with the cancel) waits for the end of
+ * each write into the pipe before reading it again (IohPipeEdge, ioh-layer.h). Why: a
+ * reader that reads as soon as the pipe is not empty finds the producer still copying
+ * its write into it and spins on the pipe's lock meanwhile (`mutex_spin_on_owner`, a
+ * quarter of an O_DIRECT save's CPU in perf); the producer wakes the pipe's waiters at
+ * the end of each write, after the lock. FALSE when there is no such pipe, or epoll or
+ * F_GETPIPE_SZ failed: the reader then waits as it always did. */
+static gboolean
+edge_open(IohCopy *c, guint readers, int cancel_fd, IohPipeEdge *edge)
+{
+    struct epoll_event pipe_ev = { .events = EPOLLIN | EPOLLET };
+    struct epoll_event cancel_ev = { .events = EPOLLIN };
+    int cap;
+
+    if (readers != 1 || !c->poll_src || c->src->kind != IOH_KIND_PIPE || cancel_fd < 0 ||
+        (cap = fcntl(c->src->fd, F_GETPIPE_SZ)) <= 0) {
+        return FALSE;
+    }
+    *edge = (IohPipeEdge){ .fd = epoll_create1(EPOLL_CLOEXEC), .cap = (gsize)cap,
+                           .empty = TRUE };
+    if (edge->fd >= 0 && epoll_ctl(edge->fd, EPOLL_CTL_ADD, c->src->fd, &pipe_ev) == 0 &&
+        epoll_ctl(edge->fd, EPOLL_CTL_ADD, cancel_fd, &cancel_ev) == 0) {
+        g_debug("%s: the reader waits for the end of each write into the pipe (%d bytes)",
+                c->src->name, cap);
+        return TRUE;
+    }
+    if (edge->fd >= 0) {
+        close(edge->fd);
+    }
+    return FALSE;
+}
+
+void
+ioh_ring_wait_edge(IohCopy *c)
+{
+    struct epoll_event ev[2];
+
+    /* EINTR or a timeout: the caller's wait on the pipe comes next either way. */
+    (void)epoll_wait(c->edge->fd, ev, G_N_ELEMENTS(ev), IOH_RING_EDGE_MS);
 }
 
 gboolean
@@ -406,15 +603,19 @@ ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error)
     g_autofree guint *map = g_new0(guint, c->nslots);
     g_autofree guint *pool = g_new0(guint, c->nslots);
     g_autofree gboolean *used = g_new0(gboolean, c->nslots);
+    g_autofree gboolean *huge = g_new0(gboolean, c->nslots);
+    g_autofree guint64 *charge = g_new0(guint64, c->nslots);
     IohRing r = { .c = c, .len = len, .done = done, .map = map, .pool = pool, .used = used,
-                  .n = c->nslots, .readers = n, .end_seq = G_MAXUINT64 };
+                  .huge = huge, .charge = charge, .per = ring_huge_per(c), .n = c->nslots,
+                  .readers = n, .end_seq = G_MAXUINT64 };
     g_autoptr(GCancellable) cancel = g_cancellable_new();
+    IohPipeEdge edge;
     gboolean ok;
     gulong handler;
 
     /* Held for the whole copy: each wait borrows the cancel's fd without making it anew. */
     c->cancel = cancel;
-    g_cancellable_get_fd(cancel);
+    c->edge = edge_open(c, n, g_cancellable_get_fd(cancel), &edge) ? &edge : NULL;
     g_mutex_init(&r.lock);
     g_cond_init(&r.cond);
     ring_setup(&r);
@@ -427,11 +628,15 @@ ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error)
     ok = ring_threads(&r, readers);
     g_cancellable_disconnect(c->opts->cancellable, handler);
     if (c->opts->budget) {
-        ioh_budget_give(c->opts->budget, (guint64)(r.cap - 1) * c->slot);
+        ioh_budget_give(c->opts->budget, r.charged);
     }
     c->stats->reads = __atomic_load_n(&c->reads, __ATOMIC_RELAXED);
     g_mutex_clear(&r.lock);
     g_cond_clear(&r.cond);
+    if (c->edge) {
+        close(edge.fd);
+        c->edge = NULL;
+    }
     g_cancellable_release_fd(cancel);
     c->cancel = NULL;
     if (!ok) {

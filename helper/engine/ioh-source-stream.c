@@ -36,12 +36,19 @@ stream_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
     while (have < len) {
         gssize n;
 
+        if (c->edge && c->edge->empty) {
+            ioh_ring_wait_edge(c);
+        }
         if (c->poll_src && c->cancel &&
             !ioh_copy_wait(c, rd->fd, POLLIN, "read", c->src->name, error)) {
             return -1;
         }
         n = read(rd->fd, buf + have, len - have);
         ioh_copy_count_read(c);
+        if (c->edge) {
+            /* A read that got less than asked, or asked the pipe's size, emptied it. */
+            c->edge->empty = n >= 0 && ((gsize)n < len - have || len - have >= c->edge->cap);
+        }
         if (n > 0) {
             have += (gsize)n;
         } else if (n == 0) {

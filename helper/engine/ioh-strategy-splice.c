@@ -122,6 +122,12 @@ splicer_init(IohCopy *c, IohSplicer *s)
         s->total = MIN(s->total, opts->length);
     }
     s->limit = s->total;
+    /* A buffered restore gets the read-ahead --fadvise gets (ioh-source-file.c): QEMU 10
+     * restoring 1 GiB, cold cache, 4 interleaved rounds, 999 MiB/s (941-1047) against 878
+     * (799-964) without, faster in each round; QEMU 7.2 938 against 923, no change. */
+    if (!s->save && opts->mode == IOH_CACHE_BUFFERED && c->src->kind == IOH_KIND_FILE) {
+        posix_fadvise(c->src->fd, (off_t)c->src_start, 0, POSIX_FADV_SEQUENTIAL);
+    }
     if (!s->save && opts->mode == IOH_CACHE_FADVISE) {
         pipe_size = fcntl(s->pipe_fd, F_GETPIPE_SZ);
         pipe_size = pipe_size > 0 ? pipe_size : 1024 * 1024;

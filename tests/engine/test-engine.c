@@ -448,6 +448,82 @@ test_cancel(gconstpointer data)
     g_unlink(img);
 }
 
+typedef struct {
+    int fd;                  /* the pipe's write end, closed at the end */
+    const char *img;
+    const char *tail;        /* written last, in pieces */
+    gsize tail_len;
+    gboolean all_before_close;
+} QuietProducer;
+
+/* Waits (10 s at most) until the image holds what the pipe held, then writes the tail in
+ * pieces of 1 to 4093 bytes and closes the pipe. */
+static gpointer
+quiet_producer_main(gpointer data)
+{
+    QuietProducer *q = data;
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    IohtPumpOpts tail = { .data = q->tail, .len = q->tail_len, .vary_pieces = TRUE };
+    GStatBuf st;
+
+    while (g_get_monotonic_time() < deadline &&
+           !(g_stat(q->img, &st) == 0 && (gsize)st.st_size >= MiB)) {
+        g_usleep(2000);
+    }
+    q->all_before_close = g_stat(q->img, &st) == 0 && (gsize)st.st_size >= MiB;
+    ioht_feed(q->fd, &tail);
+    close(q->fd);
+    return NULL;
+}
+
+/* The ring's reader of a pipe waits for the end of each write into it after a read that
+ * emptied it (ioh_ring_wait_edge()). Bytes that no write's end announces are not left
+ * waiting: a pipe holding 1 MiB, read in 64 KiB slots (a full read does not empty it),
+ * whose producer then writes nothing until the image holds that 1 MiB; then a tail in
+ * small writes (each read after one empties the pipe). The bytes arrive exact. */
+static void
+test_pipe_edge(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "edge-img", NULL);
+    g_autofree char *data = random_bytes(MiB + 100000, 77);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) dst = NULL;
+    g_autofree char *saved = NULL;
+    QuietProducer q = { .img = img, .tail = data + MiB, .tail_len = 100000 };
+    IohCopyOptions opts;
+    IohStats stats;
+    GThread *t;
+    gsize slen = 0;
+    int fds[2];
+
+    if (!have_direct) {
+        g_test_skip("the test folder's file system refuses O_DIRECT");
+        return;
+    }
+    ioh_copy_options_init(&opts);
+    opts.mode = IOH_CACHE_DIRECT;
+    opts.buffer_size = 64 * 1024;
+    opts.pipe_size = MiB;
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    g_assert_cmpint(fcntl(fds[1], F_SETPIPE_SZ, MiB), ==, MiB);
+    g_assert_cmpint(write(fds[1], data, MiB), ==, MiB);
+    q.fd = fds[1];
+    src = ioh_end_from_fd(fds[0], "quiet", &error);
+    dst = ioh_end_open(img, TRUE, 0, &error);
+    g_assert_no_error(error);
+    t = g_thread_new("quiet-producer", quiet_producer_main, &q);
+    g_assert_true(ioh_copy(src, dst, &opts, &stats, &error));
+    g_assert_no_error(error);
+    g_thread_join(t);
+    g_assert_true(q.all_before_close);
+    g_assert_true(ioh_end_close(dst, &error));
+    g_assert_true(g_file_get_contents(img, &saved, &slen, NULL));
+    g_assert_cmpuint(slen, ==, MiB + 100000);
+    g_assert_true(memcmp(saved, data, slen) == 0);
+    g_unlink(img);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -466,6 +542,7 @@ main(int argc, char **argv)
     g_test_add_func("/engine/ring/reader-error-stops-writer", test_reader_error_stops_writer);
     g_test_add_func("/engine/ring/position-kept", test_position_kept);
     g_test_add_func("/engine/ring/progress-throttled", test_progress_throttled);
+    g_test_add_func("/engine/ring/pipe-edge", test_pipe_edge);
     g_test_add_data_func("/engine/cancel/inline", GINT_TO_POINTER(IOH_CACHE_BUFFERED),
                          test_cancel);
     g_test_add_data_func("/engine/cancel/ring", GINT_TO_POINTER(IOH_CACHE_DIRECT), test_cancel);

@@ -508,6 +508,16 @@ add_splice_cases(void)
     /* posix_fadvise is advice: its failure (drop-behind) costs no byte */
     add_inject("splice-fadvise-EIO-every", "fadvise:every:EIO", NULL, TRUE, FALSE,
                24 * MiB + 9, TRUE);
+    /* a buffered spliced restore asks for sequential read-ahead (advice: its failure costs
+     * no byte; the rule must fire, so the call is made) */
+    {
+        Inject *t = g_new0(Inject, 1);
+
+        *t = (Inject){ &modes[0], "fadvise:1:EIO", NULL, TRUE, FALSE, 8 * MiB + 7, FALSE,
+                       FALSE };
+        g_test_add_data_func_full("/faults/restore/splice-fadvise-EIO-first/buffered", t,
+                                  test_inject, g_free);
+    }
 }
 
 int

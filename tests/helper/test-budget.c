@@ -603,6 +603,96 @@ test_unprivileged(IohtDir *fx, gconstpointer data)
     ioht_workdir_remove(run);
 }
 
+typedef struct {
+    const char *run;
+    GPid pid;
+    gint64 max_lease;
+    gint64 max_huge;         /* the helper's AnonHugePages, bytes */
+    gint samples;
+    gint stop;
+} HugeSampler;
+
+/* The AnonHugePages of @pid (smaps_rollup), bytes; 0 when it cannot be read. */
+static gint64
+anon_huge(GPid pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/smaps_rollup", (int)pid);
+    g_autofree char *text = NULL;
+    const char *at;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) ||
+        !(at = strstr(text, "AnonHugePages:"))) {
+        return 0;
+    }
+    return g_ascii_strtoll(at + strlen("AnonHugePages:"), NULL, 10) * 1024;
+}
+
+/* Transparent huge pages are on, for madvise()d memory at least. */
+static gboolean
+thp_enabled(void)
+{
+    g_autofree char *text = NULL;
+
+    return g_file_get_contents("/sys/kernel/mm/transparent_hugepage/enabled", &text, NULL,
+                               NULL) && !strstr(text, "[never]");
+}
+
+static gpointer
+huge_sampler_main(gpointer data)
+{
+    HugeSampler *s = data;
+
+    for (; !g_atomic_int_get(&s->stop); s->samples++, g_usleep(2000)) {
+        s->max_lease = MAX(s->max_lease, ioh_budget_sum(s->run));
+        s->max_huge = MAX(s->max_huge, anon_huge(s->pid));
+    }
+    return NULL;
+}
+
+/* The ring's buffers tile huge pages (2 MiB: two buffers of 1 MiB), and a huge page is
+ * taken from the budget whole: with 2 MiB of budget the floor's huge page takes 1 MiB
+ * (its first buffer is the floor), the next huge page does not fit, so the ring grows by
+ * a buffer of small pages. Sampled every 2 ms: the lease stays within the budget and the
+ * helper never holds more than that one huge page. */
+static void
+test_huge_pages(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *err = NULL;
+    HugeSampler smp = { .run = run };
+    IohtPumpOpts feed = { 0 };
+    GThread *t;
+    Save sv;
+
+    (void)data;
+    if (!has_direct(fx)) {
+        return;
+    }
+    src = make_src(fx, "src", 96 * MIB, 9);
+    feed.path = src;
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    sv = save_start(dst, run, "2M", &feed);
+    smp.pid = sv.child.pid;
+    t = g_thread_new("huge-sampler", huge_sampler_main, &smp);
+    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    g_atomic_int_set(&smp.stop, 1);
+    g_thread_join(t);
+    g_test_message("%d samples, most leased %" G_GINT64_FORMAT ", most in huge pages %"
+                   G_GINT64_FORMAT, smp.samples, smp.max_lease, smp.max_huge);
+    g_assert_true(ioht_files_equal(src, dst));
+    g_assert_nonnull(strstr(err, "ring: huge pages of 2 buffers"));
+    g_assert_nonnull(strstr(err, "ring: grown to 3 buffers"));
+    g_assert_cmpint(smp.samples, >, 5);
+    g_assert_cmpint(smp.max_lease, <=, 2 * MIB);
+    g_assert_cmpint(smp.max_huge, <=, 2 * MIB);
+    if (thp_enabled()) {
+        g_assert_cmpint(smp.max_huge, ==, 2 * MIB);    /* the floor's huge page */
+    }
+    g_assert_cmpint(ioh_budget_sum(run), ==, 0);
+}
+
 static const struct {
     const char *path;
     void (*test)(IohtDir *fx, gconstpointer data);
@@ -612,6 +702,7 @@ static const struct {
     { "/budget/shrink-slow", test_shrink_slow },
     { "/budget/kills", test_budget_kills },
     { "/budget/none-left", test_budget_none_left },
+    { "/budget/huge-pages", test_huge_pages },
     { "/budget/conf", test_conf },
     { "/budget/fadvise-window", test_fadvise_window },
     { "/budget/lock-held", test_lock_held },

@@ -17,6 +17,7 @@ struct _IohBudget {
     char *dir;
     char *lease;             /* DIR/PID.lease */
     guint64 start_time;      /* ours, from /proc/self/stat */
+    gboolean joined;         /* our lease exists (from the first take until the end) */
 };
 
 /* Field 22 of /proc/PID/stat (clock ticks since boot): with the pid, names one process.
@@ -158,44 +159,79 @@ lease_bytes_live(const char *dir, const char *name, gboolean *ret_live)
     return bytes;
 }
 
-static guint64
-lease_bytes(const char *dir, const char *name)
-{
-    return lease_bytes_live(dir, name, NULL);
-}
-
-/* The sum of the live leases of @dir but @skip (our own); the lock is held. */
+/* The sum of the live leases of @dir but @skip (our own), and their number into
+ * *@ret_live when given; the lock is held. */
 static gint64
-sum_leases(const char *dir, const char *skip)
+sum_leases(const char *dir, const char *skip, guint *ret_live)
 {
     g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     const char *name;
     guint64 sum = 0;
+    guint n = 0;
+    gboolean live;
 
     if (!d) {
         return -1;
     }
     while ((name = g_dir_read_name(d))) {
         if (g_str_has_suffix(name, ".lease") && (!skip || !g_str_equal(name, skip))) {
-            sum += lease_bytes(dir, name);
+            sum += lease_bytes_live(dir, name, &live);
+            n += live;
         }
+    }
+    if (ret_live) {
+        *ret_live = n;
     }
     return (gint64)MIN(sum, (guint64)G_MAXINT64);
 }
 
-/* Writes our lease (removes it at 0), whole or not at all: a new file renamed over. */
+/* Replaces @path by @text, whole or not at all for every reader: a new file renamed over.
+ * Not synced (g_file_set_contents_full(CONSISTENT) would fsync it): a lease means nothing
+ * after a crash, and an fsync under the lock, on a rundir on a disk that the saves keep
+ * busy, held the lock past the others' 100 ms (16 saves: 14 of them went on without
+ * more buffers). */
+static gboolean
+replace_file(const char *path, const char *text)
+{
+    g_autofree char *tmp = g_strdup_printf("%s.XXXXXX", path);
+    gsize len = strlen(text);
+    int fd = g_mkstemp_full(tmp, O_WRONLY | O_CLOEXEC, 0644);
+    gboolean ok;
+
+    if (fd < 0) {
+        return FALSE;
+    }
+    ok = write(fd, text, len) == (gssize)len;
+    ok = close(fd) == 0 && ok;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) {
+        g_debug("budget: %s: %s", path, g_strerror(errno));
+        unlink(tmp);
+    }
+    return ok;
+}
+
+/* Writes our lease, whole or not at all: a new file renamed over. A lease of 0 bytes
+ * stays while we use the budget: it counts us in the fair share. */
 static gboolean
 write_lease(IohBudget *b, guint64 bytes)
 {
     g_autofree char *text = NULL;
 
-    if (bytes == 0) {
-        return unlink(b->lease) == 0 || errno == ENOENT;
-    }
     text = g_strdup_printf("%ld %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT "\n",
                            (long)getpid(), b->start_time, bytes);
-    return g_file_set_contents_full(b->lease, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644,
-                                    NULL);
+    return replace_file(b->lease, text);
+}
+
+/* A helper's fair share of the budget when @live helpers use it: budget / live, rounded
+ * up to whole @unit pieces (so that a budget smaller than one piece per helper still
+ * serves some), at least one piece. */
+static guint64
+fair_share(const IohBudget *b, guint live, guint64 unit)
+{
+    guint64 share = b->limit / MAX(live, 1);
+
+    return MAX((share + unit - 1) / unit, 1) * unit;
 }
 
 guint64
@@ -203,24 +239,30 @@ ioh_budget_take(IohBudget *b, guint64 want, guint64 unit)
 {
     g_autofree char *self = g_path_get_basename(b->lease);
     int lock = budget_lock(b->dir);
+    guint64 room = 0, got = 0, share = 0;
+    guint live = 0;
     gint64 others;
-    guint64 room = 0, got = 0;
 
     if (lock < 0) {
         return 0;
     }
-    others = b->start_time ? sum_leases(b->dir, self) : -1;
-    if (others >= 0 && (guint64)others + b->held < b->limit) {
-        room = b->limit - (guint64)others - b->held;
-        got = MIN(want, room) / MAX(unit, 1) * MAX(unit, 1);
+    unit = MAX(unit, 1);
+    others = b->start_time ? sum_leases(b->dir, self, &live) : -1;
+    share = fair_share(b, live + 1, unit);
+    if (others >= 0 && (guint64)others + b->held < b->limit && b->held < share) {
+        room = MIN(b->limit - (guint64)others - b->held, share - b->held);
+        got = MIN(want, room) / unit * unit;
     }
-    if (got > 0 && !write_lease(b, b->held + got)) {
+    if (others >= 0 && (got > 0 || !b->joined) && !write_lease(b, b->held + got)) {
         got = 0;
+    } else if (others >= 0) {
+        b->joined = TRUE;
     }
     b->held += got;
     g_debug("budget: took %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes asked (others "
-            "hold %" G_GINT64_FORMAT ", budget %" G_GUINT64_FORMAT "), holding %"
-            G_GUINT64_FORMAT, got, want, others, b->limit, b->held);
+            "hold %" G_GINT64_FORMAT ", %u helpers, fair share %" G_GUINT64_FORMAT ", budget %"
+            G_GUINT64_FORMAT "), holding %" G_GUINT64_FORMAT, got, want, others, live + 1,
+            share, b->limit, b->held);
     close(lock);
     return got;
 }
@@ -262,7 +304,7 @@ ioh_budget_sum(const char *rundir)
     if (lock < 0) {
         return -1;
     }
-    sum = sum_leases(dir, NULL);
+    sum = sum_leases(dir, NULL, NULL);
     close(lock);
     return sum;
 }
@@ -303,7 +345,7 @@ ioh_budget_fadvise_saves(const char *rundir, gboolean join)
     }
     if (join) {
         text = g_strdup_printf("%ld %" G_GUINT64_FORMAT " 0\n", (long)getpid(), start);
-        g_file_set_contents_full(mark, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, NULL);
+        replace_file(mark, text);
     }
     n = count_marks(dir);
     close(lock);
@@ -325,7 +367,10 @@ ioh_budget_free(IohBudget *b)
     if (!b) {
         return;
     }
-    ioh_budget_give(b, b->held);
+    /* Removing the lease gives everything back at once: smaller is always safe. */
+    if (b->joined && unlink(b->lease) < 0 && errno != ENOENT) {
+        g_debug("budget: %s: %s", b->lease, g_strerror(errno));
+    }
     g_free(b->dir);
     g_free(b->lease);
     g_free(b);

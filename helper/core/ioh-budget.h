@@ -9,7 +9,10 @@
  * whose process is gone (or whose pid now names another process: the start time of
  * /proc/PID/stat differs) is ignored and removed by the next helper that looks, so a
  * helper killed by SIGKILL leaks nothing. When DIR cannot be used, a helper takes nothing
- * beyond its floor.
+ * beyond its floor. The budget is shared fairly: a helper's lease stays from its first
+ * take to ioh_budget_free() (at 0 bytes when it holds nothing), so the live leases count
+ * the helpers using the budget, and a take grants at most the fair share, budget / live
+ * helpers rounded up to whole pieces.
  */
 #pragma once
 
@@ -25,8 +28,10 @@ typedef struct _IohBudget IohBudget;
  * $IOHELPER_RUNDIR, else IOH_BUDGET_RUNDIR). Holds nothing yet; never fails. */
 IohBudget *ioh_budget_new(guint64 limit, const char *rundir);
 
-/* Takes up to @want more bytes, in whole @unit pieces: returns how many it got (0 when
- * the budget has no room or the lease directory cannot be used). */
+/* Takes up to @want more bytes, in whole @unit pieces, up to this helper's fair share:
+ * returns how many it got (0 when the budget has no room, this helper holds its share or
+ * the lease directory cannot be used). The first call counts this helper in, even for
+ * nothing (@want 0). */
 guint64 ioh_budget_take(IohBudget *b, guint64 want, guint64 unit);
 
 /* Gives back @bytes of what this helper holds. */
@@ -48,7 +53,8 @@ guint ioh_budget_fadvise_saves(const char *rundir, gboolean join);
 /* Removes this process's mark. */
 void ioh_budget_fadvise_leave(const char *rundir);
 
-/* Gives back everything (the lease file is removed). Accepts NULL. */
+/* Gives back everything and counts this helper out (the lease file is removed). Accepts
+ * NULL. */
 void ioh_budget_free(IohBudget *b);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohBudget, ioh_budget_free)

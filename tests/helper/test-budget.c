@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MIB (1024 * 1024)
@@ -301,6 +302,123 @@ test_budget_kills(IohtDir *fx, gconstpointer data)
     g_assert_cmpint(smp.max, <=, BUDGET);
     g_assert_cmpint(ioh_budget_sum(run), ==, 0);
     g_assert_cmpint(count_leases(run), ==, 0);    /* the killed ones' too */
+}
+
+/* A process holding a budget of its own in a shared rundir, taking what it is told to
+ * (the helpers' way: ioh_budget_take in pieces of 1 MiB). */
+typedef struct {
+    GPid pid;
+    int cmd;                 /* bytes wanted, one guint64 each */
+    int ans;                 /* bytes got */
+} Holder;
+
+static void
+holder_main(const char *run, guint64 limit, int cmd, int ans)
+{
+    g_autoptr(IohBudget) b = ioh_budget_new(limit, run);
+    guint64 want, got;
+
+    while (read(cmd, &want, sizeof(want)) == sizeof(want)) {
+        got = ioh_budget_take(b, want, MIB);
+        if (write(ans, &got, sizeof(got)) != sizeof(got)) {
+            break;
+        }
+    }
+}
+
+/* Starts a holder; the others' ends (@h, @n of them, -1 when closed) are closed in it, so
+ * that each sees EOF when the test closes its commands. */
+static Holder
+holder_start(const char *run, guint64 limit, const Holder *h_others, guint n)
+{
+    Holder h;
+    int c[2], a[2];
+
+    g_assert_no_errno(pipe2(c, O_CLOEXEC));
+    g_assert_no_errno(pipe2(a, O_CLOEXEC));
+    h.pid = fork();
+    g_assert_cmpint(h.pid, >=, 0);
+    if (h.pid == 0) {
+        for (guint i = 0; i < n; i++) {
+            close(h_others[i].cmd);
+            close(h_others[i].ans);
+        }
+        close(c[1]);
+        close(a[0]);
+        holder_main(run, limit, c[0], a[1]);
+        _exit(0);
+    }
+    close(c[0]);
+    close(a[1]);
+    h.cmd = c[1];
+    h.ans = a[0];
+    return h;
+}
+
+static guint64
+holder_take(const Holder *h, guint64 want)
+{
+    guint64 got = G_MAXUINT64;
+
+    g_assert_cmpint(write(h->cmd, &want, sizeof(want)), ==, sizeof(want));
+    g_assert_cmpint(read(h->ans, &got, sizeof(got)), ==, sizeof(got));
+    return got;
+}
+
+/* Ends @h: by EOF on its commands (it removes its lease) or by SIGKILL (it cannot). */
+static void
+holder_end(Holder *h, gboolean killed)
+{
+    int status = 0;
+
+    if (killed) {
+        kill(h->pid, SIGKILL);
+    }
+    close(h->cmd);
+    close(h->ans);
+    h->cmd = h->ans = -1;
+    g_assert_cmpint(waitpid(h->pid, &status, 0), ==, h->pid);
+}
+
+#define FAIR_N 3
+#define FAIR_BUDGET (6 * MIB)
+
+/* FAIR_N processes each with a budget of 6 MiB in one rundir: each gets at most its fair
+ * share (budget / live users) though the budget has room, the share grows when one is
+ * killed (its lease reclaimed), a newcomer gets nothing while the budget is full, and the
+ * leases never sum above the budget. */
+static void
+test_fair_share(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    Holder h[FAIR_N + 1];
+
+    (void)data;
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    for (guint i = 0; i < FAIR_N; i++) {
+        h[i] = holder_start(run, FAIR_BUDGET, h, i);
+        g_assert_cmpuint(holder_take(&h[i], 0), ==, 0);    /* counted in, holding nothing */
+    }
+    g_assert_cmpuint(count_leases(run), ==, FAIR_N);
+    for (guint i = 0; i < FAIR_N; i++) {
+        g_assert_cmpuint(holder_take(&h[i], FAIR_BUDGET), ==, FAIR_BUDGET / FAIR_N);
+    }
+    g_assert_cmpuint(holder_take(&h[0], MIB), ==, 0);
+    g_assert_cmpint(ioh_budget_sum(run), ==, FAIR_BUDGET);
+    holder_end(&h[FAIR_N - 1], TRUE);
+    /* FAIR_N - 1 left: a share of 3 MiB each */
+    g_assert_cmpuint(holder_take(&h[0], FAIR_BUDGET), ==, MIB);
+    g_assert_cmpuint(holder_take(&h[1], FAIR_BUDGET), ==, MIB);
+    g_assert_cmpint(ioh_budget_sum(run), ==, FAIR_BUDGET);
+    h[FAIR_N] = holder_start(run, FAIR_BUDGET, h, FAIR_N);
+    g_assert_cmpuint(holder_take(&h[FAIR_N], FAIR_BUDGET), ==, 0);    /* the budget is full */
+    g_assert_cmpint(ioh_budget_sum(run), ==, FAIR_BUDGET);
+    holder_end(&h[0], FALSE);
+    g_assert_cmpuint(holder_take(&h[FAIR_N], FAIR_BUDGET), ==, 3 * MIB);    /* 6 / 2 */
+    holder_end(&h[1], FALSE);
+    holder_end(&h[FAIR_N], FALSE);
+    g_assert_cmpint(ioh_budget_sum(run), ==, 0);
+    g_assert_cmpuint(count_leases(run), ==, 0);
 }
 
 /* A budget with no room: the helper works with its one buffer, byte-exact. */
@@ -703,6 +821,7 @@ static const struct {
     { "/budget/kills", test_budget_kills },
     { "/budget/none-left", test_budget_none_left },
     { "/budget/huge-pages", test_huge_pages },
+    { "/budget/fair-share", test_fair_share },
     { "/budget/conf", test_conf },
     { "/budget/fadvise-window", test_fadvise_window },
     { "/budget/lock-held", test_lock_held },

@@ -49,6 +49,7 @@
 #define IOH_ZSTD_RAW_RATIO 0.9       /* samples compressing worse than this: store raw */
 #define ZSTD_RAW_BLOCK (128 * 1024)  /* the largest block zstd allows */
 #define ZSTD_RAW_FRAMES 8           /* raw frames hashed at once */
+#define ZSTD_RAW_HEAD 9             /* a raw frame's bytes before its block's */
 #define ZSTD_IOV 64                 /* pieces of raw frames handed on in one call */
 #define ZSTD_SMALL 16               /* pieces up to this long are copied (headers, sums) */
 
@@ -210,7 +211,9 @@ ensure_buffer(Zstd *z, IohFilterOut *out, GError **error)
     }
     /* Through the page cache, a buffer that stays in the core's cache; O_DIRECT writes
      * of 4 MiB (docs/benchmarks.md: 8-10% faster than 1 MiB). */
-    z->size = IOH_ALIGN_UP(out->align > 1 ? ZSTD_OUT_DIRECT : ZSTD_OUT_BUFFER, out->align);
+    z->size = out->align > 1 ? MAX(ZSTD_OUT_DIRECT, out->align + ZSTD_RAW_FRAMES *
+                                   (ZSTD_RAW_BLOCK + ZSTD_RAW_HEAD + 4)) : ZSTD_OUT_BUFFER;
+    z->size = IOH_ALIGN_UP(z->size, out->align);    /* copy_frames() fits */
     if (posix_memalign((void **)&z->buf, MAX(out->align, sizeof(void *)), z->size) != 0) {
         z->buf = NULL;
         return ioh_error_set(error, ENOMEM, NULL, NULL, "zstd: cannot allocate %zu bytes",
@@ -277,29 +280,6 @@ incompressible(Zstd *z, const guint8 *buf, gsize len)
     return z->raw;
 }
 
-/* Appends @len bytes to the output, handing on each full buffer. */
-static gboolean
-put(Zstd *z, const void *data, gsize len, IohFilterOut *out, GError **error)
-{
-    const guint8 *p = data;
-
-    while (len > 0) {
-        gsize n = MIN(len, z->size - z->have);
-
-        memcpy(z->buf + z->have, p, n);
-        z->have += n;
-        p += n;
-        len -= n;
-        if (z->have == z->size) {
-            if (!ioh_filter_out(out, z->buf, z->size, error)) {
-                return FALSE;
-            }
-            z->have = 0;
-        }
-    }
-    return TRUE;
-}
-
 /* Hands on the raw frames' pieces gathered so far (unaligned sink). */
 static gboolean
 flush_pieces(Zstd *z, IohFilterOut *out, GError **error)
@@ -311,18 +291,13 @@ flush_pieces(Zstd *z, IohFilterOut *out, GError **error)
     return ok;
 }
 
-/* Appends @len bytes of a raw frame to the output. Into an O_DIRECT sink (aligned writes)
- * they are copied into the output buffer; otherwise they become a piece of the next
- * vectored hand-on, by reference (valid until the frame is handed on), small ones copied
- * (and joined to the piece before when adjacent). */
+/* Appends @len bytes of raw frames to the next vectored hand-on: by reference (valid until
+ * they are handed on), small ones copied (and joined to the piece before when adjacent). */
 static gboolean
 emit(Zstd *z, const void *data, gsize len, IohFilterOut *out, GError **error)
 {
     gboolean small = len <= ZSTD_SMALL;
 
-    if (out->align > 1) {
-        return put(z, data, len, out, error);
-    }
     if ((z->niov == ZSTD_IOV || (small && z->nsmall + len > sizeof(z->small))) &&
         !flush_pieces(z, out, error)) {
         return FALSE;
@@ -342,26 +317,106 @@ emit(Zstd *z, const void *data, gsize len, IohFilterOut *out, GError **error)
 }
 
 /* The checksums of the raw frames of @len bytes at @buf, one per ZSTD_RAW_BLOCK (the last
- * may be shorter): the low 32 bits of their XXH64, little-endian. */
+ * may be shorter): the low 32 bits of their XXH64, little-endian. With @dst, each frame's
+ * bytes are copied there on the way (one pass). */
 static void
-hash_frames(Zstd *z, const guint8 *buf, gsize len, guint32 *sums)
+hash_frames(Zstd *z, const guint8 *buf, gsize len, guint8 *const *dst, guint32 *sums)
 {
     const guint8 *p[ZSTD_RAW_FRAMES];
     guint64 h[ZSTD_RAW_FRAMES];
     guint n = (guint)(len / ZSTD_RAW_BLOCK);
+    gsize rest = len % ZSTD_RAW_BLOCK;
     gint64 t0 = thread_cpu_ns();
 
-    for (guint i = 0; i < n; i++) {
+    for (guint i = 0; i <= n; i++) {
         p[i] = buf + (gsize)i * ZSTD_RAW_BLOCK;
     }
-    ioh_xxh64_many(p, n, ZSTD_RAW_BLOCK, h);
-    if (len % ZSTD_RAW_BLOCK) {
-        h[n++] = XXH64(buf + len / ZSTD_RAW_BLOCK * ZSTD_RAW_BLOCK, len % ZSTD_RAW_BLOCK, 0);
+    ioh_xxh64_many(p, dst, n, ZSTD_RAW_BLOCK, h);
+    if (rest) {
+        ioh_xxh64_many(p + n, dst ? dst + n : NULL, 1, rest, h + n);
+        n++;
     }
     for (guint i = 0; i < n; i++) {
         sums[i] = GUINT32_TO_LE((guint32)h[i]);
     }
     z->cpu_ns += thread_cpu_ns() - t0;    /* the frames' checksums are compression's work */
+}
+
+/* The 9 bytes before a raw frame's @n bytes: the frame header, the block header. */
+static void
+frame_head(guint8 *h, guint32 n)
+{
+    static const guint8 header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x38 };
+    guint32 bh = n << 3 | 1u;
+
+    memcpy(h, header, sizeof(header));
+    h[6] = bh & 0xff;
+    h[7] = (bh >> 8) & 0xff;
+    h[8] = (bh >> 16) & 0xff;
+}
+
+/* Raw frames of @len <= ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK bytes, as pieces of the next
+ * vectored hand-on: the caller's bytes by reference. */
+static gboolean
+gather_frames(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
+{
+    guint32 sums[ZSTD_RAW_FRAMES];
+    guint8 h[ZSTD_RAW_HEAD];
+
+    hash_frames(z, buf, len, NULL, sums);
+    for (guint i = 0; len > 0; i++) {
+        guint32 n = (guint32)MIN(len, (gsize)ZSTD_RAW_BLOCK);
+
+        frame_head(h, n);
+        if (!emit(z, h, sizeof(h), out, error) || !emit(z, buf, n, out, error) ||
+            !emit(z, &sums[i], 4, out, error)) {
+            return FALSE;
+        }
+        buf += n;
+        len -= n;
+        z->frames++;
+    }
+    return TRUE;
+}
+
+/* Raw frames of @len <= ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK bytes, copied into the aligned
+ * output buffer (O_DIRECT) in the pass that computes their checksums. Where they would not
+ * fit, the buffer's aligned part is handed on first and the rest moved to its start. */
+static gboolean
+copy_frames(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
+{
+    guint nf = (guint)((len + ZSTD_RAW_BLOCK - 1) / ZSTD_RAW_BLOCK);
+    gsize need = len + nf * (ZSTD_RAW_HEAD + 4), pos;
+    guint8 *dst[ZSTD_RAW_FRAMES];
+    guint32 sums[ZSTD_RAW_FRAMES];
+
+    if (z->have + need > z->size) {
+        gsize done = IOH_ALIGN_DOWN(z->have, out->align);
+
+        if (done > 0 && !ioh_filter_out(out, z->buf, done, error)) {
+            return FALSE;
+        }
+        memmove(z->buf, z->buf + done, z->have - done);
+        z->have -= done;
+    }
+    for (guint i = 0; i < nf; i++) {
+        dst[i] = z->buf + z->have + i * (ZSTD_RAW_BLOCK + ZSTD_RAW_HEAD + 4) + ZSTD_RAW_HEAD;
+    }
+    hash_frames(z, buf, len, dst, sums);
+    for (guint i = 0; i < nf; i++) {
+        guint32 n = (guint32)MIN(len - (gsize)i * ZSTD_RAW_BLOCK, (gsize)ZSTD_RAW_BLOCK);
+
+        frame_head(dst[i] - ZSTD_RAW_HEAD, n);
+        memcpy(dst[i] + n, &sums[i], 4);
+    }
+    z->have += need;
+    z->frames += nf;
+    pos = z->have;
+    if (pos == z->size) {
+        z->have = 0;
+        return ioh_filter_out(out, z->buf, pos, error);
+    }
+    return TRUE;
 }
 
 /* @len > 0 bytes as zstd frames of one raw block each (RFC 8878), ZSTD_RAW_BLOCK bytes (the
@@ -374,9 +429,6 @@ hash_frames(Zstd *z, const guint8 *buf, gsize len, guint32 *sums)
 static gboolean
 store_raw(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
 {
-    static const guint8 header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x38 };
-    guint32 sums[ZSTD_RAW_FRAMES];
-
     if (out->align == 1 && z->have > 0) {
         z->iov[z->niov++] = (struct iovec){ z->buf, z->have };
         z->have = 0;
@@ -384,19 +436,11 @@ store_raw(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **err
     for (gsize done = 0; done < len;) {
         gsize part = MIN(len - done, (gsize)ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK);
 
-        hash_frames(z, buf + done, part, sums);
-        for (guint i = 0; done < len && i < ZSTD_RAW_FRAMES; i++) {
-            guint32 n = (guint32)MIN(len - done, (gsize)ZSTD_RAW_BLOCK);
-            guint32 bh = n << 3 | 1u;
-            guint8 b[3] = { bh & 0xff, (bh >> 8) & 0xff, (bh >> 16) & 0xff };
-
-            if (!emit(z, header, sizeof(header), out, error) || !emit(z, b, 3, out, error) ||
-                !emit(z, buf + done, n, out, error) || !emit(z, &sums[i], 4, out, error)) {
-                return FALSE;
-            }
-            done += n;
-            z->frames++;
+        if (!(out->align > 1 ? copy_frames(z, buf + done, part, out, error)
+                             : gather_frames(z, buf + done, part, out, error))) {
+            return FALSE;
         }
+        done += part;
     }
     z->raw_chunks++;
     return flush_pieces(z, out, error);

@@ -33,9 +33,9 @@ digest(const guint64 v[4], gsize len, const guint8 *tail)
     return XXH64_digest(&st);
 }
 
-/* Regions @p[0..7], @len >= STRIPE bytes each. */
+/* Regions @p[0..7], @len >= STRIPE bytes each, copied to @dst[0..7] unless NULL. */
 __attribute__((target("avx512f,avx512dq"))) static void
-xxh64_group(const guint8 *const *p, gsize len, guint64 *out)
+xxh64_group(const guint8 *const *p, guint8 *const *dst, gsize len, guint64 *out)
 {
     const __m512i p1 = _mm512_set1_epi64((long long)PRIME1);
     const __m512i p2 = _mm512_set1_epi64((long long)PRIME2);
@@ -54,6 +54,11 @@ xxh64_group(const guint8 *const *p, gsize len, guint64 *out)
             __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p[2 * k + 1] + off));
             __m512i in = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 
+            if (dst) {
+                _mm256_storeu_si256((__m256i *)(void *)(dst[2 * k] + off), a);
+                _mm256_storeu_si256((__m256i *)(void *)(dst[2 * k + 1] + off), b);
+            }
+
             acc[k] = _mm512_add_epi64(acc[k], _mm512_mullo_epi64(in, p2));
             acc[k] = _mm512_mullo_epi64(_mm512_rol_epi64(acc[k], 31), p1);
         }
@@ -62,13 +67,17 @@ xxh64_group(const guint8 *const *p, gsize len, guint64 *out)
         guint64 v[8];
 
         _mm512_storeu_si512(v, acc[k]);
+        if (dst) {
+            memcpy(dst[2 * k] + body, p[2 * k] + body, len - body);
+            memcpy(dst[2 * k + 1] + body, p[2 * k + 1] + body, len - body);
+        }
         out[2 * k] = digest(v, len, p[2 * k] + body);
         out[2 * k + 1] = digest(v + 4, len, p[2 * k + 1] + body);
     }
 }
 
 void
-ioh_xxh64_many(const guint8 *const *p, guint n, gsize len, guint64 *out)
+ioh_xxh64_many(const guint8 *const *p, guint8 *const *dst, guint n, gsize len, guint64 *out)
 {
     static gsize vector;    /* 1: no AVX-512, 2: AVX-512 */
     guint i = 0;
@@ -79,9 +88,12 @@ ioh_xxh64_many(const guint8 *const *p, guint n, gsize len, guint64 *out)
                                    __builtin_cpu_supports("avx512dq") ? 2 : 1);
     }
     for (; vector == 2 && len >= STRIPE && i + GROUP <= n; i += GROUP) {
-        xxh64_group(p + i, len, out + i);
+        xxh64_group(p + i, dst ? dst + i : NULL, len, out + i);
     }
     for (; i < n; i++) {
         out[i] = XXH64(p[i], len, 0);
+        if (dst) {
+            memcpy(dst[i], p[i], len);
+        }
     }
 }

@@ -331,7 +331,8 @@ hash_frames(Zstd *z, const guint8 *buf, gsize len, guint8 *const *dst, guint32 *
     gsize rest = len % ZSTD_RAW_BLOCK;
     gint64 t0 = thread_cpu_ns();
 
-    for (guint i = 0; i <= n; i++) {
+    g_assert(n + (rest ? 1 : 0) <= ZSTD_RAW_FRAMES);
+    for (guint i = 0; i < n + (rest ? 1 : 0); i++) {
         p[i] = buf + (gsize)i * ZSTD_RAW_BLOCK;
     }
     ioh_xxh64_many(p, dst, n, ZSTD_RAW_BLOCK, h);

@@ -113,6 +113,32 @@ to_sink(gpointer data, const void *buf, gsize len, GError **error)
     return TRUE;
 }
 
+/* ... in pieces: one vectored write where the sink has it. */
+static gboolean
+to_sinkv(gpointer data, const struct iovec *iov, int cnt, GError **error)
+{
+    IohCopy *c = data;
+    gsize len = 0;
+
+    if (!c->sink->writev) {
+        for (int i = 0; i < cnt; i++) {
+            if (!to_sink(c, iov[i].iov_base, iov[i].iov_len, error)) {
+                return FALSE;
+            }
+        }
+        return TRUE;
+    }
+    for (int i = 0; i < cnt; i++) {
+        len += iov[i].iov_len;
+    }
+    if (!c->sink->writev(c, iov, cnt, error)) {
+        return FALSE;
+    }
+    c->out += (guint64)len;
+    count(c);
+    return TRUE;
+}
+
 gboolean
 ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write_behind,
                  GError **error)
@@ -256,7 +282,7 @@ assemble(IohCopy *c, GError **error)
     }
     ioh_filter_chain_set_sink(c->filters, ioh_end_is_storage(c->dst) ? c->dst->name
                                                                      : c->src->name,
-                              c->dst->direct ? c->align : 1, to_sink, c);
+                              c->dst->direct ? c->align : 1, to_sink, to_sinkv, c);
     g_debug("%s in %s mode: %s source %s, %s sink %s, strategy %s, alignment %zu, "
             "buffers of %zu bytes", c->stats->direction, c->stats->mode, c->source->name,
             c->src->name, c->sink->name, c->dst->name, c->strategy->name, c->align, c->slot);

@@ -13,8 +13,17 @@
  * 0.80 s against 0.38-0.40 s raw (0.3 s of CPU in libzstd; docs/benchmarks.md). So each
  * chunk is probed first: a few samples compressed at level 1 by a separate one-thread
  * context (about 1.5% of the chunk); when they do not shrink below IOH_ZSTD_RAW_RATIO,
- * the zstd frame in progress is ended and the chunk is stored as a frame of raw blocks,
- * built here: a memcpy and an XXH64 for its checksum. Still standard zstd frames.
+ * the zstd frame in progress is ended and the chunk is stored as frames of one raw block
+ * each (128 KiB), built here. Still standard zstd frames, each with its checksum: XXH64,
+ * eight frames at a time (ioh-xxh64.c). Through the page cache the frames' bytes are not
+ * copied: their headers and the caller's bytes go to the sink as pieces of one vectored
+ * write (ioh_filter_outv). Into an O_DIRECT sink they are copied into the aligned output.
+ * Measured (512 MiB of random data piped in, interleaved rounds, median of the per-round
+ * ratio of raw to compressed throughput) beside other work: buffered 0.85 -> 1.05,
+ * --fadvise 0.86 -> 0.93, --direct 0.71 -> 0.76 (the copy and the checksums are in line
+ * with its O_DIRECT writes); on a quiet machine both saves through the page cache are as
+ * fast as raw before and after, and the helper's CPU drops 15-18% (buffered 0.40 -> 0.34 s,
+ * --fadvise 0.43 -> 0.36 s, --direct 0.31 -> 0.27 s; raw 0.33 / 0.34 / 0.21 s).
  *
  * unzstd decodes any sequence of zstd frames (the helper's own, or the zstd CLI's) and
  * refuses a corrupt image: a bad block or checksum, or a stream that ends inside a
@@ -24,6 +33,7 @@
 #include "ioh-filter.h"
 #include "ioh-error.h"
 #include "ioh-layer.h"
+#include "ioh-xxh64.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,6 +51,10 @@
 #define ZSTD_PROBE_MIN (64 * 1024)   /* smaller chunks (a stream's tail) are not probed */
 #define IOH_ZSTD_RAW_RATIO 0.9       /* samples compressing worse than this: store raw */
 #define ZSTD_RAW_BLOCK (128 * 1024)  /* the largest block zstd allows */
+#define ZSTD_RAW_FRAMES 8           /* raw frames hashed at once */
+#define ZSTD_RAW_HEAD 9             /* a raw frame's bytes before its block's */
+#define ZSTD_IOV 64                 /* pieces of raw frames handed on in one call */
+#define ZSTD_SMALL 16               /* pieces up to this long are copied (headers, sums) */
 
 typedef struct {
     ZSTD_CCtx *cctx;         /* zstd */
@@ -51,6 +65,11 @@ typedef struct {
     gboolean raw;            /* zstd: the last chunk probed was stored raw */
     guint64 frames;          /* zstd: frames written */
     guint64 raw_chunks;      /* zstd: chunks stored raw */
+    struct iovec iov[ZSTD_IOV];  /* zstd, unaligned sink: raw frames' pieces not handed
+                                  * on yet, the caller's bytes by reference */
+    int niov;
+    guint8 small[ZSTD_IOV * ZSTD_SMALL];  /* ... and the small pieces, copied */
+    gsize nsmall;
     guint8 *buf;             /* output, aligned to the sink's alignment */
     gsize size;
     gsize have;              /* zstd: bytes of buf not handed on yet */
@@ -195,7 +214,9 @@ ensure_buffer(Zstd *z, IohFilterOut *out, GError **error)
     }
     /* Through the page cache, a buffer that stays in the core's cache; O_DIRECT writes
      * of 4 MiB (docs/benchmarks.md: 8-10% faster than 1 MiB). */
-    z->size = IOH_ALIGN_UP(out->align > 1 ? ZSTD_OUT_DIRECT : ZSTD_OUT_BUFFER, out->align);
+    z->size = out->align > 1 ? MAX(ZSTD_OUT_DIRECT, out->align + ZSTD_RAW_FRAMES *
+                                   (ZSTD_RAW_BLOCK + ZSTD_RAW_HEAD + 4)) : ZSTD_OUT_BUFFER;
+    z->size = IOH_ALIGN_UP(z->size, out->align);    /* copy_frames() fits */
     if (posix_memalign((void **)&z->buf, MAX(out->align, sizeof(void *)), z->size) != 0) {
         z->buf = NULL;
         return ioh_error_set(error, ENOMEM, NULL, NULL, "zstd: cannot allocate %zu bytes",
@@ -262,57 +283,171 @@ incompressible(Zstd *z, const guint8 *buf, gsize len)
     return z->raw;
 }
 
-/* Appends @len bytes to the output, handing on each full buffer. */
+/* Hands on the raw frames' pieces gathered so far (unaligned sink). */
 static gboolean
-put(Zstd *z, const void *data, gsize len, IohFilterOut *out, GError **error)
+flush_pieces(Zstd *z, IohFilterOut *out, GError **error)
 {
-    const guint8 *p = data;
+    gboolean ok = z->niov == 0 || ioh_filter_outv(out, z->iov, z->niov, error);
 
-    while (len > 0) {
-        gsize n = MIN(len, z->size - z->have);
+    z->niov = 0;
+    z->nsmall = 0;
+    return ok;
+}
 
-        memcpy(z->buf + z->have, p, n);
-        z->have += n;
-        p += n;
-        len -= n;
-        if (z->have == z->size) {
-            if (!ioh_filter_out(out, z->buf, z->size, error)) {
-                return FALSE;
-            }
-            z->have = 0;
+/* Appends @len bytes of raw frames to the next vectored hand-on: by reference (valid until
+ * they are handed on), small ones copied (and joined to the piece before when adjacent). */
+static gboolean
+emit(Zstd *z, const void *data, gsize len, IohFilterOut *out, GError **error)
+{
+    gboolean small = len <= ZSTD_SMALL;
+
+    if ((z->niov == ZSTD_IOV || (small && z->nsmall + len > sizeof(z->small))) &&
+        !flush_pieces(z, out, error)) {
+        return FALSE;
+    }
+    if (small) {
+        memcpy(z->small + z->nsmall, data, len);
+        data = z->small + z->nsmall;
+        z->nsmall += len;
+        if (z->niov > 0 && z->nsmall > len &&
+            (guint8 *)z->iov[z->niov - 1].iov_base + z->iov[z->niov - 1].iov_len == data) {
+            z->iov[z->niov - 1].iov_len += len;    /* the small piece before */
+            return TRUE;
         }
+    }
+    z->iov[z->niov++] = (struct iovec){ (void *)data, len };
+    return TRUE;
+}
+
+/* The checksums of the raw frames of @len bytes at @buf, one per ZSTD_RAW_BLOCK (the last
+ * may be shorter): the low 32 bits of their XXH64, little-endian. With @dst, each frame's
+ * bytes are copied there on the way (one pass). */
+static void
+hash_frames(Zstd *z, const guint8 *buf, gsize len, guint8 *const *dst, guint32 *sums)
+{
+    const guint8 *p[ZSTD_RAW_FRAMES];
+    guint64 h[ZSTD_RAW_FRAMES];
+    guint n = (guint)(len / ZSTD_RAW_BLOCK);
+    gsize rest = len % ZSTD_RAW_BLOCK;
+    gint64 t0 = thread_cpu_ns();
+
+    g_assert(n + (rest ? 1 : 0) <= ZSTD_RAW_FRAMES);
+    for (guint i = 0; i < n + (rest ? 1 : 0); i++) {
+        p[i] = buf + (gsize)i * ZSTD_RAW_BLOCK;
+    }
+    ioh_xxh64_many(p, dst, n, ZSTD_RAW_BLOCK, h);
+    if (rest) {
+        ioh_xxh64_many(p + n, dst ? dst + n : NULL, 1, rest, h + n);
+        n++;
+    }
+    for (guint i = 0; i < n; i++) {
+        sums[i] = GUINT32_TO_LE((guint32)h[i]);
+    }
+    z->cpu_ns += thread_cpu_ns() - t0;    /* the frames' checksums are compression's work */
+}
+
+/* The 9 bytes before a raw frame's @n bytes: the frame header, the block header. */
+static void
+frame_head(guint8 *h, guint32 n)
+{
+    static const guint8 header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x38 };
+    guint32 bh = n << 3 | 1u;
+
+    memcpy(h, header, sizeof(header));
+    h[6] = bh & 0xff;
+    h[7] = (bh >> 8) & 0xff;
+    h[8] = (bh >> 16) & 0xff;
+}
+
+/* Raw frames of @len <= ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK bytes, as pieces of the next
+ * vectored hand-on: the caller's bytes by reference. */
+static gboolean
+gather_frames(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
+{
+    guint32 sums[ZSTD_RAW_FRAMES];
+    guint8 h[ZSTD_RAW_HEAD];
+
+    hash_frames(z, buf, len, NULL, sums);
+    for (guint i = 0; len > 0; i++) {
+        guint32 n = (guint32)MIN(len, (gsize)ZSTD_RAW_BLOCK);
+
+        frame_head(h, n);
+        if (!emit(z, h, sizeof(h), out, error) || !emit(z, buf, n, out, error) ||
+            !emit(z, &sums[i], 4, out, error)) {
+            return FALSE;
+        }
+        buf += n;
+        len -= n;
+        z->frames++;
     }
     return TRUE;
 }
 
-/* @len > 0 bytes as one zstd frame of raw blocks (RFC 8878): the magic number; a frame
- * header descriptor with the content checksum flag and a window descriptor (128 KiB);
- * blocks of a 3-byte header (last-block bit, type 0 = raw, size) and the bytes; the low
- * 32 bits of the XXH64 of the content. */
+/* Raw frames of @len <= ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK bytes, copied into the aligned
+ * output buffer (O_DIRECT) in the pass that computes their checksums. Where they would not
+ * fit, the buffer's aligned part is handed on first and the rest moved to its start. */
+static gboolean
+copy_frames(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
+{
+    guint nf = (guint)((len + ZSTD_RAW_BLOCK - 1) / ZSTD_RAW_BLOCK);
+    gsize need = len + nf * (ZSTD_RAW_HEAD + 4), pos;
+    guint8 *dst[ZSTD_RAW_FRAMES];
+    guint32 sums[ZSTD_RAW_FRAMES];
+
+    if (z->have + need > z->size) {
+        gsize done = IOH_ALIGN_DOWN(z->have, out->align);
+
+        if (done > 0 && !ioh_filter_out(out, z->buf, done, error)) {
+            return FALSE;
+        }
+        memmove(z->buf, z->buf + done, z->have - done);
+        z->have -= done;
+    }
+    for (guint i = 0; i < nf; i++) {
+        dst[i] = z->buf + z->have + i * (ZSTD_RAW_BLOCK + ZSTD_RAW_HEAD + 4) + ZSTD_RAW_HEAD;
+    }
+    hash_frames(z, buf, len, dst, sums);
+    for (guint i = 0; i < nf; i++) {
+        guint32 n = (guint32)MIN(len - (gsize)i * ZSTD_RAW_BLOCK, (gsize)ZSTD_RAW_BLOCK);
+
+        frame_head(dst[i] - ZSTD_RAW_HEAD, n);
+        memcpy(dst[i] + n, &sums[i], 4);
+    }
+    z->have += need;
+    z->frames += nf;
+    pos = z->have;
+    if (pos == z->size) {
+        z->have = 0;
+        return ioh_filter_out(out, z->buf, pos, error);
+    }
+    return TRUE;
+}
+
+/* @len > 0 bytes as zstd frames of one raw block each (RFC 8878), ZSTD_RAW_BLOCK bytes (the
+ * largest block) but the last: the magic number; a frame header descriptor with the
+ * content checksum flag and a window descriptor (128 KiB); the block's 3-byte header
+ * (last-block bit, type 0 = raw, size) and its bytes; the low 32 bits of their XXH64.
+ * Frames of one block, as their checksums are computed many at a time (ioh-xxh64.c).
+ * Unaligned, what the output buffer holds goes first, then the frames' pieces in one
+ * vectored hand-on: no copy of the bytes. */
 static gboolean
 store_raw(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
 {
-    static const guint8 header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x38 };
-    gint64 t0 = thread_cpu_ns();
-    guint32 sum = GUINT32_TO_LE((guint32)XXH64(buf, len, 0));
-
-    z->cpu_ns += thread_cpu_ns() - t0;    /* the frame's checksum is compression's work */
-
-    if (!put(z, header, sizeof(header), out, error)) {
-        return FALSE;
+    if (out->align == 1 && z->have > 0) {
+        z->iov[z->niov++] = (struct iovec){ z->buf, z->have };
+        z->have = 0;
     }
-    for (gsize off = 0; off < len; off += ZSTD_RAW_BLOCK) {
-        guint32 n = (guint32)MIN(len - off, (gsize)ZSTD_RAW_BLOCK);
-        guint32 bh = n << 3 | (off + n == len ? 1u : 0u);
-        guint8 b[3] = { bh & 0xff, (bh >> 8) & 0xff, (bh >> 16) & 0xff };
+    for (gsize done = 0; done < len;) {
+        gsize part = MIN(len - done, (gsize)ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK);
 
-        if (!put(z, b, 3, out, error) || !put(z, buf + off, n, out, error)) {
+        if (!(out->align > 1 ? copy_frames(z, buf + done, part, out, error)
+                             : gather_frames(z, buf + done, part, out, error))) {
             return FALSE;
         }
+        done += part;
     }
-    z->frames++;
     z->raw_chunks++;
-    return put(z, &sum, 4, out, error);
+    return flush_pieces(z, out, error);
 }
 
 /* Ends the compressed frame in progress, if any (or, for an empty stream, writes one

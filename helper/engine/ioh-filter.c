@@ -14,6 +14,7 @@ struct _IohFilterChain {
     const char *file;       /* the storage end, for transforming filters' messages */
     gsize align;
     IohFilterSinkFunc sink; /* NULL: the bytes end at the last filter */
+    IohFilterSinkvFunc sinkv; /* NULL: sink per piece */
     gpointer sink_data;
 };
 
@@ -54,11 +55,13 @@ ioh_filter_chain_transforms(const IohFilterChain *chain)
 
 void
 ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
-                          IohFilterSinkFunc sink, gpointer sink_data)
+                          IohFilterSinkFunc sink, IohFilterSinkvFunc sinkv,
+                          gpointer sink_data)
 {
     chain->file = file;
     chain->align = MAX(align, 1);
     chain->sink = sink;
+    chain->sinkv = sink ? sinkv : NULL;
     chain->sink_data = sink_data;
 }
 
@@ -89,6 +92,23 @@ gboolean
 ioh_filter_out(IohFilterOut *out, const void *buf, gsize len, GError **error)
 {
     return chain_data_from(out->chain, out->next, buf, len, error);
+}
+
+gboolean
+ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt, GError **error)
+{
+    IohFilterChain *chain = out->chain;
+
+    g_assert(out->align == 1);
+    if (out->next == chain->filters->len && chain->sinkv) {
+        return chain->sinkv(chain->sink_data, iov, cnt, error);
+    }
+    for (int i = 0; i < cnt; i++) {
+        if (!chain_data_from(chain, out->next, iov[i].iov_base, iov[i].iov_len, error)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
 }
 
 gboolean

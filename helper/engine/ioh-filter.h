@@ -9,6 +9,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/uio.h>
 
 #include "ioh-copy.h"
 #include "ioh-file.h"
@@ -32,6 +33,12 @@ struct _IohFilterOut {
 
 /* Hands @len bytes made by a transforming filter to the rest of the chain and the sink. */
 gboolean ioh_filter_out(IohFilterOut *out, const void *buf, gsize len, GError **error);
+
+/* Hands on @cnt pieces, in order, as ioh_filter_out() would each: when no filter comes
+ * after, the sink takes them in one vectored write (no copy into one buffer). Only where
+ * @out->align is 1 (no O_DIRECT: the pieces need not be aligned). */
+gboolean ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt,
+                         GError **error);
 
 typedef struct {
     const char *name;       /* what IohCopyOptions.filters and the command line say */
@@ -70,14 +77,20 @@ IohFilterChain *ioh_filter_chain_new(const IohCopyOptions *opts, GError **error)
 typedef gboolean (*IohFilterSinkFunc)(gpointer data, const void *buf, gsize len,
                                       GError **error);
 
-/* Sets the sink (none: the bytes end at the last filter), with the storage end's @file
- * and the sink's @align for transforming filters. */
 /* TRUE when a filter of @chain transforms the stream (what the sink gets is not what the
  * source gave). Accepts NULL. */
 gboolean ioh_filter_chain_transforms(const IohFilterChain *chain);
 
+/* What takes ioh_filter_outv()'s pieces at the end of the chain: all of them, in order. */
+typedef gboolean (*IohFilterSinkvFunc)(gpointer data, const struct iovec *iov, int cnt,
+                                       GError **error);
+
+/* Sets the sink (none: the bytes end at the last filter), with the storage end's @file
+ * and the sink's @align for transforming filters; @sinkv (NULL: @sink per piece) takes
+ * vectored output. */
 void ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
-                               IohFilterSinkFunc sink, gpointer sink_data);
+                               IohFilterSinkFunc sink, IohFilterSinkvFunc sinkv,
+                               gpointer sink_data);
 
 /* Passes @len bytes through every filter, then to the sink (nothing when @len is 0). */
 gboolean ioh_filter_chain_data(IohFilterChain *chain, const void *buf, gsize len,

@@ -65,6 +65,9 @@ typedef struct {
      * it may lower), so that write() finds them in place and does not copy them. NULL
      * with @error set on failure. The inline strategy uses it (the NBD sink has one). */
     char *(*buffer)(IohCopy *c, gsize *len, GError **error);
+    /* Optional: writes all the bytes of @cnt pieces, in order, in as few calls as it can
+     * (a transforming filter's pieces without a copy into one buffer: ioh_filter_outv). */
+    gboolean (*writev)(IohCopy *c, const struct iovec *iov, int cnt, GError **error);
 } IohSinkClass;
 
 /* How the bytes move: one of ioh-strategy-*.c. */

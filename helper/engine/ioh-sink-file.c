@@ -6,9 +6,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static gboolean
@@ -65,6 +67,23 @@ direct_chunk(IohEnd *dst, const char *buf, gsize len, GError **error)
     return ioh_end_set_direct(dst, FALSE, error) ? len : 0;
 }
 
+/* What a write call that returned @n (errno as it left it) means: 1 bytes were written,
+ * 0 try again (EINTR; EAGAIN, once writable), -1 failed with @error set. */
+static int
+wrote(IohCopy *c, gssize n, GError **error)
+{
+    c->stats->writes++;
+    if (n < 0) {
+        return ioh_copy_retry(c, errno, c->dst->fd, POLLOUT, "write", c->dst->name, error)
+               ? 0 : -1;
+    }
+    if (n == 0) {
+        ioh_error_set_errno(error, EIO, "write", c->dst->name);
+        return -1;
+    }
+    return 1;
+}
+
 static gboolean
 file_write(IohCopy *c, const char *buf, gsize len, GError **error)
 {
@@ -73,26 +92,24 @@ file_write(IohCopy *c, const char *buf, gsize len, GError **error)
     while (len > 0) {
         gsize chunk = dst->direct ? direct_chunk(dst, buf, len, error) : len;
         gssize n;
+        int r;
 
         if (chunk == 0) {
             return FALSE;
         }
         n = write(dst->fd, buf, chunk);
-        c->stats->writes++;
         if (n < 0 && errno == EINVAL && dst->direct) {
+            c->stats->writes++;
             if (!direct_einval(dst, chunk, error)) {
                 return FALSE;
             }
             continue;
         }
-        if (n < 0) {
-            if (!ioh_copy_retry(c, errno, dst->fd, POLLOUT, "write", dst->name, error)) {
+        if ((r = wrote(c, n, error)) <= 0) {
+            if (r < 0) {
                 return FALSE;
             }
             continue;
-        }
-        if (n == 0) {
-            return ioh_error_set_errno(error, EIO, "write", dst->name);
         }
         if (dst->direct) {
             /* O_DIRECT data has left the host's cache; fdatasync flushes the device's. */
@@ -100,6 +117,45 @@ file_write(IohCopy *c, const char *buf, gsize len, GError **error)
         }
         buf += n;
         len -= (gsize)n;
+    }
+    return TRUE;
+}
+
+/* Writes @cnt pieces, as many per call as writev takes; through O_DIRECT (aligned pieces
+ * only) one at a time. What a short writev left of a piece goes by file_write. */
+static gboolean
+file_writev(IohCopy *c, const struct iovec *iov, int cnt, GError **error)
+{
+    IohEnd *dst = c->dst;
+
+    while (cnt > 0) {
+        gssize n;
+        int r;
+
+        if (dst->direct || iov->iov_len == 0) {
+            if (!file_write(c, iov->iov_base, iov->iov_len, error)) {
+                return FALSE;
+            }
+            iov++, cnt--;
+            continue;
+        }
+        n = writev(dst->fd, iov, MIN(cnt, IOV_MAX));
+        if ((r = wrote(c, n, error)) <= 0) {
+            if (r < 0) {
+                return FALSE;
+            }
+            continue;
+        }
+        for (; cnt > 0 && (gsize)n >= iov->iov_len; iov++, cnt--) {
+            n -= (gssize)iov->iov_len;
+        }
+        if (n > 0 && !file_write(c, (const char *)iov->iov_base + n, iov->iov_len - (gsize)n,
+                                 error)) {
+            return FALSE;
+        }
+        if (n > 0) {
+            iov++, cnt--;
+        }
     }
     return TRUE;
 }
@@ -146,5 +202,6 @@ const IohSinkClass ioh_sink_file = {
     .accepts = file_accepts,
     .prepare = file_prepare,
     .write = file_write,
+    .writev = file_writev,
     .finish = file_finish,
 };

@@ -11,7 +11,8 @@
  *                            sendfile fdatasync fsync close sync_file_range fallocate
  *                            ftruncate io_uring_submit fadvise (posix_fadvise) readahead,
  *                            or "any" for every I/O call; splice also matches rules on
- *                            write (into a matching fd) and read (out of one): see splice()
+ *                            write (into a matching fd) and read (out of one): see splice();
+ *                            writev (pwritev...) also matches rules on write
  *                    (the first rule that matches a call wins)
  *                      WHEN  N     the Nth matching call of OP (counted from 1)
  *                            N+    the Nth and every later one
@@ -525,29 +526,43 @@ iov_total(const struct iovec *iov, int cnt)
     return t;
 }
 
+/* The fault for a vectored call: a rule on its own operation, else, for a vectored write,
+ * one on write (the bytes written into the file, however the engine gathers them: the
+ * call counts as one of each, as splice does). *@op becomes the rule's operation. */
+static const Rule *
+iov_fault(int *op, size_t len, long long pos, unsigned long *ret_nth)
+{
+    const Rule *r = next_fault(*op, len, pos, ret_nth);
+
+    if (!r && *op == OP_WRITEV && (r = next_fault(OP_WRITE, len, pos, ret_nth))) {
+        *op = OP_WRITE;
+    }
+    return r;
+}
+
 #define FAULTED_IOV(op, fd, iov, cnt, POS, CALL) \
     do { \
         unsigned long nth_; \
         const Rule *r_; \
         struct iovec one_; \
         ssize_t ret_; \
-        int err_; \
+        int err_, op_ = (op); \
         if (!fd_matches(fd)) { \
             return CALL; \
         } \
-        r_ = next_fault(op, iov_total(iov, cnt), (POS), &nth_); \
+        r_ = iov_fault(&op_, iov_total(iov, cnt), (POS), &nth_); \
         if (r_ && r_->stall_ms) { \
-            stall(op, nth_, r_, fd); \
+            stall(op_, nth_, r_, fd); \
             r_ = NULL; \
         } \
         if (r_ && !r_->is_short) { \
-            log_fault(op, nth_, r_, fd); \
+            log_fault(op_, nth_, r_, fd); \
             trace(op, fd, (long long)iov_total(iov, cnt), -1, r_->err); \
             errno = r_->err; \
             return -1; \
         } \
         if (r_ && r_->is_short && shorten_iov(iov, cnt, &one_)) { \
-            log_fault(op, nth_, r_, fd); \
+            log_fault(op_, nth_, r_, fd); \
             iov = &one_; \
             cnt = 1; \
         } \

@@ -63,8 +63,9 @@ start_producer(int fd, const char *src, guint period_ms)
 /* ---- producer killed mid-stream ---- */
 
 /* A compressed image after a killed producer decodes to a prefix of @src, of most of what
- * was stored (@cut: the copy failed before ending its last frame, which zstd then reports
- * as truncated after decoding what it holds). */
+ * was stored (@cut: the copy failed, maybe before ending its last frame, which zstd then
+ * reports as truncated after decoding what it holds; a raw frame goes to a buffered sink
+ * whole, in one vectored write, so an image may also end on a frame). */
 static void
 assert_decodes_to_prefix(const char *img, const char *src, gboolean cut)
 {
@@ -74,7 +75,7 @@ assert_decodes_to_prefix(const char *img, const char *src, gboolean cut)
     guint64 n;
 
     g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, &status, NULL));
-    g_assert_true(cut ? status != 0 : status == 0);
+    g_assert_true(cut || status == 0);
     n = ft_file_size(out);
     g_test_message("the image decodes to %" G_GUINT64_FORMAT " bytes", n);
     g_assert_cmpuint(n, >=, 4 * MiB);

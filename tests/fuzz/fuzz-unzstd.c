@@ -77,7 +77,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     opts.filters = filters;
     chain = ioh_filter_chain_new(&opts, &error);
     check(chain != NULL, "the chain opens");
-    ioh_filter_chain_set_sink(chain, "fuzz.img", 1, collect, out);
+    ioh_filter_chain_set_sink(chain, "fuzz.img", 1, collect, NULL, out);
     if (!feed(chain, data + 1, size - 1, data[0], &error)) {
         check(error != NULL && error->domain == IOH_ERROR, "an IOH_ERROR");
         check(strchr(error->message, '\n') == NULL, "one line");

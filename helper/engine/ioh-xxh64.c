@@ -9,15 +9,22 @@
 #define XXH_STATIC_LINKING_ONLY
 #include "ioh-xxh64.h"
 
-#include <immintrin.h>
 #include <string.h>
 #include <xxhash.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HAVE_VECTOR 1
+#else
+#define HAVE_VECTOR 0
+#endif
 
 #define GROUP 8
 #define STRIPE 32
 #define PRIME1 0x9E3779B185EBCA87ULL
 #define PRIME2 0xC2B2AE3D27D4EB4FULL
 
+#if HAVE_VECTOR
 /* The hash of @len bytes whose stripes left the lanes @v; the bytes after the last whole
  * stripe are at @tail. */
 static guint64
@@ -76,6 +83,20 @@ xxh64_group(const guint8 *const *p, guint8 *const *dst, gsize len, guint64 *out)
     }
 }
 
+#endif
+
+/* 2 when the eight-at-a-time path can run here, else 1. */
+static gsize
+vector_level(void)
+{
+#if HAVE_VECTOR
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? 2 : 1;
+#else
+    return 1;
+#endif
+}
+
 void
 ioh_xxh64_many(const guint8 *const *p, guint8 *const *dst, guint n, gsize len, guint64 *out)
 {
@@ -83,13 +104,13 @@ ioh_xxh64_many(const guint8 *const *p, guint8 *const *dst, guint n, gsize len, g
     guint i = 0;
 
     if (g_once_init_enter(&vector)) {
-        __builtin_cpu_init();
-        g_once_init_leave(&vector, __builtin_cpu_supports("avx512f") &&
-                                   __builtin_cpu_supports("avx512dq") ? 2 : 1);
+        g_once_init_leave(&vector, vector_level());
     }
+#if HAVE_VECTOR
     for (; vector == 2 && len >= STRIPE && i + GROUP <= n; i += GROUP) {
         xxh64_group(p + i, dst ? dst + i : NULL, len, out + i);
     }
+#endif
     for (; i < n; i++) {
         out[i] = XXH64(p[i], len, 0);
         if (dst) {

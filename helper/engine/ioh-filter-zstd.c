@@ -17,8 +17,13 @@
  * each (128 KiB), built here. Still standard zstd frames, each with its checksum: XXH64,
  * eight frames at a time (ioh-xxh64.c). Through the page cache the frames' bytes are not
  * copied: their headers and the caller's bytes go to the sink as pieces of one vectored
- * write (ioh_filter_outv). Into an O_DIRECT sink they are copied into the aligned output.
- * Measured (512 MiB of random data piped in, interleaved rounds, median of the per-round
+ * write (ioh_filter_outv). Into an O_DIRECT sink too, for whole blocks at an aligned
+ * address: each block is a piece of its own after one aligned piece (glue()) holding the
+ * frame before's checksum, a skippable frame as padding (zstd -dc and libzstd skip it) and
+ * the block's headers: one alignment per 128 KiB stored more (3.1% at 4096). The rest (a
+ * chunk's partial block) is copied into the aligned output. Measured on 1 GiB of random
+ * data piped in, 5 interleaved rounds: --direct 1.44-2.28 s, against 1.92-2.82 s copying.
+ * Measured for the pieces through the page cache (512 MiB of random data piped in, interleaved rounds, median of the per-round
  * ratio of raw to compressed throughput) beside other work: buffered 0.85 -> 1.05,
  * --fadvise 0.86 -> 0.93, --direct 0.71 -> 0.76 (the copy and the checksums are in line
  * with its O_DIRECT writes); on a quiet machine both saves through the page cache are as
@@ -440,7 +445,7 @@ glue(Zstd *z, guint32 n, IohFilterOut *out, GError **error)
 {
     gsize len = IOH_ALIGN_UP(z->have - z->queued + ZSTD_SKIP_HEAD + ZSTD_RAW_HEAD, out->align);
     guint8 *p;
-    guint32 pad;
+    guint32 pad, skip[2];
 
     if ((z->niov + 2 > ZSTD_IOV || z->queued + len + 4 > z->size) &&
         !flush_pieces(z, out, error)) {
@@ -459,8 +464,9 @@ glue(Zstd *z, guint32 n, IohFilterOut *out, GError **error)
     }
     p = z->buf + z->have;
     pad = (guint32)(len - (z->have - z->queued) - ZSTD_SKIP_HEAD - ZSTD_RAW_HEAD);
-    *(guint32 *)(void *)p = GUINT32_TO_LE(ZSTD_SKIP_MAGIC);
-    *(guint32 *)(void *)(p + 4) = GUINT32_TO_LE(pad);
+    skip[0] = GUINT32_TO_LE(ZSTD_SKIP_MAGIC);
+    skip[1] = GUINT32_TO_LE(pad);
+    memcpy(p, skip, sizeof(skip));    /* p: any byte after compressed output */
     memset(p + ZSTD_SKIP_HEAD, 0, pad);
     frame_head(p + ZSTD_SKIP_HEAD + pad, n);
     z->iov[z->niov++] = (struct iovec){ z->buf + z->queued, len };

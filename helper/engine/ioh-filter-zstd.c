@@ -17,8 +17,13 @@
  * each (128 KiB), built here. Still standard zstd frames, each with its checksum: XXH64,
  * eight frames at a time (ioh-xxh64.c). Through the page cache the frames' bytes are not
  * copied: their headers and the caller's bytes go to the sink as pieces of one vectored
- * write (ioh_filter_outv). Into an O_DIRECT sink they are copied into the aligned output.
- * Measured (512 MiB of random data piped in, interleaved rounds, median of the per-round
+ * write (ioh_filter_outv). Into an O_DIRECT sink too, for whole blocks at an aligned
+ * address: each block is a piece of its own after one aligned piece (glue()) holding the
+ * frame before's checksum, a skippable frame as padding (zstd -dc and libzstd skip it) and
+ * the block's headers: one alignment per 128 KiB stored more (3.1% at 4096). The rest (a
+ * chunk's partial block) is copied into the aligned output. Measured on 1 GiB of random
+ * data piped in, 5 interleaved rounds: --direct 1.44-2.28 s, against 1.92-2.82 s copying.
+ * Measured for the pieces through the page cache (512 MiB of random data piped in, interleaved rounds, median of the per-round
  * ratio of raw to compressed throughput) beside other work: buffered 0.85 -> 1.05,
  * --fadvise 0.86 -> 0.93, --direct 0.71 -> 0.76 (the copy and the checksums are in line
  * with its O_DIRECT writes); on a quiet machine both saves through the page cache are as
@@ -55,6 +60,8 @@
 #define ZSTD_RAW_HEAD 9             /* a raw frame's bytes before its block's */
 #define ZSTD_IOV 64                 /* pieces of raw frames handed on in one call */
 #define ZSTD_SMALL 16               /* pieces up to this long are copied (headers, sums) */
+#define ZSTD_SKIP_MAGIC 0x184D2A50u /* a skippable frame: magic, 4-byte size, payload */
+#define ZSTD_SKIP_HEAD 8
 
 typedef struct {
     ZSTD_CCtx *cctx;         /* zstd */
@@ -73,6 +80,7 @@ typedef struct {
     guint8 *buf;             /* output, aligned to the sink's alignment */
     gsize size;
     gsize have;              /* zstd: bytes of buf not handed on yet */
+    gsize queued;            /* zstd, O_DIRECT: of those, the first ones already in iov */
     size_t hint;             /* unzstd: ZSTD_decompressStream's last answer (0: between
                               * frames) */
     gboolean any;            /* unzstd: some input came */
@@ -291,6 +299,11 @@ flush_pieces(Zstd *z, IohFilterOut *out, GError **error)
 
     z->niov = 0;
     z->nsmall = 0;
+    if (z->queued > 0) {    /* what follows the pieces (a checksum) moves to the start */
+        memmove(z->buf, z->buf + z->queued, z->have - z->queued);
+        z->have -= z->queued;
+        z->queued = 0;
+    }
     return ok;
 }
 
@@ -423,13 +436,84 @@ copy_frames(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **e
     return TRUE;
 }
 
+/* O_DIRECT, before an aligned raw block of @n bytes: what the output buffer holds from
+ * z->queued on (compressed output, or the last raw frame's checksum), a skippable frame
+ * padding it to a multiple of the alignment, and the block's frame and block headers, as
+ * one aligned piece that ends where the block starts. */
+static gboolean
+glue(Zstd *z, guint32 n, IohFilterOut *out, GError **error)
+{
+    gsize len = IOH_ALIGN_UP(z->have - z->queued + ZSTD_SKIP_HEAD + ZSTD_RAW_HEAD, out->align);
+    guint8 *p;
+    guint32 pad, skip[2];
+
+    if ((z->niov + 2 > ZSTD_IOV || z->queued + len + 4 > z->size) &&
+        !flush_pieces(z, out, error)) {
+        return FALSE;
+    }
+    len = IOH_ALIGN_UP(z->have - z->queued + ZSTD_SKIP_HEAD + ZSTD_RAW_HEAD, out->align);
+    if (len + 4 > z->size) {    /* a nearly full buffer: its aligned part goes first */
+        gsize done = IOH_ALIGN_DOWN(z->have, out->align);
+
+        if (!ioh_filter_out(out, z->buf, done, error)) {
+            return FALSE;
+        }
+        memmove(z->buf, z->buf + done, z->have - done);
+        z->have -= done;
+        len = IOH_ALIGN_UP(z->have + ZSTD_SKIP_HEAD + ZSTD_RAW_HEAD, out->align);
+    }
+    p = z->buf + z->have;
+    pad = (guint32)(len - (z->have - z->queued) - ZSTD_SKIP_HEAD - ZSTD_RAW_HEAD);
+    skip[0] = GUINT32_TO_LE(ZSTD_SKIP_MAGIC);
+    skip[1] = GUINT32_TO_LE(pad);
+    memcpy(p, skip, sizeof(skip));    /* p: any byte after compressed output */
+    memset(p + ZSTD_SKIP_HEAD, 0, pad);
+    frame_head(p + ZSTD_SKIP_HEAD + pad, n);
+    z->iov[z->niov++] = (struct iovec){ z->buf + z->queued, len };
+    z->queued += len;
+    z->have = z->queued;
+    return TRUE;
+}
+
+/* Raw frames of @len bytes, whole blocks (<= ZSTD_RAW_FRAMES) at an aligned @buf, into an
+ * O_DIRECT sink uncopied: each block a piece of its own after its glue(); its checksum
+ * stays in the output buffer, the start of the next glue or output. */
+static gboolean
+direct_frames(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
+{
+    guint32 sums[ZSTD_RAW_FRAMES];
+
+    hash_frames(z, buf, len, NULL, sums);
+    for (guint i = 0; i < len / ZSTD_RAW_BLOCK; i++) {
+        if (!glue(z, ZSTD_RAW_BLOCK, out, error)) {
+            return FALSE;
+        }
+        z->iov[z->niov++] = (struct iovec){ (void *)(buf + (gsize)i * ZSTD_RAW_BLOCK),
+                                            ZSTD_RAW_BLOCK };
+        memcpy(z->buf + z->have, &sums[i], 4);
+        z->have += 4;
+        z->frames++;
+    }
+    return TRUE;
+}
+
+/* The bytes of raw frames @buf may go to the sink uncopied: an O_DIRECT sink whose
+ * alignment @buf and a block meet. */
+static gboolean
+direct_uncopied(const guint8 *buf, const IohFilterOut *out)
+{
+    return out->align > 1 && ZSTD_RAW_BLOCK % out->align == 0 &&
+           (guintptr)buf % out->align == 0;
+}
+
 /* @len > 0 bytes as zstd frames of one raw block each (RFC 8878), ZSTD_RAW_BLOCK bytes (the
  * largest block) but the last: the magic number; a frame header descriptor with the
  * content checksum flag and a window descriptor (128 KiB); the block's 3-byte header
  * (last-block bit, type 0 = raw, size) and its bytes; the low 32 bits of their XXH64.
  * Frames of one block, as their checksums are computed many at a time (ioh-xxh64.c).
  * Unaligned, what the output buffer holds goes first, then the frames' pieces in one
- * vectored hand-on: no copy of the bytes. */
+ * vectored hand-on: no copy of the bytes. O_DIRECT, aligned whole blocks go uncopied too
+ * (direct_frames()), the rest is copied into the output buffer (copy_frames()). */
 static gboolean
 store_raw(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
 {
@@ -439,8 +523,15 @@ store_raw(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **err
     }
     for (gsize done = 0; done < len;) {
         gsize part = MIN(len - done, (gsize)ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK);
+        gsize whole = direct_uncopied(buf + done, out) ? IOH_ALIGN_DOWN(part, ZSTD_RAW_BLOCK)
+                                                       : 0;
 
-        if (!(out->align > 1 ? copy_frames(z, buf + done, part, out, error)
+        if (whole > 0 && !direct_frames(z, buf + done, whole, out, error)) {
+            return FALSE;
+        }
+        if (part > whole &&
+            !(out->align > 1 ? flush_pieces(z, out, error) &&
+                               copy_frames(z, buf + done + whole, part - whole, out, error)
                              : gather_frames(z, buf + done, part, out, error))) {
             return FALSE;
         }

@@ -99,7 +99,6 @@ ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt, GError **er
 {
     IohFilterChain *chain = out->chain;
 
-    g_assert(out->align == 1);
     if (out->next == chain->filters->len && chain->sinkv) {
         return chain->sinkv(chain->sink_data, iov, cnt, error);
     }

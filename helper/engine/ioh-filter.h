@@ -35,8 +35,9 @@ struct _IohFilterOut {
 gboolean ioh_filter_out(IohFilterOut *out, const void *buf, gsize len, GError **error);
 
 /* Hands on @cnt pieces, in order, as ioh_filter_out() would each: when no filter comes
- * after, the sink takes them in one vectored write (no copy into one buffer). Only where
- * @out->align is 1 (no O_DIRECT: the pieces need not be aligned). */
+ * after, the sink takes them in one vectored write (no copy into one buffer). Where
+ * @out->align is over 1 (O_DIRECT), each piece's address and length are multiples of it
+ * (as ioh_filter_out() asks), but the stream's tail. */
 gboolean ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt,
                          GError **error);
 

@@ -121,30 +121,58 @@ file_write(IohCopy *c, const char *buf, gsize len, GError **error)
     return TRUE;
 }
 
-/* Writes @cnt pieces, as many per call as writev takes; through O_DIRECT (aligned pieces
- * only) one at a time. What a short writev left of a piece goes by file_write. */
+/* The length of @cnt pieces, or 0 when one does not start and end on a multiple of
+ * @align. */
+static gsize
+pieces_aligned(const struct iovec *iov, int cnt, gsize align)
+{
+    gsize len = 0;
+
+    for (int i = 0; i < cnt; i++) {
+        if ((guintptr)iov[i].iov_base % align != 0 || iov[i].iov_len % align != 0) {
+            return 0;
+        }
+        len += iov[i].iov_len;
+    }
+    return len;
+}
+
+/* Writes @cnt pieces, as many per call as writev takes; through O_DIRECT so when all of
+ * them are aligned, else one at a time. What a short writev left of a piece goes by
+ * file_write (O_DIRECT where it is still aligned). */
 static gboolean
 file_writev(IohCopy *c, const struct iovec *iov, int cnt, GError **error)
 {
     IohEnd *dst = c->dst;
 
     while (cnt > 0) {
+        int now = MIN(cnt, IOV_MAX);
         gssize n;
         int r;
 
-        if (dst->direct || iov->iov_len == 0) {
+        if (iov->iov_len == 0 || (dst->direct && !pieces_aligned(iov, now, dst->align))) {
             if (!file_write(c, iov->iov_base, iov->iov_len, error)) {
                 return FALSE;
             }
             iov++, cnt--;
             continue;
         }
-        n = writev(dst->fd, iov, MIN(cnt, IOV_MAX));
+        n = writev(dst->fd, iov, now);
+        if (n < 0 && errno == EINVAL && dst->direct) {
+            c->stats->writes++;
+            if (!direct_einval(dst, pieces_aligned(iov, now, dst->align), error)) {
+                return FALSE;
+            }
+            continue;
+        }
         if ((r = wrote(c, n, error)) <= 0) {
             if (r < 0) {
                 return FALSE;
             }
             continue;
+        }
+        if (dst->direct) {
+            c->stats->synced += (guint64)n;
         }
         for (; cnt > 0 && (gsize)n >= iov->iov_len; iov++, cnt--) {
             n -= (gssize)iov->iov_len;

@@ -44,8 +44,14 @@ server_start(Server *s, const char *size)
                                NULL, NULL, NULL, NULL, &status, &error));
     g_assert_no_error(error);
     g_assert_true(g_spawn_check_wait_status(status, NULL));
-    /* The pid file comes from the background process, maybe after its parent exited. */
-    for (int i = 0; i < 500 && !g_file_get_contents(pidfile, &pid, NULL, NULL); i++) {
+    /* The pid file comes from the background process, maybe after its parent exited, and
+     * is not written atomically: it may exist empty for a moment (seen once in CI). Wait
+     * for a whole line. */
+    for (int i = 0; i < 500; i++) {
+        g_clear_pointer(&pid, g_free);
+        if (g_file_get_contents(pidfile, &pid, NULL, NULL) && strchr(pid, '\n')) {
+            break;
+        }
         g_usleep(10000);
     }
     g_assert_nonnull(pid);

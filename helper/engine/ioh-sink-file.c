@@ -67,12 +67,16 @@ direct_chunk(IohEnd *dst, const char *buf, gsize len, GError **error)
     return ioh_end_set_direct(dst, FALSE, error) ? len : 0;
 }
 
-/* What a write call that returned @n (errno as it left it) means: 1 bytes were written,
- * 0 try again (EINTR; EAGAIN, once writable), -1 failed with @error set. */
+/* What a write call of @len bytes that returned @n (errno as it left it) means: 1 bytes
+ * were written, 0 try again (EINTR; EAGAIN, once writable; O_DIRECT cleared after EINVAL),
+ * -1 failed with @error set. */
 static int
-wrote(IohCopy *c, gssize n, GError **error)
+wrote(IohCopy *c, gssize n, gsize len, GError **error)
 {
     c->stats->writes++;
+    if (n < 0 && errno == EINVAL && c->dst->direct) {
+        return direct_einval(c->dst, len, error) ? 0 : -1;
+    }
     if (n < 0) {
         return ioh_copy_retry(c, errno, c->dst->fd, POLLOUT, "write", c->dst->name, error)
                ? 0 : -1;
@@ -80,6 +84,10 @@ wrote(IohCopy *c, gssize n, GError **error)
     if (n == 0) {
         ioh_error_set_errno(error, EIO, "write", c->dst->name);
         return -1;
+    }
+    if (c->dst->direct) {
+        /* O_DIRECT data has left the host's cache; fdatasync flushes the device's. */
+        c->stats->synced += (guint64)n;
     }
     return 1;
 }
@@ -98,22 +106,11 @@ file_write(IohCopy *c, const char *buf, gsize len, GError **error)
             return FALSE;
         }
         n = write(dst->fd, buf, chunk);
-        if (n < 0 && errno == EINVAL && dst->direct) {
-            c->stats->writes++;
-            if (!direct_einval(dst, chunk, error)) {
-                return FALSE;
-            }
-            continue;
-        }
-        if ((r = wrote(c, n, error)) <= 0) {
+        if ((r = wrote(c, n, chunk, error)) <= 0) {
             if (r < 0) {
                 return FALSE;
             }
             continue;
-        }
-        if (dst->direct) {
-            /* O_DIRECT data has left the host's cache; fdatasync flushes the device's. */
-            c->stats->synced += (guint64)n;
         }
         buf += n;
         len -= (gsize)n;
@@ -158,21 +155,12 @@ file_writev(IohCopy *c, const struct iovec *iov, int cnt, GError **error)
             continue;
         }
         n = writev(dst->fd, iov, now);
-        if (n < 0 && errno == EINVAL && dst->direct) {
-            c->stats->writes++;
-            if (!direct_einval(dst, pieces_aligned(iov, now, dst->align), error)) {
-                return FALSE;
-            }
-            continue;
-        }
-        if ((r = wrote(c, n, error)) <= 0) {
+        if ((r = wrote(c, n, dst->direct ? pieces_aligned(iov, now, dst->align) : 0,
+                       error)) <= 0) {
             if (r < 0) {
                 return FALSE;
             }
             continue;
-        }
-        if (dst->direct) {
-            c->stats->synced += (guint64)n;
         }
         for (; cnt > 0 && (gsize)n >= iov->iov_len; iov++, cnt--) {
             n -= (gssize)iov->iov_len;

@@ -1,0 +1,42 @@
+/* ioh-zstd-out.h - the zstd filter's output: its aligned buffer, and chunks stored as
+ * zstd frames of raw blocks, built there or handed on as pieces (private to the filter) */
+#pragma once
+
+#include <glib.h>
+#include <sys/uio.h>
+
+#include "ioh-filter.h"
+
+G_BEGIN_DECLS
+
+#define IOH_ZSTD_OUT_IOV 64     /* pieces of raw frames handed on in one call */
+#define IOH_ZSTD_OUT_SMALL 16   /* pieces up to this long are copied (headers, sums) */
+
+typedef struct {
+    guint8 *buf;             /* output, aligned to the sink's alignment */
+    gsize size;
+    gsize have;              /* bytes of buf not handed on yet */
+    gsize queued;            /* O_DIRECT: of those, the first ones already in iov */
+    struct iovec iov[IOH_ZSTD_OUT_IOV];  /* raw frames' pieces not handed on yet, the
+                                          * caller's bytes by reference */
+    int niov;
+    guint8 small[IOH_ZSTD_OUT_IOV * IOH_ZSTD_OUT_SMALL];  /* ... and the small pieces,
+                                                           * copied */
+    gsize nsmall;
+    guint64 frames;          /* raw frames written (the filter counts its own too) */
+    gint64 cpu_ns;           /* of the calling thread computing the frames' checksums */
+} IohZstdOut;
+
+/* Allocates @o's buffer once the sink's alignment (@out->align) is known. */
+gboolean ioh_zstd_out_alloc(IohZstdOut *o, const IohFilterOut *out, GError **error);
+
+/* Frees @o's buffer (NULL: nothing). */
+void ioh_zstd_out_clear(IohZstdOut *o);
+
+/* Hands on @len > 0 bytes of the stream as zstd frames of one raw block each, after what
+ * @o's buffer holds; what is not handed on yet (an O_DIRECT sink's unaligned end) stays
+ * in the buffer, at its start. */
+gboolean ioh_zstd_out_raw(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
+                          GError **error);
+
+G_END_DECLS

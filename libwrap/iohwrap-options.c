@@ -9,6 +9,7 @@
 
 #include "iohwrap.h"
 #include "iohwrap-private.h"
+#include "ioh-number.h"
 
 IohWrapOptions *
 ioh_wrap_options_new(void)
@@ -92,8 +93,7 @@ parse_compress(const char *spec, int *ret_level, GError **error)
 
     if (g_str_equal(spec, "zstd") ||
         (g_str_has_prefix(spec, "zstd:") &&
-         g_ascii_string_to_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX,
-                                  &level, NULL))) {
+         ioh_number_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &level))) {
         *ret_level = (int)level;
         return TRUE;
     }

@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "ioh-limits.h"
+#include "ioh-number.h"
 
 #define QG_IMAGE_MAGIC "IOHQEMU\n"
 #define QG_IMAGE_MAGIC_PART "IOHQPART"
@@ -397,8 +398,7 @@ qg_image_set_compression(QgImageInfo *info, const char *spec, GError **error)
 
     if (!g_str_equal(spec, "zstd") &&
         !(g_str_has_prefix(spec, "zstd:") &&
-          g_ascii_string_to_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX,
-                                   &level, NULL))) {
+          ioh_number_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &level))) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                     "--compress takes zstd or zstd:LEVEL (LEVEL %d to %d), not '%s'",
                     IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, spec);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ioh-error.h"
+#include "ioh-number.h"
 #include "ioh-pipe.h"
 
 IohWrapFlags
@@ -32,7 +33,7 @@ qg_mig_helper_checksum(IohWrap *wrap, guint64 *ret_sum, GError **error)
     const char *hex = ioh_wrap_get_checksum(wrap);
 
     if (!hex || strlen(hex) != 16 ||
-        !g_ascii_string_to_unsigned(hex, 16, 0, G_MAXUINT64, ret_sum, NULL)) {
+        !ioh_number_unsigned(hex, 16, 0, G_MAXUINT64, ret_sum)) {
         return ioh_error_set(error, EPROTO, NULL, NULL,
                              "the helper reported no xxh3 checksum (got '%s')",
                              hex ? hex : "none");

@@ -8,6 +8,7 @@
 
 #include "ioh-escape.h"
 #include "ioh-limits.h"
+#include "ioh-number.h"
 #include "ioh-nbd.h"
 
 G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
@@ -166,7 +167,7 @@ parse_count(const char *opt, const char *val, guint64 min, guint64 max, guint64 
 {
     guint64 v;
 
-    if (!g_ascii_string_to_unsigned(val, 10, min, max, &v, NULL)) {
+    if (!ioh_number_unsigned(val, 10, min, max, &v)) {
         return usage_error(error, "%s: '%s' is not a number from %" G_GUINT64_FORMAT
                            " to %" G_GUINT64_FORMAT, opt, val, min, max);
     }
@@ -224,7 +225,7 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
         ret->fd = stdio_fd;
     } else if (g_str_has_prefix(spec, "fd:")) {
         if (!is_fd_number(spec + 3) ||
-            !g_ascii_string_to_unsigned(spec + 3, 10, 0, G_MAXINT, &n, NULL)) {
+            !ioh_number_unsigned(spec + 3, 10, 0, G_MAXINT, &n)) {
             return usage_error(error, "'%s': not a file descriptor number (write './%s' "
                                "for a file of that name)", spec, spec);
         }
@@ -282,8 +283,7 @@ apply_compress(IohArgs *a, const char *name, const char *val, GError **error)
     if (!level && !g_str_equal(val, "zstd")) {
         return usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
     }
-    if (level && !g_ascii_string_to_signed(level, 10, IOH_ZSTD_LEVEL_MIN,
-                                           IOH_ZSTD_LEVEL_MAX, &v, NULL)) {
+    if (level && !ioh_number_signed(level, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &v)) {
         return usage_error(error, "--compress: level '%s' is not a number from %d to %d",
                            level, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
     }
@@ -335,7 +335,7 @@ apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
     while (g_ascii_isxdigit(val[n])) {
         n++;
     }
-    if (n != 16 || val[n] || !g_ascii_string_to_unsigned(val, 16, 0, G_MAXUINT64, &v, NULL)) {
+    if (n != 16 || val[n] || !ioh_number_unsigned(val, 16, 0, G_MAXUINT64, &v)) {
         return usage_error(error, "--verify-checksum: '%s' is not an xxh3 checksum (16 hex "
                            "digits)", val);
     }
@@ -644,7 +644,7 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
         const char *fd_text = g_ptr_array_index(operands, 1);
         guint64 fd;
 
-        if (!g_ascii_string_to_unsigned(fd_text, 10, 0, G_MAXINT, &fd, NULL)) {
+        if (!ioh_number_unsigned(fd_text, 10, 0, G_MAXINT, &fd)) {
             return usage_error(error, "malformed fd '%s'", fd_text);
         }
         a->libvirt = TRUE;

@@ -37,6 +37,10 @@
 
 /* The writer looks at the waits at least this often, or every 2 x buffers slots. */
 #define IOH_RING_WINDOW_US (250 * 1000)
+/* A buffer the ring grew by stays at least this long: a disk that writes in bursts (the
+ * cgroup blkio throttle lets 100 ms worth through, then holds every write) makes a
+ * window of waiting readers, then windows of a waiting writer, over and over. */
+#define IOH_RING_KEEP_US G_USEC_PER_SEC
 /* Nothing to write for this long is a stall: the ring shrinks to one buffer. */
 #define IOH_RING_STALL_US G_USEC_PER_SEC
 /* After the budget said no, the next ask waits this long. */
@@ -60,10 +64,11 @@ typedef struct {
     guint head, nfree;
     guint cap;               /* buffers the ring has now (1 to n) */
     guint floor;             /* a slow producer's ring shrinks to this */
-    guint full_waits;        /* readers that found no free buffer (this window) */
-    guint empty_waits;       /* times the writer found nothing to write (this window) */
+    gint64 full_us;          /* time readers waited for a free buffer (this window) */
+    gint64 empty_us;         /* time the writer waited for something to write (same) */
     guint takes;             /* writes (this window) */
     gint64 window_us;        /* start of the window */
+    gint64 grew_us;          /* when the ring last grew */
     gint64 budget_retry_us;  /* no ask to the budget before this */
     GMutex lock;
     GCond cond;
@@ -116,15 +121,15 @@ static gboolean
 ring_claim(IohRing *r, guint64 *ret_seq)
 {
     const IohCopyOptions *opts = r->c->opts;
+    gint64 since = 0;
     gboolean ok;
 
     g_mutex_lock(&r->lock);
-    if (!r->stop && r->claimed < r->end_seq && r->nfree == 0) {
-        r->full_waits++;
-    }
     while (!r->stop && r->claimed < r->end_seq && r->nfree == 0) {
+        since = since ? since : g_get_monotonic_time();
         g_cond_wait(&r->cond, &r->lock);
     }
+    r->full_us += since ? g_get_monotonic_time() - since : 0;
     if (!r->stop && opts->has_length && r->claimed * r->c->slot >= opts->length) {
         r->end_seq = MIN(r->end_seq, r->claimed);
         ring_advance(r);
@@ -187,18 +192,21 @@ reader_main(gpointer data)
 static int
 ring_take(IohRing *r, gboolean direct, guint *ret_buf, gsize *ret_len)
 {
-    gint64 deadline = g_get_monotonic_time() + IOH_RING_STALL_US;
+    gint64 since = 0;
+    gboolean stalled = FALSE;
     guint64 avail;
     guint span, k, i, first;
     gsize len = 0;
 
     g_mutex_lock(&r->lock);
-    r->empty_waits += !r->stop && !r->eof && r->filled == r->drained;
-    while (!r->stop && !r->eof && r->filled == r->drained) {
-        if (!g_cond_wait_until(&r->cond, &r->lock, deadline)) {
-            g_mutex_unlock(&r->lock);
-            return -2;
-        }
+    while (!stalled && !r->stop && !r->eof && r->filled == r->drained) {
+        since = since ? since : g_get_monotonic_time();
+        stalled = !g_cond_wait_until(&r->cond, &r->lock, since + IOH_RING_STALL_US);
+    }
+    r->empty_us += since ? g_get_monotonic_time() - since : 0;
+    if (stalled) {
+        g_mutex_unlock(&r->lock);
+        return -2;
     }
     r->c->stats->reads = __atomic_load_n(&r->c->reads, __ATOMIC_RELAXED);
     if (r->stop || r->filled == r->drained) {
@@ -324,6 +332,7 @@ ring_grow(IohRing *r)
     r->cap++;
     g_cond_broadcast(&r->cond);
     g_mutex_unlock(&r->lock);
+    r->grew_us = now;
     g_debug("ring: grown to %u buffers of %zu bytes (the writer is the bottleneck)", r->cap,
             r->c->slot);
 }
@@ -403,27 +412,31 @@ ring_shrink(IohRing *r, guint want, const char *why)
 }
 
 /* After each write: once a window is over, grows the ring when readers waited for a
- * buffer and the writer never for data, shrinks it when the writer mostly waited. */
+ * buffer a tenth of it or more and far longer than the writer waited for data; shrinks
+ * it when the writer waited half of it or more, the readers hardly at all, and the ring
+ * has not grown for a while. Times, not counts: a disk that writes in bursts holds the
+ * readers for 100 ms once and the writer for a few short waits. */
 static void
 ring_adapt(IohRing *r)
 {
     gint64 now = g_get_monotonic_time();
-    guint full, empty, takes;
+    gint64 full, empty, span = now - r->window_us;
 
     g_mutex_lock(&r->lock);
-    full = r->full_waits;
-    empty = r->empty_waits;
-    takes = r->takes;
-    if (takes < 2 * r->cap && now - r->window_us < IOH_RING_WINDOW_US) {
+    full = r->full_us;
+    empty = r->empty_us;
+    if (r->takes < 2 * r->cap && span < IOH_RING_WINDOW_US) {
         g_mutex_unlock(&r->lock);
         return;
     }
-    r->full_waits = r->empty_waits = r->takes = 0;
+    r->full_us = r->empty_us = 0;
+    r->takes = 0;
     r->window_us = now;
     g_mutex_unlock(&r->lock);
-    if (full > 0 && empty == 0 && r->cap < r->n) {
+    if (full * 10 >= span && full > 4 * empty && r->cap < r->n) {
         ring_grow(r);
-    } else if (full == 0 && empty * 2 >= takes && r->cap > r->floor) {
+    } else if (empty * 2 >= span && full * 8 < empty && r->cap > r->floor &&
+               now - r->grew_us >= IOH_RING_KEEP_US) {
         ring_shrink(r, r->cap - 1, "the producer is the bottleneck");
     }
 }

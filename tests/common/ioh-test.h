@@ -135,4 +135,18 @@ guint64 ioht_drain(int fd, const IohtPumpOpts *o);
 gboolean ioht_feed_file(const char *src, int fd);
 guint64 ioht_drain_to_file(int fd, const char *dst);
 
+/* ---- a slow disk (ioh-test-throttle.c) ---- */
+
+typedef struct IohtThrottle IohtThrottle;
+/* A cgroup-v1 blkio cgroup limiting writes to the disk holding @dir to @mbps MB/s for the
+ * programs started in it (IohtSpawn.setup = ioht_throttle_enter, .setup_data = it). NULL,
+ * with the reason in *ret_why (free it), where there is none: not root, no cgroup v1
+ * blkio, @dir not on a block device. */
+IohtThrottle *ioht_throttle_new(const char *dir, guint mbps, char **ret_why);
+/* The child setup: the child enters the cgroup (or exits with 125). */
+void ioht_throttle_enter(gpointer throttle);
+/* Removes the cgroup, once the programs started in it are gone. NULL is fine. */
+void ioht_throttle_free(IohtThrottle *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohtThrottle, ioht_throttle_free)
+
 G_END_DECLS

@@ -9,7 +9,8 @@
  *   IOH_FAULT        ','-separated rules OP:WHEN:WHAT
  *                      OP    read write pread pwrite readv writev splice copy_file_range
  *                            sendfile fdatasync fsync close sync_file_range fallocate
- *                            ftruncate io_uring_submit fadvise (posix_fadvise) readahead,
+ *                            ftruncate io_uring_submit fadvise (posix_fadvise) readahead
+ *                            mmap (a mapping of a matching file; anonymous memory never),
  *                            or "any" for every I/O call; splice also matches rules on
  *                            write (into a matching fd) and read (out of one): see splice();
  *                            writev (pwritev...) also matches rules on write
@@ -56,6 +57,7 @@
 #include <sys/sendfile.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -71,14 +73,14 @@
 enum {
     OP_READ, OP_WRITE, OP_PREAD, OP_PWRITE, OP_READV, OP_WRITEV, OP_SPLICE,
     OP_COPY_FILE_RANGE, OP_SENDFILE, OP_FDATASYNC, OP_FSYNC, OP_CLOSE, OP_SYNC_FILE_RANGE,
-    OP_FALLOCATE, OP_FTRUNCATE, OP_IO_URING_SUBMIT, OP_FADVISE, OP_READAHEAD, OP_COUNT,
+    OP_FALLOCATE, OP_FTRUNCATE, OP_IO_URING_SUBMIT, OP_FADVISE, OP_READAHEAD, OP_MMAP, OP_COUNT,
     OP_ANY = OP_COUNT,
 };
 
 static const char *const op_names[OP_COUNT] = {
     "read", "write", "pread", "pwrite", "readv", "writev", "splice",
     "copy_file_range", "sendfile", "fdatasync", "fsync", "close", "sync_file_range",
-    "fallocate", "ftruncate", "io_uring_submit", "fadvise", "readahead",
+    "fallocate", "ftruncate", "io_uring_submit", "fadvise", "readahead", "mmap",
 };
 
 typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY, WHEN_UNALIGNED, WHEN_AT } When;
@@ -936,4 +938,43 @@ io_uring_submit(struct io_uring *ring)
         return -r->err;
     }
     return real_io_uring_submit(ring);
+}
+
+/* A mapping of a matching file reads or writes it through memory, so a rule on "mmap"
+ * fails it (MAP_FAILED with the rule's errno). Anonymous memory (the engine's buffers)
+ * is not I/O: passed through, never counted. */
+void *
+mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    unsigned long nth;
+    const Rule *r;
+    void *ret;
+    int err;
+
+    REAL(mmap64, void *(*)(void *, size_t, int, int, int, off_t));
+    if ((flags & MAP_ANONYMOUS) || !fd_matches(fd)) {
+        return real_mmap64(addr, len, prot, flags, fd, off);
+    }
+    r = next_fault(OP_MMAP, len, off, &nth);
+    if (r && r->stall_ms) {
+        stall(OP_MMAP, nth, r, fd);
+        r = NULL;
+    }
+    if (r && !r->is_short) {
+        log_fault(OP_MMAP, nth, r, fd);
+        trace(OP_MMAP, fd, (long long)len, -1, r->err);
+        errno = r->err;
+        return MAP_FAILED;
+    }
+    ret = real_mmap64(addr, len, prot, flags, fd, off);
+    err = errno;
+    trace(OP_MMAP, fd, (long long)len, ret == MAP_FAILED ? -1 : 0, err);
+    errno = err;
+    return ret;
+}
+
+void *
+mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mmap64(addr, len, prot, flags, fd, off);
 }

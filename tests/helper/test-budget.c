@@ -34,14 +34,16 @@ helper_env(const char *rundir)
     return g_environ_setenv(env, "G_MESSAGES_DEBUG", "iohelper", TRUE);
 }
 
-/* Starts `iohelper MODE OPT - DST` fed as @feed says (NULL: by the caller, sv.in_w). */
+/* Starts `iohelper MODE OPT - DST` fed as @feed says (NULL: by the caller, sv.in_w),
+ * writing through @slow (NULL: at the disk's own speed). */
 static Save
 save_start_mode(const char *mode, const char *opt, const char *dst, const char *rundir,
-                const IohtPumpOpts *feed)
+                const IohtPumpOpts *feed, IohtThrottle *slow)
 {
     g_auto(GStrv) env = helper_env(rundir);
     const char *args[] = { mode, opt, "-", dst, NULL };
-    IohtSpawn s = { .args = args, .env = (const char *const *)env, .out_fd = -1 };
+    IohtSpawn s = { .args = args, .env = (const char *const *)env, .out_fd = -1,
+                    .setup = slow ? ioht_throttle_enter : NULL, .setup_data = slow };
     Save sv = { .in_w = -1 };
     int p[2];
 
@@ -57,13 +59,14 @@ save_start_mode(const char *mode, const char *opt, const char *dst, const char *
     return sv;
 }
 
-/* Starts `iohelper --direct [--memory-budget=B] - DST` fed as @feed says. */
+/* Starts `iohelper --direct [--memory-budget=B] - DST` fed as @feed says, through @slow. */
 static Save
-save_start(const char *dst, const char *rundir, const char *budget, const IohtPumpOpts *feed)
+save_start(const char *dst, const char *rundir, const char *budget, const IohtPumpOpts *feed,
+           IohtThrottle *slow)
 {
     g_autofree char *opt = budget ? g_strdup_printf("--memory-budget=%s", budget) : NULL;
 
-    return save_start_mode("--direct", opt ? opt : "--ring=8", dst, rundir, feed);
+    return save_start_mode("--direct", opt ? opt : "--ring=8", dst, rundir, feed, slow);
 }
 
 /* Waits for the save; its stderr into *ret_err (free it). Its exit code. */
@@ -94,6 +97,22 @@ make_src(const IohtDir *fx, const char *name, guint64 size, guint32 seed)
     return path;
 }
 
+/* A disk of 150 MB/s for the O_DIRECT writes of the helpers started through it, so that
+ * the writer is the bottleneck (a machine's own disk may write faster than a pipe fills:
+ * 1 GB/s seen here, and the ring then never grows); NULL, the test skipped, where there
+ * is none. */
+static IohtThrottle *
+slow_disk(const IohtDir *fx)
+{
+    g_autofree char *why = NULL;
+    IohtThrottle *t = ioht_throttle_new(fx->dir, 150, &why);
+
+    if (!t) {
+        g_test_skip(why);
+    }
+    return t;
+}
+
 /* FALSE (the test skipped) where O_DIRECT is refused: the ring serves O_DIRECT saves. */
 static gboolean
 has_direct(const IohtDir *fx)
@@ -105,35 +124,37 @@ has_direct(const IohtDir *fx)
     return TRUE;
 }
 
-/* One save of @src fed as @feed (its path by default) with @budget (NULL: none), which
- * must succeed byte-exact: what the helper logged (free it). */
+/* One save of @src fed as @feed (its path by default) with @budget (NULL: none) through
+ * @slow, which must succeed byte-exact: what the helper logged (free it). */
 static char *
-save_checked(const IohtDir *fx, const char *src, const char *budget, IohtPumpOpts *feed)
+save_checked(const IohtDir *fx, const char *src, const char *budget, IohtPumpOpts *feed,
+             IohtThrottle *slow)
 {
     g_autofree char *dst = ioht_dir_path(fx, "dst");
     g_autofree char *run = ioht_dir_path(fx, "run");
     IohtPumpOpts whole = { .path = src };
     char *err = NULL;
-    Save sv = save_start(dst, run, budget, feed ? feed : &whole);
+    Save sv = save_start(dst, run, budget, feed ? feed : &whole, slow);
 
     g_assert_cmpint(save_wait(&sv, &err), ==, 0);
     g_assert_true(ioht_files_equal(src, dst));
     return err;
 }
 
-/* A fast producer, an O_DIRECT sink: the writer is the bottleneck, the ring grows. */
+/* A fast producer, a slow O_DIRECT sink: the writer is the bottleneck, the ring grows. */
 static void
 test_grow(IohtDir *fx, gconstpointer data)
 {
+    g_autoptr(IohtThrottle) slow = NULL;
     g_autofree char *src = NULL;
     g_autofree char *err = NULL;
 
     (void)data;
-    if (!has_direct(fx)) {
+    if (!has_direct(fx) || !(slow = slow_disk(fx))) {
         return;
     }
     src = make_src(fx, "src", 96 * MIB, 1);
-    err = save_checked(fx, src, NULL, NULL);
+    err = save_checked(fx, src, NULL, NULL, slow);
     g_assert_nonnull(strstr(err, "strategy: ring of 2 buffers"));
     g_assert_nonnull(strstr(err, "ring: grown to 3 buffers"));
 }
@@ -152,7 +173,7 @@ test_shrink_stall(IohtDir *fx, gconstpointer data)
     }
     src = make_src(fx, "src", 64 * MIB, 2);
     feed.path = src;
-    err = save_checked(fx, src, NULL, &feed);
+    err = save_checked(fx, src, NULL, &feed, NULL);
     g_assert_nonnull(strstr(err, "ring: shrunk to 1 buffers (a stall"));
 }
 
@@ -163,7 +184,7 @@ typedef struct {
 } SlowFeed;
 
 /* 64 MiB at full speed, then the rest in writes of 1 to 4093 bytes, 4 ms apart each
- * 64 KiB. */
+ * 64 KiB (1.5 s or more for 24 MiB: the ring keeps a buffer it grew by for a second). */
 static gpointer
 slow_feed_main(gpointer data)
 {
@@ -184,11 +205,13 @@ slow_feed_main(gpointer data)
     return NULL;
 }
 
-/* A producer that turns slow after a fast start: the ring that grew gives buffers back. */
+/* A producer that turns slow after a fast start (the disk slower than the one, faster
+ * than the other): the ring that grew gives buffers back. */
 static void
 test_shrink_slow(IohtDir *fx, gconstpointer data)
 {
-    g_autofree char *src = make_src(fx, "src", 76 * MIB, 3);
+    g_autoptr(IohtThrottle) slow = NULL;
+    g_autofree char *src = make_src(fx, "src", 88 * MIB, 3);
     g_autofree char *dst = ioht_dir_path(fx, "dst");
     g_autofree char *run = ioht_dir_path(fx, "run");
     g_autofree char *err = NULL;
@@ -198,12 +221,12 @@ test_shrink_slow(IohtDir *fx, gconstpointer data)
     Save sv;
 
     (void)data;
-    if (!has_direct(fx)) {
+    if (!has_direct(fx) || !(slow = slow_disk(fx))) {
         return;
     }
     g_assert_true(g_file_get_contents(src, &bytes, &f.len, NULL));
     f.bytes = bytes;
-    sv = save_start(dst, run, NULL, NULL);
+    sv = save_start(dst, run, NULL, NULL, slow);
     f.fd = sv.in_w;
     t = g_thread_new("slow-feed", slow_feed_main, &f);
     g_assert_cmpint(save_wait(&sv, &err), ==, 0);
@@ -254,7 +277,7 @@ budget_start(IohtDir *fx, const char *src, const char *run, guint i)
     g_autofree char *dst = g_strdup_printf("%s/dst%u", fx->dir, i);
     IohtPumpOpts feed = { .path = src, .stall_at = 16 * MIB, .stall_ms = 100 };
 
-    return save_start(dst, run, "3M", &feed);
+    return save_start(dst, run, "3M", &feed, NULL);
 }
 
 /* K helpers share 3 MiB beyond their floors; helpers are killed and restarted while the
@@ -433,7 +456,7 @@ test_budget_none_left(IohtDir *fx, gconstpointer data)
         return;
     }
     src = make_src(fx, "src", 24 * MIB, 5);
-    err = save_checked(fx, src, "0", NULL);
+    err = save_checked(fx, src, "0", NULL, NULL);
     g_assert_nonnull(strstr(err, "strategy: ring of 1 buffers"));
     g_assert_null(strstr(err, "ring: grown"));
 }
@@ -501,7 +524,7 @@ test_fadvise_window(IohtDir *fx, gconstpointer data)
     for (guint i = 0; i < NF; i++) {
         g_autofree char *dst = g_strdup_printf("%s/dst%u", fx->dir, i);
 
-        sv[i] = save_start_mode("--fadvise", "--fadvise-window=8M", dst, run, &feed);
+        sv[i] = save_start_mode("--fadvise", "--fadvise-window=8M", dst, run, &feed, NULL);
     }
     for (guint i = 0; i < NF; i++) {
         g_autofree char *dst = g_strdup_printf("%s/dst%u", fx->dir, i);
@@ -514,7 +537,7 @@ test_fadvise_window(IohtDir *fx, gconstpointer data)
     g_assert_cmpuint(shrunk, >, 0);
     g_assert_cmpint(glob(pattern, 0, NULL, &g), ==, GLOB_NOMATCH);
     globfree(&g);
-    sv[0] = save_start_mode("--fadvise", "--fadvise-window=8M", dst0, run, &whole);
+    sv[0] = save_start_mode("--fadvise", "--fadvise-window=8M", dst0, run, &whole, NULL);
     g_assert_cmpint(save_wait(&sv[0], &alone), ==, 0);
     g_assert_nonnull(strstr(alone, "drop-behind window 8388608 bytes (1 saves at once)"));
     g_assert_null(strstr(alone, "2097152 bytes"));
@@ -552,7 +575,7 @@ save_lock_held(IohtDir *fx, const char *src, const char *mode, const char *opt)
     Watchdog w = { 0 };
     char *err = NULL;
     GThread *t;
-    Save sv = save_start_mode(mode, opt, dst, run, &feed);
+    Save sv = save_start_mode(mode, opt, dst, run, &feed, NULL);
 
     w.pid = sv.child.pid;
     t = g_thread_new("watchdog", watchdog_main, &w);
@@ -767,31 +790,22 @@ huge_sampler_main(gpointer data)
     return NULL;
 }
 
-/* The ring's buffers tile huge pages (2 MiB: two buffers of 1 MiB), and a huge page is
- * taken from the budget whole: with 2 MiB of budget the floor's huge page takes 1 MiB
- * (its first buffer is the floor), the next huge page does not fit, so the ring grows by
- * a buffer of small pages. Sampled every 2 ms: the lease stays within the budget and the
- * helper never holds more than that one huge page. */
-static void
-test_huge_pages(IohtDir *fx, gconstpointer data)
+/* One save of @src with 2 MiB of budget through @slow, sampled every 2 ms: the lease
+ * stays within the budget and the helper never holds more than one huge page. The most
+ * it held in huge pages. */
+static gint64
+huge_save(IohtDir *fx, const char *src, IohtThrottle *slow)
 {
-    g_autofree char *src = NULL;
     g_autofree char *dst = ioht_dir_path(fx, "dst");
     g_autofree char *run = ioht_dir_path(fx, "run");
     g_autofree char *err = NULL;
     HugeSampler smp = { .run = run };
-    IohtPumpOpts feed = { 0 };
+    IohtPumpOpts feed = { .path = src };
     GThread *t;
     Save sv;
 
-    (void)data;
-    if (!has_direct(fx)) {
-        return;
-    }
-    src = make_src(fx, "src", 96 * MIB, 9);
-    feed.path = src;
     g_assert_no_errno(g_mkdir_with_parents(run, 0755));
-    sv = save_start(dst, run, "2M", &feed);
+    sv = save_start(dst, run, "2M", &feed, slow);
     smp.pid = sv.child.pid;
     t = g_thread_new("huge-sampler", huge_sampler_main, &smp);
     g_assert_cmpint(save_wait(&sv, &err), ==, 0);
@@ -805,10 +819,37 @@ test_huge_pages(IohtDir *fx, gconstpointer data)
     g_assert_cmpint(smp.samples, >, 5);
     g_assert_cmpint(smp.max_lease, <=, 2 * MIB);
     g_assert_cmpint(smp.max_huge, <=, 2 * MIB);
-    if (thp_enabled()) {
-        g_assert_cmpint(smp.max_huge, ==, 2 * MIB);    /* the floor's huge page */
-    }
     g_assert_cmpint(ioh_budget_sum(run), ==, 0);
+    return smp.max_huge;
+}
+
+/* The ring's buffers tile huge pages (2 MiB: two buffers of 1 MiB), and a huge page is
+ * taken from the budget whole: with 2 MiB of budget the floor's huge page takes 1 MiB
+ * (its first buffer is the floor), the next huge page does not fit, so the ring grows by
+ * a buffer of small pages. With THP on, the helper holds that one huge page. The kernel
+ * gives it at the first touch, best effort: 1 sanitized run in 30 here got small pages
+ * though the helper asked, and /proc/vmstat counted neither a huge page nor a fallback
+ * (likely a page table an earlier mapping left in those 2 MiB), so a save that got none
+ * is tried once more. */
+static void
+test_huge_pages(IohtDir *fx, gconstpointer data)
+{
+    g_autoptr(IohtThrottle) slow = NULL;
+    g_autofree char *src = NULL;
+    gint64 huge;
+
+    (void)data;
+    if (!has_direct(fx) || !(slow = slow_disk(fx))) {
+        return;
+    }
+    src = make_src(fx, "src", 96 * MIB, 9);
+    huge = huge_save(fx, src, slow);
+    if (huge == 0 && thp_enabled()) {
+        huge = huge_save(fx, src, slow);
+    }
+    if (thp_enabled()) {
+        g_assert_cmpint(huge, ==, 2 * MIB);    /* the floor's huge page */
+    }
 }
 
 static const struct {

@@ -243,13 +243,21 @@ ring_give_back(IohRing *r, guint k)
     g_mutex_unlock(&r->lock);
 }
 
+/* Buffers the allocation has in region @reg: r->per, fewer in a last region that the
+ * allocation ends inside (3 buffers of 1 MiB: a huge page and one buffer). */
+static guint
+region_len(const IohRing *r, guint reg)
+{
+    return MIN(r->per, r->n - reg * r->per);
+}
+
 /* Buffers of region @reg in the ring. */
 static guint
 region_used(const IohRing *r, guint reg)
 {
     guint k = 0;
 
-    for (guint i = reg * r->per; i < (reg + 1) * r->per; i++) {
+    for (guint i = reg * r->per; i < reg * r->per + region_len(r, reg); i++) {
         k += r->used[i];
     }
     return k;
@@ -259,10 +267,11 @@ region_used(const IohRing *r, guint reg)
 static void
 region_advise(IohRing *r, guint reg, gboolean huge)
 {
-    gsize size = (gsize)r->per * r->c->slot;
+    gsize slot = r->c->slot;
 
     r->huge[reg] = huge;
-    madvise(r->c->mem + (gsize)reg * size, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    madvise(r->c->mem + (gsize)reg * r->per * slot, (gsize)region_len(r, reg) * slot,
+            huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
 /* The buffer to add: a vacant one of a huge page the ring holds (it adds no memory),
@@ -281,7 +290,7 @@ ring_pick_unused(const IohRing *r, guint64 *cost)
     }
     for (i = 0; r->used[i]; i++) {
     }
-    *cost = r->per && (i / r->per + 1) * r->per <= r->n && region_used(r, i / r->per) == 0
+    *cost = r->per && region_len(r, i / r->per) == r->per && region_used(r, i / r->per) == 0
                 ? (guint64)r->per * r->c->slot
                 : r->c->slot;
     return i;
@@ -370,7 +379,8 @@ ring_release(IohRing *r, guint i)
     } else if (region_used(r, reg) > 0) {
         return 0;    /* the rest of its huge page is still in the ring */
     } else {
-        madvise(r->c->mem + (gsize)reg * r->per * slot, (gsize)r->per * slot, MADV_DONTNEED);
+        madvise(r->c->mem + (gsize)reg * r->per * slot, (gsize)region_len(r, reg) * slot,
+                MADV_DONTNEED);
         back = r->charge[reg];
     }
     if (r->per) {

@@ -159,6 +159,33 @@ test_grow(IohtDir *fx, gconstpointer data)
     g_assert_nonnull(strstr(err, "ring: grown to 3 buffers"));
 }
 
+/* --ring=3 of 1 MiB buffers: a huge page of two, and a third alone in the next 2 MiB,
+ * which the allocation ends inside. Growing into it must stay inside the ring's arrays
+ * and its memory (the sanitized helper aborted on reading past them). */
+static void
+test_grow_odd(IohtDir *fx, gconstpointer data)
+{
+    g_autoptr(IohtThrottle) slow = NULL;
+    g_autofree char *src = NULL;
+    g_autofree char *dst = ioht_dir_path(fx, "dst");
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *err = NULL;
+    IohtPumpOpts feed = { 0 };
+    Save sv;
+
+    (void)data;
+    if (!has_direct(fx) || !(slow = slow_disk(fx))) {
+        return;
+    }
+    src = make_src(fx, "src", 64 * MIB, 10);
+    feed.path = src;
+    sv = save_start_mode("--direct", "--ring=3", dst, run, &feed, slow);
+    g_assert_cmpint(save_wait(&sv, &err), ==, 0);
+    g_assert_true(ioht_files_equal(src, dst));
+    g_assert_nonnull(strstr(err, "strategy: ring of 2 buffers"));
+    g_assert_nonnull(strstr(err, "ring: grown to 3 buffers"));
+}
+
 /* A producer that stops for 1.5 s: the ring gives back all but one buffer. */
 static void
 test_shrink_stall(IohtDir *fx, gconstpointer data)
@@ -857,6 +884,7 @@ static const struct {
     void (*test)(IohtDir *fx, gconstpointer data);
 } tests[] = {
     { "/budget/grow", test_grow },
+    { "/budget/grow-odd", test_grow_odd },
     { "/budget/shrink-stall", test_shrink_stall },
     { "/budget/shrink-slow", test_shrink_slow },
     { "/budget/kills", test_budget_kills },

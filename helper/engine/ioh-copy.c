@@ -249,31 +249,34 @@ ioh_copy_mem_align(const IohCopy *c)
     return c->nslots > 1 && c->slot * c->nslots >= huge ? MAX(c->align, huge) : c->align;
 }
 
-/* @size bytes (a multiple of the page) aligned to @align, in an anonymous mapping of
- * their own: pages nobody has touched, so the ring decides huge or small pages before
- * their first byte (ioh-ring.c). An allocator may write into what it hands out (ASan
- * fills the first 4 KiB): the first huge page was then small pages in a quarter of the
- * sanitized runs of /budget/huge-pages. NULL when the mapping fails. */
+/* @size bytes aligned to @align (a power of two), in an anonymous mapping of their own
+ * (whole pages; munmap(ret, @size) gives them back): pages nobody has touched, so the
+ * ring decides huge or small pages before their first byte (ioh-ring.c). An allocator
+ * may write into what it hands out (ASan fills the first 4 KiB): the first huge page was
+ * then small pages in a quarter of the sanitized runs of /budget/huge-pages. NULL when
+ * the mapping fails. */
 static char *
 map_aligned(gsize size, gsize align)
 {
     gsize page = (gsize)sysconf(_SC_PAGESIZE);
     gsize extra = align > page ? align - page : 0;
+    gsize len;
     char *p, *start;
 
-    if (size > G_MAXSIZE - extra) {
+    if (size > G_MAXSIZE - page - extra) {
         return NULL;
     }
-    p = mmap(NULL, size + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    len = IOH_ALIGN_UP(size, page);
+    p = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         return NULL;
     }
     start = p + (IOH_ALIGN_UP((guintptr)p, align) - (guintptr)p);
     if (start > p) {
-        munmap(p, (gsize)(start - p));
+        munmap(p, (gsize)(start - p));    /* the slack before the aligned start */
     }
-    if (p + size + extra > start + size) {
-        munmap(start + size, (gsize)(p + size + extra - (start + size)));
+    if (p + len + extra > start + len) {
+        munmap(start + len, (gsize)(p + len + extra - (start + len)));    /* and after */
     }
     return start;
 }

@@ -27,6 +27,7 @@ throttle_disk(const char *dir, char **ret_why)
     g_autofree char *sys = NULL;
     g_autofree char *part = NULL;
     g_autofree char *parent = NULL;
+    g_autofree char *dev = NULL;
     struct stat st;
 
     if (stat(dir, &st) < 0) {
@@ -44,11 +45,11 @@ throttle_disk(const char *dir, char **ret_why)
         return g_strdup(sys + strlen("/sys/dev/block/"));
     }
     parent = g_build_filename(sys, "..", "dev", NULL);
-    if (!g_file_get_contents(parent, ret_why, NULL, NULL)) {
+    if (!g_file_get_contents(parent, &dev, NULL, NULL)) {
         *ret_why = g_strdup_printf("%s: cannot be read", parent);
         return NULL;
     }
-    return g_strstrip(g_steal_pointer(ret_why));
+    return g_strstrip(g_steal_pointer(&dev));
 }
 
 /* Writes @text into the control file @path: 0, or the errno. */
@@ -89,7 +90,12 @@ ioht_throttle_new(const char *dir, guint mbps, char **ret_why)
     t->cgroup = g_strdup_printf(BLKIO "/ioht-%d-%d", (int)getpid(),
                                 g_atomic_int_add(&serial, 1));
     t->procs = g_build_filename(t->cgroup, "cgroup.procs", NULL);
-    g_assert_no_errno(mkdir(t->cgroup, 0755));
+    if (mkdir(t->cgroup, 0755) < 0) {
+        *ret_why = g_strdup_printf("mkdir %s: %s", t->cgroup, g_strerror(errno));
+        g_clear_pointer(&t->cgroup, g_free);
+        ioht_throttle_free(t);
+        return NULL;
+    }
     limit = g_build_filename(t->cgroup, "blkio.throttle.write_bps_device", NULL);
     rule = g_strdup_printf("%s %" G_GUINT64_FORMAT "\n", disk, (guint64)mbps * 1000000);
     if ((err = throttle_write(limit, rule)) != 0) {
@@ -119,7 +125,7 @@ ioht_throttle_free(IohtThrottle *t)
         return;
     }
     /* Its processes have been reaped; the kernel may take a moment to let go of it. */
-    for (int i = 0; i < 100 && rmdir(t->cgroup) < 0 && errno == EBUSY; i++) {
+    for (int i = 0; t->cgroup && i < 100 && rmdir(t->cgroup) < 0 && errno == EBUSY; i++) {
         g_usleep(10000);
     }
     g_free(t->cgroup);

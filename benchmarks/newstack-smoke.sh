@@ -16,8 +16,8 @@ why=$(ns_missing "$build/helper/iohelper")
 [ -z "$why" ] || skip_all "$why"
 [ -w /sys/fs/cgroup/cpuacct ] || skip_all "no cgroup v1 cpuacct hierarchy to count CPU with"
 rm -rf "$out"
-echo "1..3"
-if bash "$run" --ram-mib 64 --rounds 1 --fills halfzero --configs "raw-ours sparse-p2 qg-direct" \
+echo "1..4"
+if IOHELPER_RESULTS=$out/results bash "$run" --ram-mib 64 --rounds 1 --fills halfzero --configs "raw-ours sparse-p2 qg-direct" \
         --build "$build" --out "$out" --dir "${IOH_TEST_DIR:-$build/test-tmp}/bench-newstack" \
         >"$log" 2>&1; then
     echo "ok 1 benchmarks/newstack exits 0"
@@ -34,4 +34,10 @@ if [ "$(wc -l <"$out/raw.tsv" 2>/dev/null)" = 4 ] && [ "$(wc -l <"$out/plot-half
     echo "ok 3 raw data and plot data written"
 else
     echo "not ok 3 raw data and plot data written"
+fi
+if grep -q '^Command: `benchmarks/newstack --ram-mib 64 ' "$out/results/newstack.md" 2>/dev/null &&
+        grep -q '^| raw-ours | ' "$out/results/newstack.md"; then
+    echo "ok 4 results file written where IOHELPER_RESULTS says"
+else
+    echo "not ok 4 results file written where IOHELPER_RESULTS says"
 fi

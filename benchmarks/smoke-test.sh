@@ -5,7 +5,7 @@ run=$1 build=$2
 out=$build/bench-smoke
 log=$out.log
 rm -rf "$out"
-echo "1..3"
+echo "1..4"
 if bash "$run" --quick --build "$build" --out "$out" --dir "${IOH_TEST_DIR:-$build/test-tmp}" \
         > "$log" 2>&1; then
     echo "ok 1 benchmarks/run --quick exits 0"
@@ -24,4 +24,12 @@ if [ -s "$out/raw.tsv" ] && [ "$(wc -l < "$out/raw.tsv")" -gt 10 ]; then
     echo "ok 3 raw data written"
 else
     echo "not ok 3 raw data written"
+fi
+if head -n 5 "$out/run.md" 2>/dev/null | grep -q '^Command: `benchmarks/run --quick ' &&
+        grep -q '^Machine: .* cores; load .* before, .* after: \(quiet\|busy\)\.$' "$out/run.md" &&
+        grep -q '^| save | ours-direct |' "$out/run.md"; then
+    echo "ok 4 results file: the command, the machine, the tables (--quick: in --out)"
+else
+    echo "not ok 4 results file: the command, the machine, the tables (--quick: in --out)"
+    sed 's/^/# /' "$out/run.md"
 fi

@@ -13,7 +13,8 @@
 # with the guest running: virsh save, virsh restore (libvirt reads that one itself: no
 # helper, a reference), virsh save --bypass-cache, virsh restore --bypass-cache. Every
 # timing is the whole virsh command (wall clock), after a sync; beside it, how long the
-# helper process lived (same timing wrapper around both). Prints a table on stdout.
+# helper process lived (same timing wrapper around both). Prints a table on stdout, also
+# written to benchmarks/results/virsh-save.md (the latest run: benchmarks/results-write).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
@@ -140,6 +141,7 @@ median() {
         if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+rstate=$("$HERE/results-write" start)
 stream=0
 for r in $(seq "$RUNS"); do
     for h in ours stock; do
@@ -148,6 +150,7 @@ for r in $(seq "$RUNS"); do
 done
 stream=$(jq -s 'map(select(.direction == "save" and .ok)) | .[0].bytes' "$RECORD")
 
+{
 echo "virsh save/restore, ${RAM_MIB} MiB guest with ${BLOB_MIB} MiB random RAM," \
      "stream $((stream / 1048576)) MiB, $RUNS interleaved runs each, median wall seconds"
 echo "images in $DIR ($(df -PT "$DIR" | awk 'NR == 2 { print $2 }'))," \
@@ -169,3 +172,6 @@ for op in "${OPS[@]}"; do
     printf '%-29s %10.2f %10.2f %10.2f %10s %10s\n' "$name" "$a" "$b" \
         "$(echo "$a / $b" | bc -l)" "${ha:--}" "${hb:--}"
 done
+} | tee "$WORK/table.txt"
+"$HERE/results-write" virsh-save "$rstate" "$WORK/table.txt" "" benchmarks/virsh-save.sh \
+    --runs "$RUNS" --ram-mib "$RAM_MIB" --blob-mib "$BLOB_MIB"

@@ -4,9 +4,13 @@
 # `sync -d` after the CLI), and random data: compressed save vs raw save.
 #   flock /work/bench.lock benchmarks/zstd-helper.sh BUILD_DIR COMPRESSIBLE RANDOM OUTDIR [RUNS]
 # Prints one line per run: what, level, seconds, image bytes, CPU seconds of the
-# compressing process (user + sys), CPU seconds per GiB of stream.
+# compressing process (user + sys), CPU seconds per GiB of stream; the lines also go to
+# benchmarks/results/zstd-helper.md (the latest run: benchmarks/results-write).
 set -euo pipefail
+argv=("$@")
 H=$1/helper/iohelper; C=$2; R=$3; O=$4; RUNS=${5:-3}
+W=$(dirname "$0")/results-write
+rstate=$("$W" start)
 t() { /usr/bin/time -f "%e %U %S" -o "$O/time" "$@"; }
 row() {   # what level data image
     local s u y n bytes
@@ -39,5 +43,6 @@ for run in $(seq "$RUNS"); do
     rm -f "$O/img"
     cat "$R" | t "$H" --direct - "$O/img"
     row rnd-raw-d - "$R" "$O/img"
-done
+done | tee "$O/zstd-helper.txt"
 rm -f "$O/img" "$O/time"
+"$W" zstd-helper "$rstate" "$O/zstd-helper.txt" "" benchmarks/zstd-helper.sh "${argv[@]}"

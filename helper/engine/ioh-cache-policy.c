@@ -4,15 +4,15 @@
  *   written, without waiting and without dropping it (the pages stay cached: that is the
  *   buffered mode). The kernel would wait for dirty_background_ratio (gigabytes here) and
  *   leave it all to the final fdatasync; started early, the disk writes while the pipe is
- *   read (1 GiB buffered save, median of 5 interleaved: 1.0 GB/s without, 1.5 GB/s with;
- *   waiting for the window before, as --fadvise does, measured slower: 1.1 GB/s).
+ *   read (measured half as fast again; waiting for the window before, as --fadvise does,
+ *   measured slower: docs/benchmarks.md, "Engine A/Bs: Cache policy").
  * - drop-behind (--fadvise): a save starts write-back of each full window as soon as it
  *   is written, and waits for and drops the window before it, so the page cache holds
  *   about two windows of the image whatever its size; a restore drops what has been read,
  *   a window behind the head. Saves running at once share the page cache: each marks
  *   itself in the budget's directory (ioh-budget.h) and, every 100 ms, divides its window
- *   (--fadvise-window) by how many marks live, down to 2 MiB: 16 saves of 8 MiB windows
- *   held 242 MiB cached at peak, with 2 MiB windows about 16 x 2 x 2 MiB.
+ *   (--fadvise-window) by how many marks live, down to 2 MiB, so that many saves hold
+ *   about as much as one (benchmarks/results/evacuate.md).
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"

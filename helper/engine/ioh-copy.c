@@ -3,7 +3,7 @@
  * A copy is a source, the filters IohCopyOptions.filters names, and a sink (ioh-layer.h,
  * docs/engine.md), moved by one strategy. The choice, by what measured fastest on this
  * machine class (ext4 on a virtual disk, 2 cores shared with the producer;
- * benchmarks/RESULTS.md):
+ * benchmarks/results/run.md and docs/benchmarks.md, "The engine"):
  *
  * - A pipe to or from the page cache (buffered, --fadvise) with no filter: splice(2), no
  *   copy through the helper (ioh-strategy-splice.c); it falls back to inline where the
@@ -12,8 +12,8 @@
  *   one thread (ioh-strategy-inline.c).
  * - An O_DIRECT source: parallel readers into a ring (ioh-strategy-parallel.c).
  * - A save to NBD: inline, the pipe read straight into the request buffers; a restore
- *   from NBD inline too (its reads are in flight at the server already: 1 GiB from
- *   nbdkit file, median of 5, 1.38 s against 1.47 s with the ring).
+ *   from NBD inline too (its reads are in flight at the server already: a ring measured
+ *   slower, docs/benchmarks.md, "Engine A/Bs: NBD").
  * - Everything else (every restore, an O_DIRECT save): a reader thread and a ring
  *   (ioh-strategy-ring.c).
  *

@@ -2,23 +2,19 @@
  *
  * Why a thread per connection: the pipe side blocks in read()/write(), and libnbd only
  * moves bytes when its state machine is driven; without a driver the socket buffer fills
- * and the server idles while we wait on the pipe. Each thread polls its connection's fd
- * in the direction libnbd asks for, plus an eventfd that the issuing thread writes after
- * a command that the socket did not take whole (so that the thread, in poll() for the
- * replies only, sends the rest). libnbd's handle lock makes issuing from one thread and
- * notifying from another safe; completion callbacks run on the connection thread and
- * only mark their request done, waking the issuing thread only when it waits for that
- * one. Both cut the syscalls of 256 MiB to nbdkit memory (strace -c -f): a restore 14725
- * -> 10907 (futex 2643 -> 1240, eventfd writes 1024 -> 0), a save 11838 -> 10306.
- * Saves also flush behind (IOH_NBD_FLUSH_BEHIND): 1 GiB to nbdkit file (unix socket),
- * 2 GiB, 3 interleaved runs, median: 561 MB/s with the final flush only, 722 (8 MiB),
- * 790 (32 MiB), 849 (64 MiB; 610 in another 1 GiB run): 32 MiB keeps the tail short.
- * With several connections each socket takes more at once, so the issuing thread sends
- * most of each command itself (perf, 4 connections: 13% of the helper's cycles in its
- * socket copy, 6% on the connection threads; 1 connection: 19% there): a save's pipe
- * reads and most sends share one thread. It used less than a core on 2 cores, where the
- * producer, the helper and the server fill both together (benchmarks/RESULTS.md, NBD,
- * "Multi-conn"); with idle cores, issuing from the connection threads would spread it.
+ * and the server idles while we wait on the pipe. Each thread polls its connection's fd in
+ * the direction libnbd asks for, plus an eventfd that the issuing thread writes after a
+ * command that the socket did not take whole (so that the thread, in poll() for the replies
+ * only, sends the rest). libnbd's handle lock makes issuing from one thread and notifying
+ * from another safe; completion callbacks run on the connection thread and only mark their
+ * request done, waking the issuing thread only when it waits for that one. Both cut the
+ * syscalls of a copy by a quarter or more. Saves also flush behind (IOH_NBD_FLUSH_BEHIND):
+ * 32 MiB keeps the final flush short without flushing so often that the server waits. With
+ * several connections each socket takes more at once, so the issuing thread sends most of
+ * each command itself: a save's pipe reads and most sends share one thread. It used less
+ * than a core on 2 cores, where the producer, the helper and the server fill both together
+ * (benchmarks/results/nbd.md, "Multi-conn"); with idle cores, issuing from the connection
+ * threads would spread it. The figures: docs/benchmarks.md, "Engine A/Bs: NBD".
  */
 #include "ioh-nbd.h"
 #include "ioh-error.h"
@@ -275,8 +271,8 @@ conn_open(const IohEnd *end, GError **error)
         return NULL;
     }
     /* The URI is the user's own command line: a tls-psk-file= in it may be read. */
-    /* Every read's result is checked before its bytes are used: no zeroing (it cost 6%
-     * of a restore's CPU), as nbdcopy does. */
+    /* Every read's result is checked before its bytes are used: no zeroing (a measurable
+     * share of a restore's CPU), as nbdcopy does. */
     if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_set_pread_initialize(h, false) < 0 ||
         nbd_connect_uri(h, end->uri) < 0) {
         nbd_fail(error, end, "connect");

@@ -15,10 +15,9 @@
 
 G_BEGIN_DECLS
 
-/* Request size when IohCopyOptions.nbd_request_size is 0: benchmarks/nbd's request-size
- * sweep (nbdkit memory, 64K..4M; benchmarks/RESULTS.md, "NBD"): 256 KiB the best or
- * within the noise of it for saves and restores, 4 MiB 1.4-1.6x slower (nbdcopy's
- * figure: 256 KiB 2.47x faster than 32 MiB). */
+/* Request size when IohCopyOptions.nbd_request_size is 0: the best, or within the noise
+ * of it, for saves and restores in benchmarks/nbd's request-size sweep
+ * (benchmarks/results/nbd.md), and nbdcopy's own measured choice. */
 #define IOH_NBD_DEFAULT_REQUEST (256 * 1024)
 /* Requests in flight per connection by default (nbdcopy's figure). */
 #define IOH_NBD_DEFAULT_REQUESTS 16

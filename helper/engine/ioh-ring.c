@@ -29,10 +29,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* An O_DIRECT destination gets consecutive full slots coalesced into one write, up to
- * this many: 4 MiB with the default buffers, measured 8-10% faster than 2 MiB (fio psync
- * qd1, 1/2/4 MiB: 1.62/1.73/1.94 GB/s) and no slower than 8 MiB. More writes in flight
- * would not help: extending O_DIRECT writes hold ext4's inode lock for their duration. */
+/* An O_DIRECT destination gets consecutive full slots coalesced into one write, up to this
+ * many: 4 MiB with the default buffers, faster than 2 MiB at one write in flight and no
+ * slower than 8 MiB (docs/benchmarks.md, "Engine A/Bs: Ring"). More writes in flight would
+ * not help: extending O_DIRECT writes hold ext4's inode lock for their duration. */
 #define IOH_RING_MAX_SPAN 4
 
 /* The writer looks at the waits at least this often, or every 2 x buffers slots. */

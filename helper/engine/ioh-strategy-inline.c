@@ -2,10 +2,10 @@
  * the page cache (buffered, --fadvise)
  *
  * Both sides copy there (pipe -> buffer -> page cache), and on a 2-core machine that also
- * runs the producer a second copying thread only adds a cross-core hand-over: measured,
- * the ring cost 7% against this loop (1 GiB --fadvise save, helper wall time 0.53 s vs
- * 0.57 s over 3 interleaved runs, same CPU time), while with O_DIRECT (no copy on the
- * write side, the disk busy) the ring wins. The buffer stays hot in this core's cache.
+ * runs the producer a second copying thread only adds a cross-core hand-over: the ring
+ * measured slower than this loop at the same CPU time (docs/benchmarks.md, "Engine A/Bs:
+ * Inline"), while with O_DIRECT (no copy on the write side, the disk busy) the ring wins.
+ * The buffer stays hot in this core's cache.
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"

@@ -3,12 +3,12 @@
  * restore into a pipe with no filter, into a pipe of its own that the writer splices into
  * the output pipe (no copy through the helper, no page cache)
  *
- * The disk then has a queue: fio finds 1 MiB reads at qd4 the fastest here (2.6 GB/s, vs
- * 2.3 for 4 MiB at qd1; by 1.5x-2x when the disk is shared). The readers take half the
- * ring, so the pipe side keeps the other half. Each reader has an fd of its own, opened
- * anew on the same file through /proc/self/fd, so each has its own position. Parallel
- * O_DIRECT writes would not help: extending writes hold ext4's inode lock for their
- * duration, so a save coalesces instead (ioh-ring.c).
+ * The disk then has a queue: fio finds 1 MiB reads at queue depth 4 the fastest here
+ * (docs/benchmarks.md, "The engine"). The readers take half the ring, so the pipe side
+ * keeps the other half. Each reader has an fd of its own, opened anew on the same file
+ * through /proc/self/fd, so each has its own position. Parallel O_DIRECT writes would not
+ * help: extending writes hold ext4's inode lock for their duration, so a save coalesces
+ * instead (ioh-ring.c).
  *
  * The splice path: splice(2) out of an O_DIRECT file reads straight from the disk into
  * pages the kernel allocates and puts into the pipe (Linux >= 6.5; before, through the
@@ -28,10 +28,9 @@
 #include <unistd.h>
 
 /* Readers of the splice path at most: one per ring buffer (--ring, 8 by default), since
- * their pipes take the ring's place and the writer holds none. Measured (2 GiB restore
- * into benchmarks/consumer, cold cache, 3 interleaved rounds, shared disk): 8 readers
- * 588-634 MiB/s, 4 readers 522-581, 1.01-1.21x per round, at the same CPU (0.19-0.25
- * CPU-s/GiB); the ring's read() path 411-557 at 0.70-0.77. */
+ * their pipes take the ring's place and the writer holds none. 8 measured faster than 4 at
+ * the same CPU, and both far cheaper than the ring's read() path (docs/benchmarks.md,
+ * "Engine A/Bs: Parallel"). */
 #define IOH_PSPLICE_MAX_READERS 8
 
 /* A private pipe smaller than this is not worth a splice per chunk: the ring instead. */

@@ -6,28 +6,20 @@
  * the copy into and out of a user buffer is most of the CPU a save or restore costs. The
  * cache policy runs after each splice as after each chunk of the inline strategy
  * (write-behind, drop-behind). No read-ahead advice of our own in front of a restore:
- * POSIX_FADV_WILLNEED two windows ahead of the splice cost 0.17 CPU-s/GiB and made no
- * restore faster (2 GiB, cold cache, quiet machine, 2 interleaved pairs: buffered
- * 2.00-2.01 s with it, 2.07-2.14 s without; --fadvise 2.39-2.87 s with, 2.00-2.21 s
- * without; the ring's read() path 1.83-2.51 s): the kernel's own readahead, doubled by
- * POSIX_FADV_SEQUENTIAL under --fadvise, keeps the splice fed. Where the kernel refuses (EINVAL: an O_APPEND file,
- * a file system without splice), the copy goes on with read/write (inline) from where it
- * stands. So does the last pipe-full of a --fadvise restore: pages spliced into a pipe
- * are held by it until the reader takes them, and a held page cannot be dropped, so that
- * tail is copied and the image leaves nothing cached.
+ * POSIX_FADV_WILLNEED ahead of the splice cost CPU and made no restore faster; the
+ * kernel's own readahead, doubled by POSIX_FADV_SEQUENTIAL under --fadvise, keeps the
+ * splice fed. Where the kernel refuses (EINVAL: an O_APPEND file, a file system without
+ * splice), the copy goes on with read/write (inline) from where it stands. So does the
+ * last pipe-full of a --fadvise restore: pages spliced into a pipe are held by it until
+ * the reader takes them, and a held page cannot be dropped, so that tail is copied and
+ * the image leaves nothing cached.
  *
- * Measured (2 GiB from benchmarks/producer, to benchmarks/consumer, cold cache, helper
- * CPU from wait4, 3 rounds interleaved with the read/write engine, shared machine at load
- * 3.1-4.6): a restore costs 0.04-0.06 CPU-s/GiB buffered and 0.03-0.10 --fadvise, against
- * 0.62-0.79 and 0.67-0.75 with read/write, and the --fadvise restore finished sooner
- * (1.96-2.32 s against 2.55-5.14). A save gains little: splice into a file still copies
- * once in the kernel, and the page cache's own work per page dominates (--fadvise
- * 0.59-0.86 against 0.72-0.82 CPU-s/GiB; perf: a third of it the copy, a sixth spinning
- * on the pipe's mutex while the producer writes into the pipe). That is the floor of this
- * kernel, not this loop's: benchmarks/cpu-save runs the bare splice loop with the same
- * drop-behind (benchmarks/splicefloor.c) beside the helper, and it costs the same
- * (docs/engine.md, "What a save costs in CPU"); its windows, splice sizes, pipe sizes and
- * SPLICE_F_MORE moved nothing beyond the noise.
+ * A restore gains the most: a tenth of read/write's CPU or less. A save gains little:
+ * splice into a file still copies once in the kernel, and the page cache's own work per
+ * page dominates. That is the floor of this kernel, not this loop's: benchmarks/cpu-save
+ * runs the bare splice loop (benchmarks/splicefloor.c) beside the helper and it costs the
+ * same (docs/engine.md, "What a save costs in CPU"). The figures: docs/benchmarks.md,
+ * "Engine A/Bs: Splice".
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"
@@ -122,9 +114,9 @@ splicer_init(IohCopy *c, IohSplicer *s)
         s->total = MIN(s->total, opts->length);
     }
     s->limit = s->total;
-    /* A buffered restore gets the read-ahead --fadvise gets (ioh-source-file.c): QEMU 10
-     * restoring 1 GiB, cold cache, 4 interleaved rounds, 999 MiB/s (941-1047) against 878
-     * (799-964) without, faster in each round; QEMU 7.2 938 against 923, no change. */
+    /* A buffered restore gets the read-ahead --fadvise gets (ioh-source-file.c): it made
+     * QEMU 10's restores faster and QEMU 7.2's no slower (docs/benchmarks.md, "Engine A/Bs:
+     * Splice"). */
     if (!s->save && opts->mode == IOH_CACHE_BUFFERED && c->src->kind == IOH_KIND_FILE) {
         posix_fadvise(c->src->fd, (off_t)c->src_start, 0, POSIX_FADV_SEQUENTIAL);
     }

@@ -1,10 +1,11 @@
 /* ioh-xxh64.c - XXH64 of many equal-length regions at once
  *
  * XXH64 runs four 64-bit lanes over 32-byte stripes, two multiplies per 8 bytes, so one
- * hash is bound by the scalar multiplier (7-10 GB/s here). Eight regions go through four
- * zmm registers, two regions of four lanes each, with vpmullq: 15-20 GB/s measured on this
- * machine (Xeon, AVX-512DQ). The stripes' lanes are XXH64's own; the end (the lanes' merge,
- * the last bytes, the avalanche) is libxxhash's XXH64_digest on a state holding them.
+ * hash is bound by the scalar multiplier. Eight regions go through four zmm registers, two
+ * regions of four lanes each, with vpmullq: about twice one hash's speed on AVX-512DQ
+ * (docs/benchmarks.md, "Engine A/Bs: XXH64"). The stripes' lanes are XXH64's own; the end
+ * (the lanes' merge, the last bytes, the avalanche) is libxxhash's XXH64_digest on a state
+ * holding them.
  */
 #define XXH_STATIC_LINKING_ONLY
 #include "ioh-xxh64.h"

@@ -7,16 +7,12 @@
  * the frames' bytes are not copied: their headers and the caller's bytes go to the sink as
  * pieces of one vectored write (ioh_filter_outv). Into an O_DIRECT sink too, for whole
  * blocks at an aligned address: each block is a piece of its own after one aligned piece
- * (glue()) holding the frame before's checksum, a skippable frame as padding (zstd -dc
- * and libzstd skip it) and the block's headers: one alignment per 128 KiB stored more
- * (3.1% at 4096). The rest (a chunk's partial block) is copied into the aligned output.
- * Measured on 1 GiB of random data piped in, 5 interleaved rounds: --direct 1.44-2.28 s,
- * against 1.92-2.82 s copying. Measured for the pieces through the page cache (512 MiB of
- * random data piped in, interleaved rounds, median of the per-round ratio of raw to
- * compressed throughput) beside other work: buffered 0.85 -> 1.05, --fadvise 0.86 -> 0.93,
- * --direct 0.71 -> 0.76; on a quiet machine both saves through the page cache are as fast
- * as raw before and after, and the helper's CPU drops 15-18% (buffered 0.40 -> 0.34 s,
- * --fadvise 0.43 -> 0.36 s, --direct 0.31 -> 0.27 s; raw 0.33 / 0.34 / 0.21 s).
+ * (glue()) holding the frame before's checksum, a skippable frame as padding (zstd -dc and
+ * libzstd skip it) and the block's headers: one alignment per 128 KiB stored more (3.1% at
+ * 4096). The rest (a chunk's partial block) is copied into the aligned output. Not copying
+ * is what keeps a compressed save of random RAM near a raw save's speed
+ * (benchmarks/results/compress.md); the A/Bs of both paths: docs/benchmarks.md, "Engine
+ * A/Bs: Raw frames".
  */
 #include "ioh-zstd-out.h"
 #include "ioh-cpu.h"
@@ -43,7 +39,7 @@ ioh_zstd_out_alloc(IohZstdOut *o, const IohFilterOut *out, GError **error)
         return TRUE;
     }
     /* Through the page cache, a buffer that stays in the core's cache; O_DIRECT writes
-     * of 4 MiB (docs/benchmarks.md: 8-10% faster than 1 MiB). */
+     * of 4 MiB (faster than 1 MiB at one write in flight: docs/benchmarks.md, "The engine"). */
     o->size = out->align > 1 ? MAX(ZSTD_OUT_DIRECT, out->align + ZSTD_RAW_FRAMES *
                                    (ZSTD_RAW_BLOCK + ZSTD_RAW_HEAD + 4)) : ZSTD_OUT_BUFFER;
     o->size = IOH_ALIGN_UP(o->size, out->align);    /* copy_frames() fits */

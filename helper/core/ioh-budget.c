@@ -294,6 +294,12 @@ ioh_budget_held(const IohBudget *b)
     return b->held;
 }
 
+guint64
+ioh_budget_limit(const IohBudget *b)
+{
+    return b->limit;
+}
+
 gint64
 ioh_budget_sum(const char *rundir)
 {

@@ -40,6 +40,9 @@ void ioh_budget_give(IohBudget *b, guint64 bytes);
 /* What this helper holds. */
 guint64 ioh_budget_held(const IohBudget *b);
 
+/* The budget's size, as given to ioh_budget_new(). */
+guint64 ioh_budget_limit(const IohBudget *b);
+
 /* The sum of the live leases of @rundir (NULL as above), dead ones removed; for tests
  * and benchmarks. -1 when the directory cannot be read. */
 gint64 ioh_budget_sum(const char *rundir);

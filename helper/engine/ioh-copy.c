@@ -296,6 +296,8 @@ alloc_buffers(IohCopy *c, GError **error)
         return ioh_error_set(error, ENOMEM, NULL, NULL, "allocate %u buffers of %zu bytes: %s",
                              c->nslots, c->slot, g_strerror(ENOMEM));
     }
+    /* one buffer is the floor; the ring grows within the account (ioh-ring.c) */
+    ioh_mem_floor(c->opts->memory, "ring", c->slot, (guint64)c->slot * c->nslots);
     return TRUE;
 }
 
@@ -357,16 +359,27 @@ process_cpu_us(void)
            ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
 }
 
+/* What each layer of @m got, into @stats (--stats). */
+static void
+report_memory(IohMemAccount *m, IohStats *stats)
+{
+    stats->has_budget = ioh_mem_account_budget(m, &stats->budget);
+    stats->n_memory = ioh_mem_account_layers(m, stats->memory);
+}
+
 gboolean
 ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
          GError **error)
 {
-    IohCopy c = { .src = src, .dst = dst, .opts = opts, .stats = stats };
+    /* the layers reach the copy's memory account through its options */
+    IohCopyOptions own = *opts;
+    IohCopy c = { .src = src, .dst = dst, .opts = &own, .stats = stats };
     gboolean ok;
 
     gint64 cpu0 = process_cpu_us();
 
     memset(stats, 0, sizeof(*stats));
+    own.memory = ioh_mem_account_new(opts->budget);
     stats->start_us = g_get_monotonic_time();
     stats->mode = ioh_cache_mode_to_string(opts->mode);
     stats->direction = direction(src, dst);
@@ -377,6 +390,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
          c.strategy->run(&c, error) && finish(&c, error);
     stats->end_us = g_get_monotonic_time();
     stats->cpu_us = process_cpu_us() - cpu0;
+    report_memory(own.memory, stats);
     if (ok) {
         ioh_copy_report_progress(&c, TRUE);
     }
@@ -384,5 +398,6 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
         munmap(c.mem, c.slot * c.nslots);
     }
     ioh_filter_chain_free(c.filters);
+    ioh_mem_account_free(own.memory);
     return ok;
 }

@@ -10,6 +10,7 @@
 #include <gio/gio.h>
 
 #include "ioh-budget.h"
+#include "ioh-mem-account.h"
 #include "ioh-cache-mode.h"
 #include "ioh-file.h"
 #include "ioh-stats.h"
@@ -47,8 +48,11 @@ typedef struct {
     gsize nbd_request_size;     /* NBD end: bytes per command (0: default, ioh-nbd.h) */
     guint nbd_stall_timeout;    /* NBD end: seconds without a byte from the server, with
                                  * commands in flight, that fail the copy (0: none) */
-    IohBudget *budget;          /* the host's budget for buffers beyond the first (the
-                                 * ring grows within it, ioh-budget.h); NULL: none */
+    IohBudget *budget;          /* the host's budget for what the layers hold beyond their
+                                 * floors (ioh-budget.h, ioh-mem-account.h); NULL: none */
+    IohMemAccount *memory;      /* set by ioh_copy() on its own copy of the options, for the
+                                 * layers: the account of this copy's memory, drawing on
+                                 * budget (ioh-mem-account.h); the caller leaves it NULL */
 } IohCopyOptions;
 
 #define IOH_COPY_DEFAULT_BUFFER (1024 * 1024)

@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#define ZSTD_STATIC_LINKING_ONLY    /* the parameters and the memory estimates */
 #include <zstd.h>
 
 #define ZSTD_PROBE_SAMPLES 4
@@ -51,6 +52,7 @@ typedef struct {
                               * frames) */
     gboolean any;            /* unzstd: some input came */
     int level;
+    IohMemAccount *memory;   /* the copy's account (ioh-mem-account.h) */
     gint64 cpu_ns;           /* of the calling thread inside libzstd */
     GHashTable *threads;     /* the process's threads when the filter opened */
 } Zstd;
@@ -80,12 +82,125 @@ zstd_check(size_t r, const char *what, GError **error)
            ioh_error_set(error, EINVAL, what, NULL, "zstd: %s", ZSTD_getErrorName(r));
 }
 
+/* Memory (ioh-mem-account.h). A compressing filter holds, besides libzstd's contexts, its
+ * output buffer (at most 4 MiB, for an O_DIRECT sink: ioh-zstd-out.c) and the probe's
+ * context; libzstd's multithreaded compressor holds, per worker, a context sized by the
+ * level's parameters (ZSTD_estimateCCtxSize) and a job's input and output (a job is four
+ * windows, at least 1 MiB), and three jobs more of input (zstdmt_compress.c's round
+ * buffer). The floor is one context in the calling thread (no worker) with a window of
+ * at most 1 MiB, its tables lowered to fit it (ZSTD_estimateCStreamSize): what libzstd
+ * needs to compress at the level at all (1.3 MiB at level 1, 2.5 MiB at 3, 19 MiB at 19,
+ * plus the filter's own 4.6 MiB). Between that and what --threads asks, the filter takes
+ * the most workers that fit, each with the largest window that fits. */
+#define ZSTD_OWN_BYTES ((guint64)4 * 1024 * 1024 + ZSTD_estimateCCtxSize(1))
+#define ZSTD_FLOOR_WLOG 20
+
+typedef struct {
+    int level;
+    guint threads;          /* asked */
+    int wdef;               /* the level's window log */
+    int wmin;               /* the floor's */
+    guint workers;          /* the shape chosen: workers (0: none) ... */
+    int wlog;               /* ... and window log */
+} ZstdShape;
+
+/* The level's parameters with a window of 2^@wlog at most, the tables lowered to it. */
+static ZSTD_compressionParameters
+zstd_cparams(int level, int wlog)
+{
+    ZSTD_compressionParameters cp = ZSTD_getCParams(level, 0, 0);
+    unsigned cycle = cp.chainLog - (cp.strategy >= ZSTD_btlazy2 ? 1 : 0);
+
+    if (wlog < (int)cp.windowLog) {
+        cp.windowLog = (unsigned)wlog;
+        cp.hashLog = MIN(cp.hashLog, (unsigned)wlog + 1);
+        cp.chainLog -= cycle > (unsigned)wlog ? cycle - (unsigned)wlog : 0;
+    }
+    return cp;
+}
+
+/* The bytes of @workers (0: compressing in the calling thread) at window log @wlog. */
+static guint64
+zstd_bytes(int level, guint workers, int wlog)
+{
+    ZSTD_compressionParameters cp = zstd_cparams(level, wlog);
+    guint64 job = (guint64)1 << MAX(20, wlog + 2);
+
+    if (workers == 0) {
+        return ZSTD_OWN_BYTES + ZSTD_estimateCStreamSize_usingCParams(cp);
+    }
+    return ZSTD_OWN_BYTES + 3 * job +
+           workers * (ZSTD_estimateCCtxSize_usingCParams(cp) + job + ZSTD_compressBound(job));
+}
+
+/* IohMemFitFunc: the most workers within @bytes, each with the largest window. */
+static guint64
+zstd_fit(guint64 bytes, gpointer data)
+{
+    ZstdShape *s = data;
+
+    for (guint k = s->threads; k > 0; k--) {
+        for (int w = s->wdef; w >= s->wmin; w--) {
+            if (zstd_bytes(s->level, k, w) <= bytes) {
+                s->workers = k;
+                s->wlog = w;
+                return zstd_bytes(s->level, k, w);
+            }
+        }
+    }
+    s->workers = 0;
+    for (s->wlog = s->wdef; s->wlog > s->wmin; s->wlog--) {
+        if (zstd_bytes(s->level, 0, s->wlog) <= bytes) {
+            break;
+        }
+    }
+    return zstd_bytes(s->level, 0, s->wlog);
+}
+
+/* Claims the compressor's memory: its shape into @s. */
+static void
+zstd_claim(const IohCopyOptions *opts, ZstdShape *s)
+{
+    s->level = opts->compress_level;
+    s->threads = opts->threads ? opts->threads : g_get_num_processors();
+    s->wdef = (int)ZSTD_getCParams(s->level, 0, 0).windowLog;
+    s->wmin = MIN(s->wdef, ZSTD_FLOOR_WLOG);
+    s->workers = s->threads;
+    s->wlog = s->wdef;
+    if (opts->memory) {
+        ioh_mem_claim(opts->memory, "zstd", zstd_bytes(s->level, 0, s->wmin),
+                      zstd_bytes(s->level, s->threads, s->wdef), 0, zstd_fit, s);
+    }
+}
+
+/* The shape's parameters on the context: workers, and a lowered window. */
+static gboolean
+zstd_set_shape(Zstd *z, const ZstdShape *s, GError **error)
+{
+    ZSTD_compressionParameters cp = zstd_cparams(s->level, s->wlog);
+
+    if (!zstd_check(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, (int)s->workers),
+                    "threads", error)) {
+        return FALSE;
+    }
+    if (s->wlog >= s->wdef) {
+        return TRUE;
+    }
+    return zstd_check(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_windowLog, (int)cp.windowLog),
+                      "window", error) &&
+           zstd_check(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_hashLog, (int)cp.hashLog),
+                      "window", error) &&
+           zstd_check(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_chainLog, (int)cp.chainLog),
+                      "window", error);
+}
+
 static gpointer
 zstd_open(const IohCopyOptions *opts, GError **error)
 {
     Zstd *z = g_new0(Zstd, 1);
-    guint threads = opts->threads ? opts->threads : g_get_num_processors();
+    ZstdShape s;
 
+    zstd_claim(opts, &s);
     z->level = opts->compress_level;
     z->threads = ioh_cpu_threads();
     z->cctx = ZSTD_createCCtx();
@@ -96,15 +211,15 @@ zstd_open(const IohCopyOptions *opts, GError **error)
                     "compression level", error) ||
         !zstd_check(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1), "checksum",
                     error) ||
-        !zstd_check(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, (int)threads),
-                    "threads", error)) {
+        !zstd_set_shape(z, &s, error)) {
         if (!z->cctx || !z->probe) {
             ioh_error_set(error, ENOMEM, NULL, NULL, "zstd: cannot allocate a context");
         }
         zstd_free(z);
         return NULL;
     }
-    g_debug("zstd: level %d, %u worker threads", z->level, threads);
+    g_debug("zstd: level %d, %u worker threads (%u asked), window 2^%d", z->level,
+            s.workers, s.threads, s.wlog);
     return z;
 }
 
@@ -113,7 +228,7 @@ unzstd_open(const IohCopyOptions *opts, GError **error)
 {
     Zstd *z = g_new0(Zstd, 1);
 
-    (void)opts;
+    z->memory = opts->memory;
     z->threads = ioh_cpu_threads();
     z->dctx = ZSTD_createDCtx();
     if (!z->dctx) {
@@ -235,6 +350,27 @@ zstd_flush(gpointer data, IohFilterOut *out, GError **error)
     return TRUE;
 }
 
+/* The decoder's memory, from the image's first bytes: the window its first frame asks
+ * (the image decides it, so it is the layer's floor, never scaled down; libzstd refuses
+ * one past ZSTD_d_windowLogMax), else that limit's, plus the filter's own. */
+static void
+unzstd_claim(Zstd *z, const guint8 *buf, gsize len)
+{
+    ZSTD_frameHeader fh;
+    int wlog_max = ZSTD_WINDOWLOG_LIMIT_DEFAULT;
+    guint64 window, bytes;
+
+    ZSTD_DCtx_getParameter(z->dctx, ZSTD_d_windowLogMax, &wlog_max);
+    window = (guint64)1 << wlog_max;
+    if (ZSTD_getFrameHeader(&fh, buf, len) == 0 && fh.frameType == ZSTD_frame) {
+        window = MIN(window, fh.windowSize);
+    }
+    bytes = ZSTD_OWN_BYTES + ZSTD_estimateDStreamSize((size_t)window);
+    if (z->memory) {
+        ioh_mem_claim(z->memory, "unzstd", bytes, bytes, 0, NULL, NULL);
+    }
+}
+
 static gboolean
 unzstd_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
                  GError **error)
@@ -245,6 +381,9 @@ unzstd_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
 
     if (!ioh_zstd_out_alloc(&z->o, out, error)) {
         return FALSE;
+    }
+    if (!z->any) {
+        unzstd_claim(z, buf, len);
     }
     z->any = TRUE;
     do {

@@ -353,9 +353,58 @@ nbd_free(gpointer data)
     g_free(n);
 }
 
-static gboolean
-alloc_pool(IohNbd *n, guint per_conn, GError **error)
+/* The pool's shape: requests in flight per connection, and their size. */
+typedef struct {
+    guint nconns;
+    guint per_conn;
+    gsize req_size;
+} NbdShape;
+
+/* Requests per connection at most, when the pool scales down to smaller requests. */
+#define NBD_PER_CONN_MAX 256
+
+/* IohMemFitFunc: the pool within @bytes. Requests as asked when they fit; else requests of
+ * the default size at most (the fastest measured, ioh-nbd.h), as many as fit, at least one
+ * per connection (the floor). */
+static guint64
+nbd_fit(guint64 bytes, gpointer data)
 {
+    NbdShape *s = data;
+    guint64 want = (guint64)s->nconns * s->per_conn * s->req_size;
+    guint64 per;
+
+    if (bytes >= want) {
+        return want;
+    }
+    s->req_size = MIN(s->req_size, IOH_NBD_DEFAULT_REQUEST);
+    per = bytes / ((guint64)s->nconns * s->req_size);
+    s->per_conn = (guint)CLAMP(per, 1, MIN(NBD_PER_CONN_MAX,
+                                           want / s->nconns / s->req_size));
+    return (guint64)s->nconns * s->per_conn * s->req_size;
+}
+
+/* The pool's memory from the copy's account (ioh-mem-account.h): its floor is one
+ * request per connection, of the asked size or the default if smaller; beyond that, what
+ * the budget gives, down to that floor. */
+static void
+claim_pool(IohNbd *n, IohMemAccount *m, guint *per_conn)
+{
+    NbdShape s = { n->nconns, *per_conn, n->req_size };
+    guint64 floor = (guint64)n->nconns * MIN(n->req_size, IOH_NBD_DEFAULT_REQUEST);
+
+    if (!m) {
+        return;
+    }
+    ioh_mem_claim(m, "nbd", floor, (guint64)n->nconns * *per_conn * n->req_size, 0,
+                  nbd_fit, &s);
+    *per_conn = s.per_conn;
+    n->req_size = s.req_size;
+}
+
+static gboolean
+alloc_pool(IohNbd *n, IohMemAccount *m, guint per_conn, GError **error)
+{
+    claim_pool(n, m, &per_conn);
     n->nreqs = n->nconns * per_conn;
     n->reqs = g_new0(Req, n->nreqs);
     if (posix_memalign((void **)&n->mem, 4096, n->req_size * n->nreqs) != 0) {
@@ -403,8 +452,9 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
             return NULL;
         }
     }
-    if (!alloc_pool(n, c->opts->nbd_requests ? c->opts->nbd_requests
-                                             : IOH_NBD_DEFAULT_REQUESTS, error)) {
+    if (!alloc_pool(n, c->opts->memory, c->opts->nbd_requests ? c->opts->nbd_requests
+                                                              : IOH_NBD_DEFAULT_REQUESTS,
+                    error)) {
         return NULL;
     }
     g_debug("%s: %" G_GUINT64_FORMAT " bytes, %sread-only, multi-conn %s: %u connection%s, "

@@ -301,15 +301,15 @@ ring_pick_unused(const IohRing *r, guint64 *cost)
 static guint64
 ring_charge(IohRing *r, guint64 cost)
 {
-    IohBudget *budget = r->c->opts->budget;
+    IohMemAccount *m = r->c->opts->memory;
     guint64 got;
 
-    if (!budget || cost == 0) {
+    if (cost == 0) {
         return cost;
     }
-    got = ioh_budget_take(budget, cost, cost);
+    got = ioh_mem_grow(m, "ring", cost, cost);
     if (got == 0 && cost > r->c->slot) {
-        got = ioh_budget_take(budget, r->c->slot, r->c->slot);
+        got = ioh_mem_grow(m, "ring", r->c->slot, r->c->slot);
     }
     return got;
 }
@@ -414,8 +414,8 @@ ring_shrink(IohRing *r, guint want, const char *why)
     }
     g_mutex_unlock(&r->lock);
     if (dropped > 0) {
-        if (r->c->opts->budget && back > 0) {
-            ioh_budget_give(r->c->opts->budget, back);
+        if (back > 0) {
+            ioh_mem_shrink(r->c->opts->memory, "ring", back);
         }
         g_debug("ring: shrunk to %u buffers (%s)", r->cap, why);
     }
@@ -546,9 +546,8 @@ ring_setup(IohRing *r)
 {
     IohCopy *c = r->c;
     guint want = MIN(r->n, MAX(2, r->readers));
-    guint64 got = c->opts->budget
-                      ? ioh_budget_take(c->opts->budget, (guint64)(want - 1) * c->slot, c->slot)
-                      : (guint64)(want - 1) * c->slot;
+    guint64 got = ioh_mem_grow(c->opts->memory, "ring", (guint64)(want - 1) * c->slot,
+                               c->slot);
 
     r->cap = 1 + (guint)(got / c->slot);
     r->charged = got;
@@ -650,9 +649,7 @@ ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error)
             r.n, n, n == 1 ? "" : "s", IOH_RING_MAX_SPAN);
     ok = ring_threads(&r, readers);
     g_cancellable_disconnect(c->opts->cancellable, handler);
-    if (c->opts->budget) {
-        ioh_budget_give(c->opts->budget, r.charged);
-    }
+    ioh_mem_shrink(c->opts->memory, "ring", r.charged);
     c->stats->reads = __atomic_load_n(&c->reads, __ATOMIC_RELAXED);
     g_mutex_clear(&r.lock);
     g_cond_clear(&r.cond);

@@ -58,11 +58,38 @@ compression_text(const IohStats *stats)
                            (double)stats->cpu_us / G_USEC_PER_SEC);
 }
 
+static double
+mib(guint64 bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* ", memory: ring 2.0/8.0 MiB, zstd 2.6/905.0 MiB scaled down (budget 8.0 MiB)": the most
+ * each layer held of what it wanted, or "". */
+static char *
+memory_text(const IohStats *stats)
+{
+    GString *t = g_string_new(NULL);
+
+    for (guint i = 0; i < stats->n_memory; i++) {
+        const IohMemLayer *l = &stats->memory[i];
+
+        g_string_append_printf(t, "%s %s %.1f/%.1f MiB%s", i ? "," : ", memory:", l->layer,
+                               mib(l->peak), mib(l->want), l->scaled ? " scaled down" : "");
+    }
+    if (stats->has_budget) {
+        g_string_append_printf(t, " (budget %.1f MiB)", mib(stats->budget));
+    }
+    return g_string_free(t, FALSE);
+}
+
 char *
 ioh_stats_format_text(const IohStats *stats)
 {
     g_autofree char *hex = ioh_stats_checksum_hex(stats);
-    g_autofree char *z = compression_text(stats);
+    g_autofree char *mem = memory_text(stats);
+    g_autofree char *zc = compression_text(stats);
+    g_autofree char *z = g_strconcat(zc, mem, NULL);
     g_autofree char *sum = hex ? g_strdup_printf(", %s %s%s", stats->checksum_algorithm, hex,
                                                  z)
                                : g_strdup(z);
@@ -95,6 +122,41 @@ add_compression(JsonBuilder *b, const IohStats *stats)
     json_builder_add_double_value(b, (double)stats->compress_cpu_us / G_USEC_PER_SEC);
     json_builder_set_member_name(b, "cpu_seconds");
     json_builder_add_double_value(b, (double)stats->cpu_us / G_USEC_PER_SEC);
+}
+
+static void
+add_uint(JsonBuilder *b, const char *name, guint64 v)
+{
+    json_builder_set_member_name(b, name);
+    json_builder_add_int_value(b, (gint64)MIN(v, (guint64)G_MAXINT64));
+}
+
+/* "memory": {"budget": N, "layers": {"ring": {"floor": N, "want": N, "got": N,
+ * "scaled": false}, ...}}: budget only with one; got is the most the layer held. */
+static void
+add_memory(JsonBuilder *b, const IohStats *stats)
+{
+    json_builder_set_member_name(b, "memory");
+    json_builder_begin_object(b);
+    if (stats->has_budget) {
+        add_uint(b, "budget", stats->budget);
+    }
+    json_builder_set_member_name(b, "layers");
+    json_builder_begin_object(b);
+    for (guint i = 0; i < stats->n_memory; i++) {
+        const IohMemLayer *l = &stats->memory[i];
+
+        json_builder_set_member_name(b, l->layer);
+        json_builder_begin_object(b);
+        add_uint(b, "floor", l->floor);
+        add_uint(b, "want", l->want);
+        add_uint(b, "got", l->peak);
+        json_builder_set_member_name(b, "scaled");
+        json_builder_add_boolean_value(b, l->scaled);
+        json_builder_end_object(b);
+    }
+    json_builder_end_object(b);
+    json_builder_end_object(b);
 }
 
 char *
@@ -137,6 +199,9 @@ ioh_stats_format_json(const IohStats *stats)
     }
     if (stats->compression) {
         add_compression(b, stats);
+    }
+    if (stats->n_memory > 0) {
+        add_memory(b, stats);
     }
     json_builder_end_object(b);
 

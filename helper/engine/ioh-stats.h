@@ -3,6 +3,8 @@
 
 #include <glib.h>
 
+#include "ioh-mem-account.h"
+
 G_BEGIN_DECLS
 
 typedef struct {
@@ -33,6 +35,11 @@ typedef struct {
                              * restore cannot know the level the image was made with) */
     int compression_level;
     gint64 compress_cpu_us; /* CPU time spent (de)compressing, every thread */
+    gboolean has_budget;    /* a --memory-budget applied: budget is its size */
+    guint64 budget;
+    guint n_memory;         /* the layers that asked the memory account, in order: what
+                             * each got and whether it was scaled down (ioh-mem-account.h) */
+    IohMemLayer memory[IOH_MEM_LAYERS_MAX];
 } IohStats;
 
 /* The checksum as 16 lower-case hex digits (newly allocated); NULL when none was computed. */

@@ -371,15 +371,15 @@ psplice_threads(IohPsplice *ps, GError **error)
     return -1;
 }
 
-/* How many of @want readers the budget (ioh-budget.h) lets fill a pipe: the first is
+/* How many of @want readers the memory account (ioh-mem-account.h) lets fill a pipe: the first is
  * outside it, as the ring's first buffer is; the others' share it takes. */
 static guint
 psplice_budget(IohCopy *c, guint want)
 {
-    guint64 got = c->opts->budget ? ioh_budget_take(c->opts->budget,
-                                                    (guint64)(want - 1) * c->slot, c->slot)
-                                  : (guint64)(want - 1) * c->slot;
+    guint64 got;
 
+    ioh_mem_floor(c->opts->memory, "readers", 0, (guint64)(want - 1) * c->slot);
+    got = ioh_mem_grow(c->opts->memory, "readers", (guint64)(want - 1) * c->slot, c->slot);
     return 1 + (guint)(got / c->slot);
 }
 
@@ -415,9 +415,7 @@ psplice_run(IohCopy *c, IohReader *rds, guint n, GError **error)
             close(ps.rds[i].pipe[1]);
         }
     }
-    if (c->opts->budget) {
-        ioh_budget_give(c->opts->budget, (guint64)(ps.n - 1) * c->slot);
-    }
+    ioh_mem_shrink(c->opts->memory, "readers", (guint64)(ps.n - 1) * c->slot);
     return ret;
 }
 

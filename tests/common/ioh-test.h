@@ -135,6 +135,14 @@ guint64 ioht_drain(int fd, const IohtPumpOpts *o);
 gboolean ioht_feed_file(const char *src, int fd);
 guint64 ioht_drain_to_file(int fd, const char *dst);
 
+/* ---- a real NBD server (ioh-test-nbdkit.c) ---- */
+
+/* Starts `nbdkit --unix SOCK -P DIR/nbdkit.pid PLUGIN ARGS...` (@plugin_args, NULL-
+ * terminated) and waits until it serves (it goes to the background then). The daemon's
+ * pid (not our child: end it with kill(SIGKILL), no waitpid), or 0 with the test skipped
+ * when nbdkit is not installed. */
+GPid ioht_nbdkit_start(const char *dir, const char *sock, const char *const *plugin_args);
+
 /* ---- a slow disk (ioh-test-throttle.c) ---- */
 
 typedef struct IohtThrottle IohtThrottle;

@@ -26,38 +26,13 @@ typedef struct {
 static gboolean
 server_start(Server *s, const char *size)
 {
-    g_autoptr(GError) error = NULL;
-    g_autofree char *nbdkit = g_find_program_in_path("nbdkit");
-    g_autofree char *pidfile = NULL, *pid = NULL;
-    int status;
+    const char *plugin[] = { "memory", size, NULL };
 
     s->dir = ioht_workdir();
     s->sock = g_build_filename(s->dir, "s.sock", NULL);
     s->uri = g_strdup_printf("nbd+unix:///?socket=%s", s->sock);
-    if (!nbdkit) {
-        g_test_skip("nbdkit is not installed (Debian package nbdkit)");
-        return FALSE;
-    }
-    pidfile = g_build_filename(s->dir, "s.pid", NULL);
-    const char *argv[] = { nbdkit, "--unix", s->sock, "-P", pidfile, "memory", size, NULL };
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL,
-                               NULL, NULL, NULL, NULL, &status, &error));
-    g_assert_no_error(error);
-    g_assert_true(g_spawn_check_wait_status(status, NULL));
-    /* The pid file comes from the background process, maybe after its parent exited, and
-     * is not written atomically: it may exist empty for a moment (seen once in CI). Wait
-     * for a whole line. */
-    for (int i = 0; i < 500; i++) {
-        g_clear_pointer(&pid, g_free);
-        if (g_file_get_contents(pidfile, &pid, NULL, NULL) && strchr(pid, '\n')) {
-            break;
-        }
-        g_usleep(10000);
-    }
-    g_assert_nonnull(pid);
-    s->pid = (GPid)g_ascii_strtoll(pid, NULL, 10);
-    g_assert_cmpint(s->pid, >, 1);
-    return TRUE;
+    s->pid = ioht_nbdkit_start(s->dir, s->sock, plugin);
+    return s->pid != 0;
 }
 
 static void

@@ -74,7 +74,7 @@ status_kib(GPid pid, const char *field)
 
 /* Samples the helper's peak resident memory every 5 ms: VmHWM counts the helper's own
  * memory since its exec (getrusage's ru_maxrss of a child also counts the test's memory
- * copied by fork, which grows test after test: under ASan it neared 128 MiB). Kills it
+ * copied by fork, which grows test after test, fastest under ASan). Kills it
  * when it runs past HANG_S or grows past RSS_MAX_KIB, before it can take the machine's
  * memory (a read of /dev/zero grows by GB/s); a helper that outgrew the bound and exited
  * within one sample would be missed, not failed at random. */

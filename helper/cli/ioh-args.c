@@ -3,12 +3,15 @@
 #include "ioh-filter.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 
+#include "ioh-error.h"
 #include "ioh-escape.h"
 #include "ioh-limits.h"
 #include "ioh-number.h"
+#include "ioh-untrusted.h"
 #include "ioh-nbd.h"
 
 G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
@@ -537,6 +540,33 @@ parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
     return usage_error(error, "unknown option '--%s'", name);
 }
 
+/* The most a config file may hold: a few lines are expected. */
+#define CONF_MAX (64 * 1024)
+
+/* Loads the key file @path into @kf, read as an untrusted file (ioh-untrusted.h): a
+ * regular file (a FIFO would hang the helper, /dev/zero never end), at most CONF_MAX
+ * bytes, owned by root or the caller and writable by no one else, as sudo and sshd
+ * check theirs. The path may be a symbolic link (an admin's link in /etc, to a file
+ * that passes the same checks). *@ret_found FALSE when there is no such file. */
+static gboolean
+load_conf(const char *path, GKeyFile *kf, gboolean *ret_found, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    gsize len = 0;
+    g_autofree char *text = ioh_untrusted_read(AT_FDCWD, path, CONF_MAX,
+                                               IOH_UNTRUSTED_FOLLOW |
+                                               IOH_UNTRUSTED_TRUSTED_OWNER, &len, &err);
+
+    *ret_found = text || !g_error_matches(err, IOH_ERROR, ENOENT);
+    if (!text) {
+        return !*ret_found || usage_error(error, "%s", err->message);
+    }
+    if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &err)) {
+        return usage_error(error, "%s: %s", path, err->message);
+    }
+    return TRUE;
+}
+
 /* Without --memory-budget: memory-budget in [iohelper] of the config file, if any (libvirt
  * passes no options, so its form reads it too). A missing file or key: no budget. */
 static gboolean
@@ -547,14 +577,17 @@ read_conf(IohArgs *a, GError **error)
     g_autoptr(GKeyFile) kf = g_key_file_new();
     g_autoptr(GError) err = NULL;
     g_autofree char *val = NULL;
+    gboolean found;
     guint64 v;
 
     if (a->has_memory_budget) {
         return TRUE;
     }
-    if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &err)) {
-        return g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT) ||
-               usage_error(error, "%s: %s", path, err->message);
+    if (!load_conf(path, kf, &found, error)) {
+        return FALSE;
+    }
+    if (!found) {
+        return TRUE;
     }
     val = g_key_file_get_string(kf, "iohelper", "memory-budget", NULL);
     if (!val) {

@@ -2,6 +2,7 @@
  * (ioh-budget.h) */
 #include "ioh-budget.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +11,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "ioh-error.h"
+#include "ioh-fd.h"
+#include "ioh-untrusted.h"
 
 struct _IohBudget {
     guint64 limit;
@@ -101,62 +106,169 @@ budget_flock(int fd, const char *path)
     }
 }
 
-/* The lock of @dir, created (with @dir: every user's helpers share them) if need be;
- * -1 when it cannot be had. Never through a symbolic link: the directory is shared. */
+/* @dir opened for openat() as ioh_untrusted_dir_open() says (with @make, made first when
+ * absent: sticky and world-writable, every user's helpers add leases); -1 when it cannot
+ * be used. */
 static int
-budget_lock(const char *dir)
+budget_dir_open(const char *dir, gboolean make)
 {
-    g_autofree char *path = g_strdup_printf("%s/lock", dir);
-    int fd;
+    g_autoptr(GError) err = NULL;
+    gboolean made = make && mkdir(dir, 01777) == 0;
+    int fd = ioh_untrusted_dir_open(dir, &err);
 
-    if (mkdir(dir, 01777) == 0) {
-        chmod(dir, 01777);    /* past the umask: helpers of any user add leases */
-    }
-    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    }
-    if (fd < 0) {
-        g_debug("budget: %s: %s, nothing beyond the floor", path, g_strerror(errno));
+        g_debug("budget: %s, nothing beyond the floor", err->message);
         return -1;
     }
-    fchmod(fd, 0666);
-    if (!budget_flock(fd, path)) {
-        close(fd);
-        return -1;
+    if (made) {
+        fchmod(fd, 01777);    /* past the umask */
     }
     return fd;
 }
 
-/* The bytes of the lease @name in @dir when its process lives; a dead one is removed
- * (and *@live, when given, says which). */
-static guint64
-lease_bytes_live(const char *dir, const char *name, gboolean *ret_live)
+/* DIR/lock (@dirfd), opened for flock: made here when absent (then 0666, past the umask:
+ * every user's helper opens it), else opened as an untrusted file, a regular file of one
+ * link, and never changed (fchmod of whatever stood there made a hard link to a 0600 file
+ * of root's 0666). Read-only when it is not writable: flock needs no more. -1 when it
+ * cannot be had: a FIFO or any other planted file leaves the budget unused, never hangs. */
+static int
+lock_open(int dirfd, const char *dir)
 {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_autofree char *text = NULL;
+    g_autoptr(GError) err = NULL;
+    int fd = openat(dirfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+
+    if (fd >= 0) {
+        fchmod(fd, 0666);
+        return fd;
+    }
+    if (errno != EEXIST) {
+        ioh_error_set_errno(&err, errno, "create", "lock");
+    } else {
+        fd = ioh_untrusted_open(dirfd, "lock", O_RDWR, IOH_UNTRUSTED_ONE_LINK, &err);
+    }
+    if (fd < 0 && g_error_matches(err, IOH_ERROR, EACCES)) {
+        g_clear_error(&err);
+        fd = ioh_untrusted_open(dirfd, "lock", O_RDONLY, IOH_UNTRUSTED_ONE_LINK, &err);
+    }
+    if (fd < 0) {
+        g_debug("budget: %s: %s, nothing beyond the floor", dir, err->message);
+    }
+    return fd;
+}
+
+/* The lock of @dir, created (with @dir) if need be, and flock()ed; -1 when it cannot be
+ * had. Nothing in @dir is trusted: it is shared (ioh-budget.h). */
+static int
+budget_lock(const char *dir)
+{
+    g_autofree char *path = g_strdup_printf("%s/lock", dir);
+    int dirfd = budget_dir_open(dir, TRUE);
+    int fd = dirfd < 0 ? -1 : lock_open(dirfd, dir);
+
+    ioh_fd_clear(&dirfd);
+    if (fd >= 0 && !budget_flock(fd, path)) {
+        ioh_fd_clear(&fd);
+    }
+    return fd;
+}
+
+/* At most a lease's bytes, "PID START BYTES\n" (63 at most), and room to spare. */
+#define LEASE_MAX 128
+
+/* TRUE for a refusal of ioh_untrusted_read() that says the entry is no lease: a symbolic
+ * link, not a regular file (ENXIO: a socket), several links, too large. */
+static gboolean
+not_a_lease(const GError *err)
+{
+    static const int codes[] = { ELOOP, EINVAL, ENXIO, EMLINK, EFBIG };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(codes); i++) {
+        if (g_error_matches(err, IOH_ERROR, codes[i])) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* Whether @text is the lease of a live process: its bytes into *@ret_bytes, its pid (when
+ * it names one) into *@ret_pid. */
+static gboolean
+lease_parse_live(const char *text, guint64 *ret_bytes, long *ret_pid)
+{
     long pid = 0;
-    guint64 start = 0, bytes = 0;
-    gboolean live;
+    guint64 start = 0;
+
+    *ret_bytes = 0;
+    if (sscanf(text, "%ld %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &pid, &start,
+               ret_bytes) != 3) {
+        return FALSE;
+    }
+    *ret_pid = pid;
+    return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM) &&
+           proc_start_time(pid) == start;
+}
+
+/* The bytes of the lease @name in @dirfd (@dir) when its process lives (and *@live, when
+ * given, says which). Read as an untrusted file: anything else than a live lease (dead,
+ * not a lease at all: a FIFO, a link, a huge file) counts for nothing and is removed,
+ * which only its owner or root can do (sticky @dir). Removal takes the name alone
+ * (unlinkat): never a file a link points to, nor a directory. An entry that cannot be read
+ * for another reason (gone, unreadable) is left alone. */
+static guint64
+lease_bytes_live(int dirfd, const char *dir, const char *name, gboolean *ret_live)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = ioh_untrusted_read(dirfd, name, LEASE_MAX,
+                                               IOH_UNTRUSTED_ONE_LINK, NULL, &err);
+    guint64 bytes = 0;
+    long pid = 0;
+    gboolean live = text && lease_parse_live(text, &bytes, &pid);
 
     if (ret_live) {
-        *ret_live = FALSE;
+        *ret_live = live;
     }
-    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+    if (live) {
+        return bytes;
+    }
+    if (text) {
+        g_debug("budget: lease %s/%s is dead (pid %ld): removed", dir, name, pid);
+    } else if (not_a_lease(err)) {
+        g_debug("budget: %s: %s: no lease, removed", dir, err->message);
+    } else {
         return 0;
     }
-    live = sscanf(text, "%ld %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &pid, &start,
-                  &bytes) == 3 && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM) &&
-           proc_start_time(pid) == start;
-    if (!live) {
-        g_debug("budget: lease %s is dead (pid %ld): removed", path, pid);
-        unlink(path);
-        return 0;
+    unlinkat(dirfd, name, 0);
+    return 0;
+}
+
+/* The sum of the live leases @dir holds under the names ending in @suffix, but @skip
+ * (ours), and their number into *@ret_live when given; the lock is held. -1 when the
+ * directory cannot be read. */
+static gint64
+sum_live(const char *dir, const char *suffix, const char *skip, guint *ret_live)
+{
+    int dirfd = budget_dir_open(dir, FALSE);
+    DIR *d = dirfd < 0 ? NULL : fdopendir(dirfd);
+    struct dirent *e;
+    guint64 sum = 0;
+    guint n = 0;
+    gboolean live;
+
+    if (!d) {
+        ioh_fd_clear(&dirfd);
+        return -1;
     }
+    while ((e = readdir(d))) {
+        if (g_str_has_suffix(e->d_name, suffix) && (!skip || !g_str_equal(e->d_name, skip))) {
+            sum += lease_bytes_live(dirfd, dir, e->d_name, &live);
+            n += live;
+        }
+    }
+    closedir(d);
     if (ret_live) {
-        *ret_live = TRUE;
+        *ret_live = n;
     }
-    return bytes;
+    return (gint64)MIN(sum, (guint64)G_MAXINT64);
 }
 
 /* The sum of the live leases of @dir but @skip (our own), and their number into
@@ -164,25 +276,7 @@ lease_bytes_live(const char *dir, const char *name, gboolean *ret_live)
 static gint64
 sum_leases(const char *dir, const char *skip, guint *ret_live)
 {
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    const char *name;
-    guint64 sum = 0;
-    guint n = 0;
-    gboolean live;
-
-    if (!d) {
-        return -1;
-    }
-    while ((name = g_dir_read_name(d))) {
-        if (g_str_has_suffix(name, ".lease") && (!skip || !g_str_equal(name, skip))) {
-            sum += lease_bytes_live(dir, name, &live);
-            n += live;
-        }
-    }
-    if (ret_live) {
-        *ret_live = n;
-    }
-    return (gint64)MIN(sum, (guint64)G_MAXINT64);
+    return sum_live(dir, ".lease", skip, ret_live);
 }
 
 /* Replaces @path by @text, whole or not at all for every reader: a new file renamed over.
@@ -319,17 +413,9 @@ ioh_budget_sum(const char *rundir)
 static guint
 count_marks(const char *dir)
 {
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    const char *name;
     guint n = 0;
-    gboolean live;
 
-    while (d && (name = g_dir_read_name(d))) {
-        if (g_str_has_suffix(name, ".fadvise")) {
-            lease_bytes_live(dir, name, &live);
-            n += live;
-        }
-    }
+    sum_live(dir, ".fadvise", NULL, &n);
     return n;
 }
 

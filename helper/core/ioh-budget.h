@@ -13,6 +13,18 @@
  * take to ioh_budget_free() (at 0 bytes when it holds nothing), so the live leases count
  * the helpers using the budget, and a take grants at most the fair share, budget / live
  * helpers rounded up to whole pieces.
+ *
+ * DIR is shared by every user (mode 1777), so nothing in it is trusted (ioh-untrusted.h).
+ * DIR itself is used only when it is not a symbolic link, is owned by root or by us and,
+ * if others can write it, is sticky. DIR/lock is made by the first helper (O_EXCL, then
+ * 0666); one found there is only opened, never changed, and serves only when it is a
+ * regular file of one link: anything else planted as the lock (a FIFO, a link, a device)
+ * leaves every helper to its floor until it is removed, never hangs one. Leases and marks
+ * are read as untrusted files of one link and at most 128 bytes; an entry under such a
+ * name that is not a live lease, whether a dead one or no lease at all (a FIFO, a
+ * symbolic or hard link, a huge file, text that does not parse), counts for nothing and
+ * is removed by name (unlinkat: never the file a link points to, nor a directory), which
+ * in a sticky DIR only its owner or root can do: others' are ignored each time.
  */
 #pragma once
 

@@ -514,12 +514,16 @@ test_conf(IohtDir *fx, gconstpointer data)
     }
     env = g_environ_setenv(env, "IOHELPER_CONF", conf, TRUE);
     s.env = (const char *const *)env;
-    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget = 2M\n", -1, NULL));
+    /* 0644 whatever the umask: the helper refuses a group-writable config */
+    g_assert_true(g_file_set_contents_full(conf, "[iohelper]\nmemory-budget = 2M\n", -1,
+                                           G_FILE_SET_CONTENTS_CONSISTENT, 0644, NULL));
     g_assert_cmpint(ioht_exit_code(ioht_spawn_wait(&s, &err)), ==, 0);
     g_assert_nonnull(strstr(err, "budget 2097152"));
     g_assert_true(ioht_files_equal(src, dst));
     g_clear_pointer(&err, g_free);
-    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget=lots\n", -1, NULL));
+    /* 0644 whatever the umask: the helper refuses a group-writable config */
+    g_assert_true(g_file_set_contents_full(conf, "[iohelper]\nmemory-budget=lots\n", -1,
+                                           G_FILE_SET_CONTENTS_CONSISTENT, 0644, NULL));
     g_assert_cmpint(ioht_exit_code(ioht_spawn_wait(&s, &err)), ==, 2);
     g_assert_nonnull(strstr(err, conf));
     g_assert_nonnull(strstr(err, "invalid size 'lots'"));

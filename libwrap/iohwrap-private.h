@@ -117,8 +117,12 @@ struct _IohWrapOptions {
 
 /* A copy of @options (NULL: the defaults); never NULL. */
 IohWrapOptions *iohw_options_copy(const IohWrapOptions *options);
-/* What the constructor refuses of @options (NULL: nothing) for the direction. */
-gboolean iohw_options_check(const IohWrapOptions *options, gboolean save, GError **error);
+/* Everything a constructor refuses of @options (NULL: nothing) for the direction (@save)
+ * and the target (@uri: ioh_wrap_new_uri(), else a file): a verification on a save,
+ * connections without a URI, compress on a restore, decompress on a save, threads
+ * without compress. The one check of every constructor. */
+gboolean iohw_options_check(const IohWrapOptions *options, gboolean save, gboolean uri,
+                            GError **error);
 /* Whether @options (de)compress: the helper is needed whatever the flags. */
 gboolean iohw_options_compressing(const IohWrapOptions *options);
 /* Appends the helper's compression arguments (--compress, --decompress, --threads). */

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "ioh-error.h"
 #include "ioh-escape.h"
 #include "ioh-limits.h"
 #include "ioh-number.h"
@@ -537,6 +538,19 @@ parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
     return usage_error(error, "unknown option '--%s'", name);
 }
 
+/* A config file the helper cannot use: IOH_ERROR with the file as its path and operation
+ * "config" (the helper sends both on its status fd), "config file PATH: CAUSE". */
+static gboolean
+conf_error(GError **error, const char *path, const GError *cause)
+{
+    int errsv = ioh_error_get_errno(cause);
+    g_autofree char *msg = g_strdup_printf("config file %s: %s", path, cause->message);
+
+    g_propagate_error(error, ioh_error_new_literal(errsv ? errsv : EINVAL, "config", path,
+                                                   msg));
+    return FALSE;
+}
+
 /* Without --memory-budget: memory-budget in [iohelper] of the config file, if any (libvirt
  * passes no options, so its form reads it too). A missing file or key: no budget. */
 static gboolean
@@ -554,7 +568,7 @@ read_conf(IohArgs *a, GError **error)
     }
     if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &err)) {
         return g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT) ||
-               usage_error(error, "%s: %s", path, err->message);
+               conf_error(error, path, err);
     }
     val = g_key_file_get_string(kf, "iohelper", "memory-budget", NULL);
     if (!val) {
@@ -562,7 +576,7 @@ read_conf(IohArgs *a, GError **error)
     }
     g_strstrip(val);
     if (!parse_bounded("memory-budget", val, 0, IOH_LENGTH_MAX, &v, &err)) {
-        return usage_error(error, "%s: %s", path, err->message);
+        return conf_error(error, path, err);
     }
     a->has_memory_budget = TRUE;
     a->memory_budget = v;
@@ -664,7 +678,13 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
             return FALSE;
         }
     }
-    return check_nbd(a, error) && read_conf(a, error);
+    return check_nbd(a, error);
+}
+
+gboolean
+ioh_args_read_config(IohArgs *args, GError **error)
+{
+    return read_conf(args, error);
 }
 
 gboolean

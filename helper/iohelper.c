@@ -232,6 +232,9 @@ run(IohArgs *a, IohStats *stats, GError **error)
         a->copy.progress = on_progress;
         a->copy.progress_data = &rep;
     }
+    if (a->status_fd >= 0) {
+        ioh_status_write_ready(a->status_fd);    /* nothing more to refuse up front */
+    }
 
     ok = ioh_copy(src, dst, &a->copy, stats, error);
     if (rep.drew) {
@@ -261,6 +264,31 @@ report_failure(IohArgs *a, GError *error)
     } else {
         fprintf(stderr, "iohelper: %s\n", message);
     }
+}
+
+/* The final line on the status fd, when there is one that is open. */
+static void
+write_final(const IohArgs *a, const IohStats *stats, const GError *error,
+            IohProtocolMsg *final)
+{
+    ioh_status_final(final, stats, error);
+    if (a->status_fd >= 0 && fcntl(a->status_fd, F_GETFD) >= 0) {
+        ioh_status_write_final(a->status_fd, final);
+    }
+}
+
+/* A usage error (exit 2) found once ioh_clash_check() passed: the status fd is no data
+ * side, so the error goes there too (a config file, an option the ends refuse), and a
+ * caller learns the cause without reading stderr. Nothing is recorded. */
+static int
+usage_failure(IohArgs *a, const IohStats *stats, GError *error)
+{
+    g_auto(IohProtocolMsg) final = { 0 };
+
+    write_final(a, stats, error, &final);
+    report_failure(a, error);
+    ioh_args_clear(a);
+    return 2;
 }
 
 int
@@ -295,23 +323,27 @@ main(int argc, char **argv)
         return 0;
     }
 
+    /* Colliding parts are a usage error: nothing opened, nothing recorded, and not a
+     * word on the status fd, which may be one of them. */
+    if (!ioh_clash_check(&args, &error)) {
+        report_failure(&args, error);
+        ioh_args_clear(&args);
+        return 2;
+    }
+    if (!ioh_args_read_config(&args, &error)) {
+        return usage_failure(&args, &stats, error);
+    }
     /* The host's budget for buffers (ioh-budget.h): a lease given back at exit. */
     g_autoptr(IohBudget) budget = args.has_memory_budget
                                       ? ioh_budget_new(args.memory_budget, NULL) : NULL;
     args.copy.budget = budget;
 
-    /* Colliding parts are a usage error: nothing opened, nothing recorded. */
-    ok = ioh_clash_check(&args, &error) && run(&args, &stats, &error);
+    ok = run(&args, &stats, &error);
     if (!ok && g_error_matches(error, IOH_ARGS_ERROR, 0)) {
-        report_failure(&args, error);
-        ioh_args_clear(&args);
-        return 2;
+        return usage_failure(&args, &stats, error);
     }
     /* The final line, a result only once nothing can fail any more (synced, closed). */
-    ioh_status_final(&final, &stats, ok ? NULL : error);
-    if (args.status_fd >= 0) {
-        ioh_status_write_final(args.status_fd, &final);
-    }
+    write_final(&args, &stats, ok ? NULL : error, &final);
     if (args.record) {
         /* an NBD URI without the secrets of its query (tls-psk-file=...) */
         g_autofree char *out = !args.libvirt && args.out_op.kind == IOH_OPERAND_NBD

@@ -125,6 +125,23 @@ wait_helper_locked(IohWrap *wrap)
     set_result_locked(wrap, wstatus);
 }
 
+void
+iohw_finish_failed_start(IohWrap *wrap, gboolean kill_it, GError **error)
+{
+    g_mutex_lock(&wrap->lock);
+    if (kill_it) {
+        kill(wrap->pid, SIGKILL);
+    }
+    wait_helper_locked(wrap);
+    if (!wrap->result) {    /* exit 0 without ever starting: not a helper of ours */
+        g_set_error(&wrap->result, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED,
+                    "helper %s for %s exited before starting the copy", wrap->helper,
+                    wrap->path);
+    }
+    (void)return_result_locked(wrap, error);
+    g_mutex_unlock(&wrap->lock);
+}
+
 gboolean
 ioh_wrap_finish(IohWrap *wrap, GError **error)
 {

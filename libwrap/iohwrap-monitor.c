@@ -56,8 +56,15 @@ apply_msg(IohwMonitor *m, const IohProtocolMsg *msg)
 {
     g_autoptr(GError) err = NULL;
 
-    if (m->got_final ||
-        (msg->kind != IOH_PROTOCOL_PROGRESS && !ioh_protocol_msg_is_final(msg))) {
+    if (m->got_final || (msg->kind != IOH_PROTOCOL_PROGRESS &&
+                         msg->kind != IOH_PROTOCOL_READY && !ioh_protocol_msg_is_final(msg))) {
+        return;
+    }
+    /* A helper of an older minor version has no ready line: its first progress line
+     * says as much. */
+    m->got_ready = m->got_ready || msg->kind == IOH_PROTOCOL_READY ||
+                   msg->kind == IOH_PROTOCOL_PROGRESS;
+    if (msg->kind == IOH_PROTOCOL_READY) {
         return;
     }
     m->written = MAX(m->written, msg->written);
@@ -175,19 +182,28 @@ iohw_monitor_read_err(IohwMonitor *m)
     }
 }
 
+/* The pipes not at their end, to poll. */
+static nfds_t
+open_pipes(const IohwMonitor *m, struct pollfd p[2])
+{
+    nfds_t n = 0;
+
+    if (!m->status_eof) {
+        p[n++] = (struct pollfd){ .fd = m->status_fd, .events = POLLIN };
+    }
+    if (!m->err_eof) {
+        p[n++] = (struct pollfd){ .fd = m->err_fd, .events = POLLIN };
+    }
+    return n;
+}
+
 void
 iohw_monitor_read_to_eof(IohwMonitor *m, GMutex *lock)
 {
     while (!m->status_eof || !m->err_eof) {
         struct pollfd p[2];
-        nfds_t n = 0;
+        nfds_t n = open_pipes(m, p);
 
-        if (!m->status_eof) {
-            p[n++] = (struct pollfd){ .fd = m->status_fd, .events = POLLIN };
-        }
-        if (!m->err_eof) {
-            p[n++] = (struct pollfd){ .fd = m->err_fd, .events = POLLIN };
-        }
         g_mutex_unlock(lock);
         if (poll(p, n, -1) < 0 && errno != EINTR) {
             g_mutex_lock(lock);
@@ -196,5 +212,33 @@ iohw_monitor_read_to_eof(IohwMonitor *m, GMutex *lock)
         g_mutex_lock(lock);
         iohw_monitor_read_status(m);
         iohw_monitor_read_err(m);
+    }
+}
+
+gboolean
+iohw_monitor_wait_ready(IohwMonitor *m, int timeout_ms, gboolean *ret_timed_out)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+
+    *ret_timed_out = FALSE;
+    for (;;) {
+        struct pollfd p[2];
+        nfds_t n;
+        gint64 left;
+
+        iohw_monitor_read_status(m);
+        iohw_monitor_read_err(m);
+        if (m->got_final && !m->got_ready) {
+            return FALSE;    /* it refused to start, and said why */
+        }
+        if (m->got_ready || m->status_eof) {
+            return TRUE;     /* started, or speaks no protocol: the finish will tell */
+        }
+        n = open_pipes(m, p);
+        left = (deadline - g_get_monotonic_time()) / 1000;
+        if (left <= 0 || (poll(p, n, (int)left) < 0 && errno != EINTR)) {
+            *ret_timed_out = TRUE;    /* (or poll failed): the helper may be running */
+            return FALSE;
+        }
     }
 }

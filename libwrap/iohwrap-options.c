@@ -146,23 +146,43 @@ ioh_wrap_options_set_threads(IohWrapOptions *options, guint threads, GError **er
     return TRUE;
 }
 
-gboolean
-iohw_options_check(const IohWrapOptions *options, gboolean save, GError **error)
+/* Why @options cannot serve a wrap in this direction, or NULL. */
+static const char *
+options_misfit(const IohWrapOptions *options, gboolean save, gboolean uri)
 {
-    const char *what = NULL;
+    if (options->connections && !uri) {
+        return "connections apply to an NBD URI (ioh_wrap_new_uri())";
+    }
+    if (options->compress && !save) {
+        return uri ? "compress is for a save (save is FALSE)"
+                   : "compress is for a save (the fd is open for reading)";
+    }
+    if (options->decompress && save) {
+        return uri ? "decompress is for a restore (save is TRUE)"
+                   : "decompress is for a restore (the fd is open for writing)";
+    }
+    if (options->threads && !options->compress) {
+        return "threads are compression threads: they need compress";
+    }
+    return NULL;
+}
+
+gboolean
+iohw_options_check(const IohWrapOptions *options, gboolean save, gboolean uri,
+                   GError **error)
+{
+    const char *what;
 
     if (!options) {
         return TRUE;
     }
-    if (options->compress && !save) {
-        what = "compress is for a save (the fd is open for reading)";
-    } else if (options->decompress && save) {
-        what = "decompress is for a restore (the fd is open for writing)";
-    } else if (options->threads && !options->compress) {
-        what = "threads are compression threads: they need compress";
+    if (!iohw_check_checksum(save, NULL, options->verify_checksum, error)) {
+        return FALSE;
     }
+    what = options_misfit(options, save, uri);
     if (what) {
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID, "ioh_wrap_new: %s", what);
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID, "%s: %s",
+                    uri ? "ioh_wrap_new_uri" : "ioh_wrap_new", what);
         return FALSE;
     }
     return TRUE;

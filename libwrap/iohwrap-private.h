@@ -37,6 +37,8 @@ typedef struct {
     gboolean status_eof;
     IohProtocolReader *reader;
     guint64 written, synced;   /* the latest counters (never decreasing) */
+    gboolean got_ready;        /* the ready line (or a progress line) was read: the copy
+                                * started */
     gboolean got_result;       /* a result line was read */
     gboolean got_final;        /* a final line (result or error) was read */
     GError *final_error;       /* the error line, as IOH_WRAP_ERROR_FAILED */
@@ -60,6 +62,14 @@ void iohw_monitor_read_err(IohwMonitor *monitor);
 /* Reads both pipes to their end (the helper's ends close when it exits), with @lock held
  * on entry and on return, released while waiting. */
 void iohw_monitor_read_to_eof(IohwMonitor *monitor, GMutex *lock);
+
+/* Reads both pipes until the helper's ready line, its final line or the status pipe's
+ * end, for at most @timeout_ms (before anyone else can see the monitor: no lock). TRUE
+ * once ready, or when the status pipe ended without a line (a helper whose status goes
+ * elsewhere: its finish tells); FALSE after a final line that came first (it refused
+ * to start) or when the time ran out (*ret_timed_out: it may still be running). */
+gboolean iohw_monitor_wait_ready(IohwMonitor *monitor, int timeout_ms,
+                                 gboolean *ret_timed_out);
 
 /* ---- iohwrap-progress.c: the callback -------------------------------------------- */
 
@@ -100,6 +110,9 @@ void iohw_finish_close_caller_locked(IohWrap *wrap);
 void iohw_finish_abandon_locked(IohWrap *wrap);
 /* Completes a pending async finish with the result (lock NOT held). */
 void iohw_finish_complete_task(IohWrap *wrap);
+/* A helper that never became ready: killed first when @kill_it, reaped, and its error
+ * (the final line's, or its exit status) in @error. The caller's end is closed. */
+void iohw_finish_failed_start(IohWrap *wrap, gboolean kill_it, GError **error);
 /* Returns @err (taken; NULL: success, TRUE) from @task. */
 void iohw_task_return(GTask *task, GError *err);
 
@@ -117,8 +130,12 @@ struct _IohWrapOptions {
 
 /* A copy of @options (NULL: the defaults); never NULL. */
 IohWrapOptions *iohw_options_copy(const IohWrapOptions *options);
-/* What the constructor refuses of @options (NULL: nothing) for the direction. */
-gboolean iohw_options_check(const IohWrapOptions *options, gboolean save, GError **error);
+/* Everything a constructor refuses of @options (NULL: nothing) for the direction (@save)
+ * and the target (@uri: ioh_wrap_new_uri(), else a file): a verification on a save,
+ * connections without a URI, compress on a restore, decompress on a save, threads
+ * without compress. The one check of every constructor. */
+gboolean iohw_options_check(const IohWrapOptions *options, gboolean save, gboolean uri,
+                            GError **error);
 /* Whether @options (de)compress: the helper is needed whatever the flags. */
 gboolean iohw_options_compressing(const IohWrapOptions *options);
 /* Appends the helper's compression arguments (--compress, --decompress, --threads). */

@@ -22,6 +22,9 @@
 
 #define HELPER_STATUS_FD 3
 #define FD_FLOOR 10        /* fds handed to the spawn are moved above this */
+/* How long the helper may take to say "ready" (it reads its config file and checks its
+ * ends; nothing it waits for is an outside party): far beyond a loaded machine's start. */
+#define READY_TIMEOUT_MS 30000
 
 /* The fds of one spawn until the helper and the wrap own them: whatever is still here
  * when it is freed is closed. */
@@ -208,6 +211,61 @@ adopt_fds(IohWrap *wrap, SpawnFds *f)
     }
     wrap->monitor = iohw_monitor_new(wrap->path, wrap->save, f->status[0], f->err[0]);
     f->status[0] = f->err[0] = -1;
+    /* The helper's ends are its own now: the pipes end when it closes them (or exits). */
+    ioh_fd_clear(&f->status[1]);
+    ioh_fd_clear(&f->err[1]);
+    ioh_fd_clear(&f->data[wrap->save ? 0 : 1]);
+}
+
+/* The caller's fd as it was, to put back when the helper (which shares its open file
+ * description) refused to start: ioh_wrap_new() then leaves *fd untouched. */
+typedef struct {
+    int fd;
+    int fl;
+    off_t pos;
+} FdState;
+
+static FdState
+fd_state_save(int fd)
+{
+    FdState st = { fd, -1, -1 };
+
+    if (fd >= 0) {
+        st.fl = fcntl(fd, F_GETFL);
+        st.pos = lseek(fd, 0, SEEK_CUR);
+    }
+    return st;
+}
+
+static void
+fd_state_restore(const FdState *st)
+{
+    if (st->fl >= 0 && fcntl(st->fd, F_GETFL) != st->fl) {
+        (void)fcntl(st->fd, F_SETFL, st->fl);
+    }
+    if (st->pos >= 0) {
+        (void)lseek(st->fd, st->pos, SEEK_SET);
+    }
+}
+
+/* Waits for the helper's ready line (docs/protocol.md): whatever it refuses up front (its
+ * config file, its command line, the ends) is the constructor's error, before the caller
+ * hands QEMU anything. A helper that does not start in time is killed. */
+static gboolean
+await_ready(IohWrap *wrap, const FdState *st, GError **error)
+{
+    gboolean timed_out = FALSE;
+
+    if (iohw_monitor_wait_ready(wrap->monitor, READY_TIMEOUT_MS, &timed_out)) {
+        return TRUE;
+    }
+    iohw_finish_failed_start(wrap, timed_out, error);
+    if (timed_out) {
+        g_prefix_error(error, "helper %s for %s did not start within %d s: ", wrap->helper,
+                       wrap->path, READY_TIMEOUT_MS / 1000);
+    }
+    fd_state_restore(st);
+    return FALSE;
 }
 
 gboolean
@@ -216,6 +274,7 @@ iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     g_autofree char *helper = helper_path();
     g_autoptr(SpawnFds) f = NULL;
     g_autoptr(GPtrArray) argv = NULL;
+    FdState st = fd_state_save(*fd);
 
     if (!check_helper(helper, error)) {
         return FALSE;
@@ -233,6 +292,9 @@ iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     wrap->spawned = TRUE;
     wrap->helper = g_steal_pointer(&helper);
     adopt_fds(wrap, f);
+    if (!await_ready(wrap, &st, error)) {
+        return FALSE;
+    }
     iohw_progress_watch(wrap);
     if (*fd >= 0) {
         close(*fd);

@@ -37,8 +37,7 @@ uri_plan(const char *uri, gboolean save, const IohWrapParams *params,
     if (!params) {
         params = &defaults;
     }
-    if (!iohw_check_params(params, error) ||
-        (options && !iohw_check_checksum(save, NULL, options->verify_checksum, error))) {
+    if (!iohw_check_params(params, error) || !iohw_options_check(options, save, TRUE, error)) {
         return FALSE;
     }
     if (params->offset + params->length > IOH_OFFSET_MAX) {

@@ -99,15 +99,9 @@ ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
                     "ioh_wrap_new: fd must not be NULL");
         return NULL;
     }
-    if (options && options->connections) {   /* the helper's usage error otherwise */
-        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
-                    "ioh_wrap_new: connections apply to an NBD URI (ioh_wrap_new_uri())");
-        return NULL;
-    }
     /* Everything the helper would refuse, refused now: nothing is touched before. */
     if (!iohw_check_new(*fd, path, flags, params, &plan, error) ||
-        (options && !iohw_check_checksum(plan.save, NULL, options->verify_checksum, error)) ||
-        !iohw_options_check(options, plan.save, error)) {
+        !iohw_options_check(options, plan.save, FALSE, error)) {
         return NULL;
     }
     wrap = iohw_wrap_new(path, *fd, &plan);

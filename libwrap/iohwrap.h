@@ -66,7 +66,9 @@ GQuark ioh_wrap_error_quark(void);
  *     pipe or socket where DIRECT, FADVISE or an offset needs a file, O_APPEND with an
  *     offset, a file system that refuses O_DIRECT, an offset it cannot seek to.
  * @IOH_WRAP_ERROR_NOHELPER: the helper binary is missing or not executable.
- * @IOH_WRAP_ERROR_FAILED: the helper reported a failure in its final status line (the
+ * @IOH_WRAP_ERROR_FAILED: the helper refused to start (from a constructor, e.g. a typo in
+ *     its config file: "config file /etc/iohelper.conf: memory-budget: ...", operation
+ *     "config", path the file), or reported a failure in its final status line (the
  *     helper protocol, docs/protocol.md); the message is that line's, the one the helper
  *     prints on stderr after "iohelper: ", e.g. "write /x.save: No space left on device",
  *     control characters shown as '?'. The error also carries the line's errno, operation
@@ -178,7 +180,11 @@ typedef struct _IohWrap IohWrap;
  * the fd and (DIRECT) sets O_DIRECT on it, then puts both back: do not use another fd
  * sharing its open file description meanwhile.
  *
- * Spawns `iohelper` only when @flags ask for it (or the fd has O_DIRECT set). The helper
+ * Spawns `iohelper` only when @flags ask for it (or the fd has O_DIRECT set), and then
+ * waits for the helper's "ready" line (its start: a few ms; at most 30 s, then it is
+ * killed) before returning: what the helper itself refuses up front, its config file,
+ * fails this call with IOH_WRAP_ERROR_FAILED and the helper's message, never the finish
+ * after QEMU was given the pipe. The helper
  * is $IOHELPER_PATH when that is set and not empty, else IOHELPER_LIBEXECDIR/iohelper.
  * It gets exactly four fds: the pipe end and the file as its stdin/stdout, a stderr pipe
  * and a status pipe (fd 3); nothing else of this process leaks into it.

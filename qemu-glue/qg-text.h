@@ -2,8 +2,9 @@
  *
  * Paths, QMP command names and QEMU's own error descriptions may hold newlines and
  * terminal escapes. Every message qemu-iohelper prints goes through qg_text_one_line():
- * a control character (C0, DEL, and C1 in its UTF-8 form) becomes '?', as in iohelper's
- * messages, so a message is always one line and never drives the terminal.
+ * the core's one rule (ioh-escape.h: C0, DEL, and C1 in its UTF-8 form become '?'), the
+ * same as iohelper's messages, so a message is always one line and never drives the
+ * terminal.
  */
 #pragma once
 

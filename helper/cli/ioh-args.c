@@ -540,6 +540,36 @@ parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
     return usage_error(error, "unknown option '--%s'", name);
 }
 
+/* The cause in @cause's message, without its "WHAT PATH: " when PATH is @path. */
+static const char *
+conf_cause(const GError *cause, const char *path)
+{
+    const char *op = ioh_error_get_operation(cause);
+    g_autofree char *prefix = NULL;
+
+    if (op && g_strcmp0(ioh_error_get_path(cause), path) == 0) {
+        prefix = g_strdup_printf("%s %s: ", op, path);
+        if (g_str_has_prefix(cause->message, prefix)) {
+            return cause->message + strlen(prefix);
+        }
+    }
+    return cause->message;
+}
+
+/* A config file the helper cannot use: IOH_ERROR with the file as its path and operation
+ * "config" (the helper sends both on its status fd), "config file PATH: CAUSE". */
+static gboolean
+conf_error(GError **error, const char *path, const GError *cause)
+{
+    int errsv = ioh_error_get_errno(cause);
+    g_autofree char *msg = g_strdup_printf("config file %s: %s", path,
+                                           conf_cause(cause, path));
+
+    g_propagate_error(error, ioh_error_new_literal(errsv ? errsv : EINVAL, "config", path,
+                                                   msg));
+    return FALSE;
+}
+
 /* The most a config file may hold: a few lines are expected. */
 #define CONF_MAX (64 * 1024)
 
@@ -559,10 +589,10 @@ load_conf(const char *path, GKeyFile *kf, gboolean *ret_found, GError **error)
 
     *ret_found = text || !g_error_matches(err, IOH_ERROR, ENOENT);
     if (!text) {
-        return !*ret_found || usage_error(error, "%s", err->message);
+        return !*ret_found || conf_error(error, path, err);
     }
     if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &err)) {
-        return usage_error(error, "%s: %s", path, err->message);
+        return conf_error(error, path, err);
     }
     return TRUE;
 }
@@ -595,7 +625,7 @@ read_conf(IohArgs *a, GError **error)
     }
     g_strstrip(val);
     if (!parse_bounded("memory-budget", val, 0, IOH_LENGTH_MAX, &v, &err)) {
-        return usage_error(error, "%s: %s", path, err->message);
+        return conf_error(error, path, err);
     }
     a->has_memory_budget = TRUE;
     a->memory_budget = v;
@@ -697,7 +727,13 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
             return FALSE;
         }
     }
-    return check_nbd(a, error) && read_conf(a, error);
+    return check_nbd(a, error);
+}
+
+gboolean
+ioh_args_read_config(IohArgs *args, GError **error)
+{
+    return read_conf(args, error);
 }
 
 gboolean

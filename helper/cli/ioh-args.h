@@ -68,8 +68,16 @@ typedef struct {
  * may set memory-budget=SIZE, the default of --memory-budget (read in both forms). */
 #define IOH_ARGS_CONF "/etc/iohelper.conf"
 
-/* Parses @argv (not modified). On a usage error returns FALSE with a one-line message. */
+/* Parses @argv (not modified). On a usage error returns FALSE with a one-line message.
+ * Reads no file: the config file is ioh_args_read_config()'s. */
 gboolean ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error);
+
+/* Without --memory-budget, takes memory-budget from the config file (a missing file or
+ * key: no budget). A file that cannot be read or holds a bad value is IOH_ERROR (errno,
+ * EINVAL for a bad value) with operation "config" and the file as its path: "config file
+ * PATH: CAUSE". Separate from parsing so that the helper reads it once its status fd is
+ * known not to collide with the data, and can report it there (a usage error, exit 2). */
+gboolean ioh_args_read_config(IohArgs *args, GError **error);
 
 /* Parses a size: digits with an optional K, M, G or T suffix, or KiB, MiB, GiB, TiB: powers
  * of 1024 either way (lower-case k, m, g, t too). "KB", "MB", "GB", "TB" are refused as

@@ -206,12 +206,27 @@ check_options(const IohArgs *a, const Part *in, const Part *out, GError **error)
     return TRUE;
 }
 
+/* Options that only mean something beside another one. */
+static gboolean
+check_option_pairs(const IohArgs *a, GError **error)
+{
+    if (a->copy.threads && !a->compress) {
+        /* the words of qemu-iohelper and libwrap's refusal of the same */
+        return clash(error, "--threads needs --compress (they are zstd's compression "
+                     "threads)");
+    }
+    return TRUE;
+}
+
 gboolean
 ioh_clash_check(const IohArgs *a, GError **error)
 {
     g_auto(Part) in = { 0 };
     g_auto(Part) out = { 0 };
 
+    if (!check_option_pairs(a, error)) {
+        return FALSE;
+    }
     if (!data_parts(a, &in, &out)) {
         return TRUE;
     }

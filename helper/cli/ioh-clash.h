@@ -15,7 +15,8 @@
  * - an option that cannot apply: --offset, --direct or --fadvise with no file or block
  *   device on either side; --offset with a file or device on both sides (which side it
  *   means would be a guess); --offset with an O_APPEND destination (every write lands at
- *   its end, whatever the offset).
+ *   its end, whatever the offset);
+ * - --threads without --compress (zstd's compression threads; a restore has none).
  */
 #pragma once
 

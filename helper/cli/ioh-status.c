@@ -61,6 +61,15 @@ ioh_status_write_progress(int fd, const IohStats *stats)
 }
 
 void
+ioh_status_write_ready(int fd)
+{
+    g_auto(IohProtocolMsg) msg = { .kind = IOH_PROTOCOL_READY };
+
+    /* Never dropped: it is the first line, and the caller waits for it. */
+    (void)ioh_protocol_write(fd, &msg, IOH_PROTOCOL_FINAL_TIMEOUT_MS, NULL);
+}
+
+void
 ioh_status_final(IohProtocolMsg *msg, const IohStats *stats, const GError *error)
 {
     ioh_protocol_msg_clear(msg);

@@ -18,6 +18,10 @@ G_BEGIN_DECLS
 /* Writes a progress line of @stats to @fd, or drops it when the fd has no room. */
 void ioh_status_write_progress(int fd, const IohStats *stats);
 
+/* Writes the ready line to @fd: everything was accepted, the copy starts (libwrap waits
+ * for it before handing out the pipe). */
+void ioh_status_write_ready(int fd);
+
 /* Fills @msg (cleared first) with the final line of a copy: the result of @stats, or the
  * error @error (NULL: success) with how far the copy got. */
 void ioh_status_final(IohProtocolMsg *msg, const IohStats *stats, const GError *error);

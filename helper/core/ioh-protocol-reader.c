@@ -301,6 +301,10 @@ read_object(JsonObject *o, IohProtocolMsg *m, GError **error)
         m->kind = IOH_PROTOCOL_ERROR;
         return read_error(o, m, error);
     }
+    if (g_str_equal(type, "ready")) {
+        m->kind = IOH_PROTOCOL_READY;    /* minor 2: no members of its own */
+        return TRUE;
+    }
     if (m->minor > IOH_PROTOCOL_MINOR) {
         m->kind = IOH_PROTOCOL_UNKNOWN;    /* added by a newer minor version: skip it */
         return TRUE;

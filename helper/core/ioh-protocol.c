@@ -199,6 +199,8 @@ kind_name(IohProtocolKind kind)
         return "result";
     case IOH_PROTOCOL_ERROR:
         return "error";
+    case IOH_PROTOCOL_READY:
+        return "ready";
     default:
         return NULL;
     }
@@ -225,7 +227,7 @@ ioh_protocol_encode(const IohProtocolMsg *msg, gsize *ret_len)
         add_bool(b, "done", FALSE);    /* the members of the first, unversioned format */
     } else if (msg->kind == IOH_PROTOCOL_RESULT) {
         add_result(b, msg);
-    } else {
+    } else if (msg->kind == IOH_PROTOCOL_ERROR) {
         add_error(b, msg);
     }
     json_builder_end_object(b);

@@ -19,7 +19,7 @@
 G_BEGIN_DECLS
 
 #define IOH_PROTOCOL_VERSION 1          /* "v": an incompatible change bumps it */
-#define IOH_PROTOCOL_MINOR 1            /* "minor": new members or line types only */
+#define IOH_PROTOCOL_MINOR 2            /* "minor": new members or line types only */
 #define IOH_PROTOCOL_MAX_LINE 65536     /* bytes, the newline included */
 #define IOH_PROTOCOL_MAX_STRING 4096    /* bytes: longer strings are cut when encoding */
 #define IOH_PROTOCOL_MAX_DEPTH 8        /* nesting of objects and arrays in a line */
@@ -32,6 +32,8 @@ typedef enum {
     IOH_PROTOCOL_RESULT,    /* "result": the final line of a success */
     IOH_PROTOCOL_ERROR,     /* "error": the final line of a failure */
     IOH_PROTOCOL_UNKNOWN,   /* a line type of a newer minor version: skip it */
+    IOH_PROTOCOL_READY,     /* "ready" (minor 2): the command line, the config file and
+                             * the ends were accepted; the copy starts */
 } IohProtocolKind;
 
 typedef enum {
@@ -100,8 +102,8 @@ gboolean ioh_protocol_msg_is_final(const IohProtocolMsg *msg);
 
 /* ---- helper side ---------------------------------------------------------------- */
 
-/* One line, "\n"-terminated, of a PROGRESS, RESULT or ERROR message (anything else is a
- * programming error: NULL). Strings that are not UTF-8 get U+FFFD for bad bytes, and are
+/* One line, "\n"-terminated, of a PROGRESS, RESULT, ERROR or READY message (anything else
+ * is a programming error: NULL). READY has no member but v, minor and type. Strings that are not UTF-8 get U+FFFD for bad bytes, and are
  * cut to IOH_PROTOCOL_MAX_STRING bytes, so the line is always valid and below
  * IOH_PROTOCOL_MAX_LINE. *@ret_len (may be NULL) gets its length. */
 char *ioh_protocol_encode(const IohProtocolMsg *msg, gsize *ret_len);

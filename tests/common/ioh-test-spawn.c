@@ -24,14 +24,15 @@ child_setup(gpointer data)
     }
 }
 
-/* argv[0] is the helper unless the spec gives a whole argv. */
+/* argv[0] is the helper (s->helper, else the one under test) unless the spec gives a
+ * whole argv. */
 static GPtrArray *
 spawn_argv(const IohtSpawn *s)
 {
     GPtrArray *argv = g_ptr_array_new();
 
     if (!s->argv) {
-        g_ptr_array_add(argv, (gpointer)ioht_helper_path());
+        g_ptr_array_add(argv, (gpointer)(s->helper ? s->helper : ioht_helper_path()));
     }
     for (const char *const *a = s->argv ? s->argv : s->args; a && *a; a++) {
         g_ptr_array_add(argv, (gpointer)*a);
@@ -40,28 +41,40 @@ spawn_argv(const IohtSpawn *s)
     return argv;
 }
 
-IohtChild
-ioht_spawn(const IohtSpawn *s)
+gboolean
+ioht_try_spawn(const IohtSpawn *s, IohtChild *ret_child, GError **error)
 {
-    g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) argv = spawn_argv(s);
     IohtChild c = { 0, -1, NULL, NULL };
     GSpawnFlags flags = G_SPAWN_DO_NOT_REAP_CHILD;
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     int in_fd = s->in_fd < 0 ? null_fd : s->in_fd;
     int out_fd = s->out_fd < 0 ? null_fd : s->out_fd;
+    gboolean ok;
 
     g_assert_cmpint(null_fd, >=, 0);
     if (s->leave_fds_open) {
         flags |= G_SPAWN_LEAVE_DESCRIPTORS_OPEN;
     }
-    g_assert_true(g_spawn_async_with_pipes_and_fds(
+    ok = g_spawn_async_with_pipes_and_fds(
         NULL, (const char *const *)argv->pdata, s->env, flags, child_setup, (gpointer)s,
         in_fd, out_fd, s->err_fd > 0 ? s->err_fd : -1, s->extra_fds,
         s->extra_targets ? s->extra_targets : s->extra_fds, (gsize)s->n_extra, &c.pid,
-        NULL, NULL, s->err_fd > 0 ? NULL : &c.err_fd, &error));
-    g_assert_no_error(error);
+        NULL, NULL, s->err_fd > 0 ? NULL : &c.err_fd, error);
     close(null_fd);
+    *ret_child = c;
+    return ok;
+}
+
+IohtChild
+ioht_spawn(const IohtSpawn *s)
+{
+    g_autoptr(GError) error = NULL;
+    IohtChild c;
+    gboolean ok = ioht_try_spawn(s, &c, &error);
+
+    g_assert_no_error(error);    /* says why, e.g. a program its user cannot reach */
+    g_assert_true(ok);
     return c;
 }
 
@@ -141,6 +154,22 @@ ioht_wait_exit_code(GPid pid)
         g_error("pid %d still running after %u ms: killed", (int)pid, IOHT_WAIT_MS);
     }
     return ioht_exit_code(st);
+}
+
+gboolean
+ioht_try_spawn_wait(const IohtSpawn *s, int *ret_status, char **ret_stderr, GError **error)
+{
+    IohtChild c;
+    IohtResult r;
+
+    if (!ioht_try_spawn(s, &c, error)) {
+        return FALSE;
+    }
+    ioht_child_wait(&c, &r);
+    *ret_status = r.status;
+    *ret_stderr = g_steal_pointer(&r.err);
+    ioht_result_clear(&r);
+    return TRUE;
 }
 
 int

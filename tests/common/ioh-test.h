@@ -68,6 +68,7 @@ typedef struct {
     gboolean leave_fds_open;   /* else every other fd is closed */
     GSpawnChildSetupFunc setup;  /* run in the child last (e.g. drop privileges) */
     gpointer setup_data;
+    const char *helper;        /* with @args: this binary instead of ioht_helper_path() */
 } IohtSpawn;
 
 typedef struct {
@@ -85,6 +86,11 @@ typedef struct {
 } IohtResult;
 
 IohtChild ioht_spawn(const IohtSpawn *s);
+/* The same without aborting: FALSE with @error when the program cannot be started. */
+gboolean ioht_try_spawn(const IohtSpawn *s, IohtChild *ret_child, GError **error);
+/* ioht_try_spawn(), then waits: *ret_status and *ret_stderr (free it) on TRUE. */
+gboolean ioht_try_spawn_wait(const IohtSpawn *s, int *ret_status, char **ret_stderr,
+                             GError **error);
 /* Reads the child's stderr to EOF, then reaps it. */
 void ioht_child_wait(IohtChild *c, IohtResult *r);
 void ioht_result_clear(IohtResult *r);
@@ -142,6 +148,28 @@ guint64 ioht_drain_to_file(int fd, const char *dst);
  * pid (not our child: end it with kill(SIGKILL), no waitpid), or 0 with the test skipped
  * when nbdkit is not installed. */
 GPid ioht_nbdkit_start(const char *dir, const char *sock, const char *const *plugin_args);
+
+/* ---- another user (ioh-test-nobody.c) ---- */
+
+#define IOHT_NOBODY 65534
+
+/* The child setup that drops to nobody (no supplementary groups), or exits 126. */
+void ioht_drop_to_nobody(gpointer unused);
+
+typedef struct {
+    char *dir;       /* a new folder of mode 0755 outside the tree (in $TMPDIR or /tmp) */
+    char *helper;    /* a copy of the helper in it, which nobody was seen to run */
+} IohtNobody;
+
+/* For a test that runs the helper as nobody: the tree may be out of nobody's reach (a
+ * build under /root, or a home of mode 0700), so the helper is copied to @nb->dir and
+ * `--version` run there as nobody. FALSE after g_test_skip() with the reason (not root;
+ * nobody cannot run the copy, e.g. a shared library of its own not from the system):
+ * the test then returns. Files nobody must reach go in @nb->dir too. */
+gboolean ioht_nobody_setup(IohtNobody *nb);
+/* Removes the folder and the copy (and what the test put there). */
+void ioht_nobody_clear(IohtNobody *nb);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(IohtNobody, ioht_nobody_clear)
 
 /* ---- a slow disk (ioh-test-throttle.c) ---- */
 

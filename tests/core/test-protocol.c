@@ -76,16 +76,18 @@ test_encode_exact(void)
     g_auto(IohProtocolMsg) e = { 0 };
 
     fill_progress(&p);
-    check_line(&p, "{\"v\":1,\"minor\":1,\"type\":\"progress\",\"written\":3145728,"
+    check_line(&p, "{\"v\":1,\"minor\":2,\"type\":\"progress\",\"written\":3145728,"
                    "\"stored\":3145728,\"synced\":2097152,\"seconds\":1.5,\"done\":false}\n");
     fill_result(&r);
-    check_line(&r, "{\"v\":1,\"minor\":1,\"type\":\"result\",\"done\":true,"
+    check_line(&r, "{\"v\":1,\"minor\":2,\"type\":\"result\",\"done\":true,"
                    "\"written\":2147483648,\"stored\":734003200,\"synced\":734003200,"
                    "\"seconds\":3.25,\"sync_seconds\":0.125,\"reads\":2125,\"writes\":700,"
                    "\"direction\":\"save\",\"mode\":\"direct\",\"checksum_algorithm\":\"xxh3\","
                    "\"checksum\":\"0123456789abcdef\"}\n");
+    check_line(&(IohProtocolMsg){ .kind = IOH_PROTOCOL_READY },
+               "{\"v\":1,\"minor\":2,\"type\":\"ready\"}\n");
     fill_error(&e);
-    check_line(&e, "{\"v\":1,\"minor\":1,\"type\":\"error\",\"operation\":\"write\","
+    check_line(&e, "{\"v\":1,\"minor\":2,\"type\":\"error\",\"operation\":\"write\","
                    "\"path\":\"/var/lib/vm1.save\",\"errno\":28,\"errno_name\":\"ENOSPC\","
                    "\"message\":\"write /var/lib/vm1.save: No space left on device\","
                    "\"written\":1048576,\"stored\":1048576,\"synced\":0,\"seconds\":0.5}\n");
@@ -613,10 +615,14 @@ test_decode_future_minor(void)
 {
     g_auto(IohProtocolMsg) m = { 0 };
 
-    /* a minor newer than ours (IOH_PROTOCOL_MINOR is 1) */
-    decode_ok("{\"v\":1,\"minor\":2,\"type\":\"budget\",\"bytes\":[1,2]}", &m);
+    /* a minor newer than ours (IOH_PROTOCOL_MINOR is 2) */
+    decode_ok("{\"v\":1,\"minor\":3,\"type\":\"budget\",\"bytes\":[1,2]}", &m);
     g_assert_cmpint(m.kind, ==, IOH_PROTOCOL_UNKNOWN);
-    g_assert_cmpuint(m.minor, ==, 2);
+    g_assert_cmpuint(m.minor, ==, 3);
+    /* minor 2's ready line: a kind of its own, not final */
+    decode_ok("{\"v\":1,\"minor\":2,\"type\":\"ready\"}", &m);
+    g_assert_cmpint(m.kind, ==, IOH_PROTOCOL_READY);
+    g_assert_false(ioh_protocol_msg_is_final(&m));
     g_assert_false(ioh_protocol_msg_is_final(&m));
     decode_ok("{\"v\":1,\"minor\":3,\"type\":\"result\",\"written\":1,\"stored\":1,"
               "\"synced\":1,\"seconds\":1,\"sync_seconds\":0,\"reads\":1,\"writes\":1,"

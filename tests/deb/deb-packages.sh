@@ -2,8 +2,10 @@
 # deb-packages.sh SOURCE_DIR BUILD_ROOT - the Debian packages, for real, on this machine.
 # Prints TAP.
 #
-#  1. builds the packages from a copy of the tree (dpkg-buildpackage -us -uc -b,
-#     DEB_BUILD_OPTIONS=nocheck: the tree's own suites run elsewhere) and runs lintian;
+#  1. builds the packages from a copy of the tree in a folder of mode 0700, as a clone
+#     under /root or in a Debian 12 home is (dpkg-buildpackage -us -uc -b, running the
+#     suites debian/rules runs: those that run the helper as another user must cope with
+#     a tree that user cannot reach), and runs lintian;
 #  2. installs iohelper, libiohwrap0, libiohwrap-dev and qemu-iohelper, builds libwrap's
 #     example against the installed -dev package and saves through the installed helper,
 #     and saves/restores a real QEMU with the installed qemu-iohelper;
@@ -106,9 +108,10 @@ t_start=$SECONDS
 # --- 1. build and lintian -------------------------------------------------------------
 
 # A copy of the tree (what git knows of, with uncommitted changes), so that
-# dpkg-buildpackage writes nothing into the source tree.
+# dpkg-buildpackage writes nothing into the source tree; in $STATE, which only root may
+# enter (mktemp made it so; said again here, as the build depends on it).
 copy_tree() {
-    mkdir -p "$STATE/src" || return 1
+    chmod 0700 "$STATE" && mkdir -p "$STATE/src" || return 1
     if git -C "$SRC" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         git -C "$SRC" ls-files -z --cached --others --exclude-standard |
             (cd "$SRC" && tar --null -T - -cf - 2>/dev/null) | tar -x -C "$STATE/src"
@@ -123,10 +126,12 @@ build_packages() {
         bail "copying $SRC to $STATE/src failed"
     fi
     ok "copy of the tree in $STATE/src ($(find "$STATE/src" -type f | wc -l) files)"
-    if (cd "$STATE/src" && unset MALLOC_PERTURB_ IOHELPER_PATH &&
-        DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b) \
+    if (cd "$STATE/src" && unset MALLOC_PERTURB_ IOHELPER_PATH IOH_TEST_DIR &&
+        DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -us -uc -b) \
         >"$STATE/build.log" 2>&1; then
-        ok "dpkg-buildpackage -us -uc -b ($((SECONDS - t)) s)"
+        ok "dpkg-buildpackage -us -uc -b under a folder of mode $(stat -c %a "$STATE"), its suites run ($((SECONDS - t)) s)"
+        grep -E '^ *[0-9]+/[0-9]+ .* (OK|SKIP|FAIL|TIMEOUT) ' "$STATE/build.log" |
+            sed 's/^/# build: /'
     else
         tail -n 40 "$STATE/build.log" | sed 's/^/# build: /'
         bail "dpkg-buildpackage failed"

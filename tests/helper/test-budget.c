@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <glob.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -650,16 +649,7 @@ test_lock_held(IohtDir *fx, gconstpointer data)
     close(fd);
 }
 
-#define NOBODY 65534
-
-static void
-drop_to_nobody(gpointer data)
-{
-    (void)data;
-    if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0) {
-        _exit(126);
-    }
-}
+#define NOBODY IOHT_NOBODY
 
 /* Writes the lease @pid would hold ("PID START BYTES") into @run as the caller (root). */
 static char *
@@ -725,7 +715,8 @@ test_unprivileged(IohtDir *fx, gconstpointer data)
     const char *true_argv[] = { "/bin/true", NULL };
     IohtPumpOpts feed = { .path = src, .stall_at = 16 * MIB, .stall_ms = IOHT_STALL_HELD };
     IohtSpawn s = { .args = args, .out_fd = -1, .extra_targets = (const int[]){ 1 },
-                    .n_extra = 1, .setup = drop_to_nobody };
+                    .n_extra = 1, .setup = ioht_drop_to_nobody };
+    g_auto(IohtNobody) nb = { 0 };
     IohtChild gone;
     IohtResult gone_r = { 0 };
     GPid gone_pid;
@@ -734,10 +725,12 @@ test_unprivileged(IohtDir *fx, gconstpointer data)
     int p[2], out;
 
     (void)data;
-    if (geteuid() != 0) {
-        g_test_skip("needs root (runs the helper as nobody)");
+    /* a copy of the helper that nobody can reach, wherever the tree is */
+    if (!ioht_nobody_setup(&nb)) {
+        ioht_workdir_remove(run);
         return;
     }
+    s.helper = nb.helper;
     out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
     if (out < 0) {
         g_test_skip("no O_DIRECT here");

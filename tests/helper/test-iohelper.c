@@ -553,32 +553,33 @@ test_error_directory(void)
     g_assert_nonnull(strstr(err, "Is a directory"));
 }
 
-static void
-drop_to_nobody(gpointer data)
-{
-    (void)data;
-    if (setgid(65534) < 0 || setuid(65534) < 0) {
-        _exit(126);
-    }
-}
-
+/* A file its user may not read: as root, the helper runs as nobody on root's 0600 file,
+ * both in a folder nobody can enter (the tree may not be: a build under /root). */
 static void
 test_error_permission(void)
 {
-    g_autofree char *img = wpath("perm-img");
+    g_auto(IohtNobody) nb = { 0 };
+    g_autofree char *img = NULL;
     g_autofree char *err = NULL;
-    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, img, "-");
+    g_auto(GStrv) argv = NULL;
     int status;
 
-    g_assert_true(g_file_set_contents(img, "secret", 6, NULL));
-    g_assert_cmpint(chmod(img, 0600), ==, 0);
     if (geteuid() == 0) {
         /* root passes permission checks: run the helper as nobody */
-        g_assert_cmpint(chmod(workdir, 0755), ==, 0);
+        if (!ioht_nobody_setup(&nb)) {
+            return;
+        }
+        img = g_build_filename(nb.dir, "perm-img", NULL);
+        argv = helper_argv(nb.helper, NULL, img, "-");
+        g_assert_true(g_file_set_contents(img, "secret", 6, NULL));
+        g_assert_cmpint(chmod(img, 0600), ==, 0);
         IohtSpawn nobody = { .argv = (const char *const *)argv, .in_fd = -1, .out_fd = -1,
-                             .setup = drop_to_nobody };
+                             .setup = ioht_drop_to_nobody };
         status = ioht_spawn_wait(&nobody, &err);
     } else {
+        img = wpath("perm-img");
+        argv = helper_argv(ioht_helper_path(), NULL, img, "-");
+        g_assert_true(g_file_set_contents(img, "secret", 6, NULL));
         g_assert_cmpint(chmod(img, 0), ==, 0);
         status = ioht_run(argv, -1, -1, &err);
     }
@@ -739,6 +740,95 @@ test_usage_errors(void)
     }
 }
 
+/* --threads are zstd's compression threads: refused without --compress (exit 2, one
+ * line), as qemu-iohelper and libwrap refuse them, before OUT is made. */
+static void
+test_threads_without_compress(void)
+{
+    g_autofree char *img = wpath("thr-img");
+    const char *const sets[][3] = { { "--threads=2", NULL }, { "--threads=2", "--decompress" } };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(sets); i++) {
+        g_auto(GStrv) argv = helper_argv(ioht_helper_path(), sets[i], "-", img);
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, -1, &err)), ==, 2);
+        assert_one_line(err, "--threads needs --compress");
+        g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+    }
+}
+
+/* The lines of the status file @path, parsed: each a JSON object. */
+static GPtrArray *
+status_lines(const char *path)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    GPtrArray *objs = g_ptr_array_new_with_free_func((GDestroyNotify)json_object_unref);
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    lines = g_strsplit(g_strstrip(text), "\n", -1);
+    for (guint i = 0; lines[i] && *lines[i]; i++) {
+        g_autoptr(JsonParser) parser = json_parser_new();
+
+        g_assert_true(json_parser_load_from_data(parser, lines[i], -1, NULL));
+        g_ptr_array_add(objs, json_object_ref(json_node_get_object(json_parser_get_root(parser))));
+    }
+    return objs;
+}
+
+/* A typo in the config file (memory-budget=64MB) is a usage error naming the file and the
+ * cause, on stderr and as the one line on the status fd (operation "config", the file as
+ * path), before anything is opened: a caller learns it from the protocol. */
+static void
+test_config_typo(void)
+{
+    g_autofree char *conf = wpath("typo.conf");
+    g_autofree char *img = wpath("typo-img");
+    g_autofree char *status = wpath("typo-status");
+    g_autofree char *err = NULL;
+    g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "IOHELPER_CONF", conf, TRUE);
+    g_autoptr(GPtrArray) lines = NULL;
+    const char *args[] = { "--status-fd=3", "-", img, NULL };
+    int fd = open(status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    IohtSpawn s = { .args = args, .env = (const char *const *)env, .in_fd = -1, .out_fd = -1,
+                    .extra_fds = &fd, .extra_targets = (const int[]){ 3 }, .n_extra = 1 };
+    JsonObject *o;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget=64MB\n", -1, NULL));
+    g_assert_cmpint(ioht_exit_code(ioht_spawn_wait(&s, &err)), ==, 2);
+    close(fd);
+    assert_one_line(err, conf);
+    ioht_assert_contains(err, "64MB");
+    g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+    lines = status_lines(status);
+    g_assert_cmpuint(lines->len, ==, 1);
+    o = g_ptr_array_index(lines, 0);
+    g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "error");
+    g_assert_cmpstr(json_object_get_string_member(o, "operation"), ==, "config");
+    g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, conf);
+    ioht_assert_contains(json_object_get_string_member(o, "message"), conf);
+    ioht_assert_contains(json_object_get_string_member(o, "message"), "64MB");
+    g_unlink(conf);
+    g_unlink(status);
+}
+
+/* A C1 control (U+009B, CSI: the terminal takes it as ESC [) in a path is shown as '?',
+ * as C0 controls are and as qemu-iohelper shows it: one rule (ioh-escape.h). */
+static void
+test_error_c1_control(void)
+{
+    g_autofree char *missing = wpath("c1-\xc2\x9b" "2Jgone");
+    g_autofree char *shown = wpath("c1-?2Jgone");
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), NULL, missing, "-");
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint(ioht_exit_code(ioht_run(argv, -1, -1, &err)), ==, 1);
+    assert_one_line(err, shown);
+    g_assert_null(strstr(err, "\xc2\x9b"));
+}
+
 static void
 test_help_version(void)
 {
@@ -806,7 +896,9 @@ test_status_fd(void)
     g_assert_true(g_file_get_contents(status, &text, NULL, NULL));
     lines = g_strsplit(g_strstrip(text), "\n", -1);
     n = g_strv_length(lines);
-    g_assert_cmpuint(n, >=, 1);
+    g_assert_cmpuint(n, >=, 2);
+    /* the first line says the copy starts (libwrap waits for it) */
+    g_assert_cmpstr(lines[0], ==, "{\"v\":1,\"minor\":2,\"type\":\"ready\"}");
     g_assert_true(json_parser_load_from_data(parser, lines[n - 1], -1, NULL));
     last = json_node_get_object(json_parser_get_root(parser));
     g_assert_cmpint(json_object_get_int_member(last, "written"), ==, 32 * MiB);
@@ -1342,6 +1434,9 @@ main(int argc, char **argv)
     g_test_add_func("/helper/error/efbig", test_error_efbig);
     g_test_add_func("/helper/error/epipe", test_error_epipe);
     g_test_add_func("/helper/error/usage", test_usage_errors);
+    g_test_add_func("/helper/error/threads-without-compress", test_threads_without_compress);
+    g_test_add_func("/helper/error/config-typo-on-status-fd", test_config_typo);
+    g_test_add_func("/helper/error/c1-control-escaped", test_error_c1_control);
     g_test_add_func("/helper/cli/help-version", test_help_version);
     g_test_add_func("/helper/cli/stats", test_stats);
     g_test_add_func("/helper/cli/status-fd", test_status_fd);

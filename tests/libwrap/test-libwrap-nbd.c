@@ -295,12 +295,50 @@ test_refuses(void)
     close(fd);
 }
 
+/* The options that do not fit the direction are refused by ioh_wrap_new_uri() as by
+ * ioh_wrap_new_with_options() (one check, iohw_options_check()): before any helper is
+ * spawned or any server asked, the fd untouched. */
+static void
+test_refuses_options(void)
+{
+    static const struct {
+        gboolean save, compress, decompress;
+        guint threads;
+        const char *why;
+    } cases[] = {
+        { FALSE, TRUE, FALSE, 0, "compress is for a save" },
+        { TRUE, FALSE, TRUE, 0, "decompress is for a restore" },
+        { TRUE, FALSE, FALSE, 2, "threads are compression threads" },
+        { FALSE, FALSE, TRUE, 2, "threads are compression threads" },
+    };
+    IohWrapParams params = { .length = 4096 };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+        g_autoptr(GError) error = NULL;
+        int fd = 77;
+
+        g_assert_true(ioh_wrap_options_set_compress(opts, cases[i].compress ? "zstd" : NULL,
+                                                    NULL));
+        g_assert_true(ioh_wrap_options_set_decompress(opts, cases[i].decompress, NULL));
+        g_assert_true(ioh_wrap_options_set_threads(opts, cases[i].threads, NULL));
+        g_assert_null(ioh_wrap_new_uri("nbd+unix:///x?socket=/nonexistent/s", cases[i].save,
+                                       &fd, &params, opts, &error));
+        g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+        g_test_message("%s", error->message);
+        ioht_assert_contains(error->message, "ioh_wrap_new_uri: ");
+        ioht_assert_contains(error->message, cases[i].why);
+        g_assert_cmpint(fd, ==, 77);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/libwrap/nbd/refuses", test_refuses);
+    g_test_add_func("/libwrap/nbd/refuses-options", test_refuses_options);
     g_test_add_func("/libwrap/nbd/roundtrip", test_roundtrip);
     g_test_add_func("/libwrap/nbd/progress-async", test_progress_async);
     g_test_add_func("/libwrap/nbd/too-small", test_too_small);

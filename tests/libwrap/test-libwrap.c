@@ -1123,6 +1123,46 @@ test_fail_odd_path(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     g_assert_cmpstr(error->message, ==, want);
 }
 
+/* A typo in the helper's config file (memory-budget=64MB) fails ioh_wrap_new() itself,
+ * with the helper's error line naming the file and the cause (not "exited with status 2
+ * without a final status line" at the finish, once QEMU had the pipe): the fd is the
+ * caller's still, untouched, for a file and for a URI alike. */
+static void
+test_fail_config_typo(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
+{
+    g_autofree char *conf = tpath(fx->dir, "typo.conf");
+    g_autofree char *path = tpath(fx->dir, "typo.save");
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///x?socket=%s/none.sock", fx->dir);
+    g_autofree char *saved_conf = g_strdup(g_getenv("IOHELPER_CONF"));
+    g_autoptr(GError) error = NULL;
+    int fd = open_save(path), orig = fd, ufd = -1;
+
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget=64MB\n", -1, NULL));
+    g_setenv("IOHELPER_CONF", conf, TRUE);
+    g_assert_null(ioh_wrap_new(&fd, path, IOH_WRAP_FADVISE, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    g_test_message("GError: %s", error->message);
+    ioht_assert_contains(error->message, conf);
+    ioht_assert_contains(error->message, "64MB");
+    g_assert_cmpstr(ioh_error_get_path(error), ==, conf);
+    g_assert_cmpstr(ioh_error_get_operation(error), ==, "config");
+    g_assert_cmpint(fd, ==, orig);
+    g_assert_cmpint(fcntl(fd, F_GETFL) & O_ACCMODE, ==, O_WRONLY);
+    g_assert_cmpint(write(fd, "x", 1), ==, 1);    /* still the caller's file */
+    g_assert_cmpint(lseek(fd, 0, SEEK_CUR), ==, 1);
+    close(fd);
+    g_clear_error(&error);
+    g_assert_null(ioh_wrap_new_uri(uri, TRUE, &ufd, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED);
+    ioht_assert_contains(error->message, conf);
+    g_assert_cmpint(ufd, ==, -1);
+    if (saved_conf) {
+        g_setenv("IOHELPER_CONF", saved_conf, TRUE);
+    } else {
+        g_unsetenv("IOHELPER_CONF");
+    }
+}
+
 /* Write @script as an executable helper in @dir and point IOHELPER_PATH at it. */
 static char *
 fake_helper(const char *dir, const char *script)
@@ -2229,6 +2269,7 @@ main(int argc, char **argv)
     ioht_dir_add("/libwrap/pipe/size-1M", NULL, test_pipe_size);
     ioht_dir_add("/libwrap/pipe/no-fd-leak", NULL, test_no_fd_leak);
     ioht_dir_add("/libwrap/failure/enospc", NULL, test_fail_enospc);
+    ioht_dir_add("/libwrap/failure/config-typo-at-new", NULL, test_fail_config_typo);
     ioht_dir_add("/libwrap/failure/short-restore", NULL, test_fail_short_restore);
     ioht_dir_add("/libwrap/failure/long-stderr", NULL, test_fail_long_stderr);
     ioht_dir_add("/libwrap/failure/killed", NULL, test_fail_killed);

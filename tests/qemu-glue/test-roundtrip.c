@@ -431,6 +431,43 @@ test_stats_odd_name(void)
     g_unlink(img);
 }
 
+/* A typo in the helper's config file (memory-budget=64MB): the save fails before the
+ * guest is touched, in one line naming the file and the cause. The guest still runs and
+ * QEMU never saw a migration (query-migrate is empty); no image is left. */
+static void
+test_config_typo(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "typo.img", NULL);
+    g_autofree char *conf = g_build_filename(workdir, "typo.conf", NULL);
+    g_autofree char *err = NULL;
+    g_autofree char *st = NULL;
+    g_autoptr(JsonNode) mig = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *args[] = { "save", "--qmp", NULL, img, NULL };
+    QgtQemu *src;
+
+    if (!qgt_have_qemu()) {
+        return;
+    }
+    g_assert_true(g_file_set_contents(conf, "[iohelper]\nmemory-budget=64MB\n", -1, NULL));
+    src = qgt_qemu_start_full(data_file, FALSE, FALSE);
+    args[2] = src->sock;
+    g_setenv("IOHELPER_CONF", conf, TRUE);
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    g_unsetenv("IOHELPER_CONF");
+    qgt_assert_one_line(err);
+    ioht_assert_contains(err, conf);
+    ioht_assert_contains(err, "64MB");
+    st = qgt_qemu_status(src);
+    g_assert_cmpstr(st, ==, "running");
+    mig = qg_qmp_execute(src->qmp, "query-migrate", NULL, &error);
+    g_assert_no_error(error);
+    g_assert_false(json_object_has_member(json_node_get_object(mig), "status"));
+    g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+    qgt_qemu_stop(src);
+    g_unlink(conf);
+}
+
 /* G_MESSAGES_DEBUG=iohelper: the decisions on stderr, stdout still only the JSON object. */
 static void
 test_debug_lines(void)
@@ -619,6 +656,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/stats/odd-file-name", test_stats_odd_name);
     g_test_add_func("/qemu/error/bad-qmp-socket", test_bad_qmp);
     g_test_add_func("/qemu/error/wrong-state", test_wrong_state);
+    g_test_add_func("/qemu/error/config-typo-before-migration", test_config_typo);
     g_test_add_func("/qemu/stats/cpu-figures", test_stats_cpu);
     ret = g_test_run();
     ioht_workdir_remove(workdir);

@@ -3,7 +3,7 @@
 # test starts: nbdkit (memory, file and eval plugins; stats, log, error, delay, multi-conn
 # filters) on a unix socket and on TCP loopback, and qemu-nbd serving a qcow2 image.
 # Round trips are compared byte for byte; request sizes, connections and flushes are
-# read from the server's own stats and log files; the README's NBD example is run as
+# read from the server's own stats and log files; docs/nbd.md's NBD example is run as
 # pasted. TAP on stdout.
 set -u
 
@@ -468,19 +468,19 @@ test_stall() {
     stop str
 }
 
-# The README's worked example (the sh block after "Paste-able:" in "NBD exports"), run
-# as a user would paste it, with /tmp/ turned into this test's directory.
+# docs/nbd.md's worked example (the sh block after "Paste-able:"), run as a user would
+# paste it, with /tmp/ turned into this test's directory.
 test_readme() {
-    local readme src
+    local doc src
     src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-    readme=$src/../../README.md
+    doc=$src/../../docs/nbd.md
     mkdir -p "$work/readme"
-    sed -n '/^### NBD exports/,/^### /p' "$readme" | sed -n '/Paste-able:/,/^```$/p' |
+    sed -n '/Paste-able:/,/^```$/p' "$doc" |
         sed -n '/^```sh$/,/^```$/{/^```/d;p}' | sed "s|/tmp/|$work/readme/|g" >"$work/readme.sh"
-    check "README: the NBD example is there (nbdkit, a save, a restore)" \
+    check "docs/nbd.md: the NBD example is there (nbdkit, a save, a restore)" \
         [ "$(grep -c 'nbdkit --unix\|iohelper ' "$work/readme.sh")" -ge 3 ]
     PATH="$(dirname "$IOH"):$PATH" bash -e "$work/readme.sh" >"$work/readme.out" 2>&1
-    check "README: the NBD example runs as pasted and prints 'same'" \
+    check "docs/nbd.md: the NBD example runs as pasted and prints 'same'" \
         grep -qx same "$work/readme.out"
     grep -qx same "$work/readme.out" || diag "$work/readme.out"
     for pidf in "$work"/readme/*.pid; do    # the example stopped early: its server too

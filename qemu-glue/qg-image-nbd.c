@@ -16,16 +16,20 @@
 
 struct _QgImageNbd {
     struct nbd_handle *h;
+    char *uri;        /* as given: only for ioh_nbd_redact() */
     char *name;
     guint64 size;
 };
 
-/* libnbd's last error as IOH_ERROR naming the URI. */
+/* libnbd's last error as IOH_ERROR naming the URI, without its secrets (libnbd quotes
+ * a URI it cannot parse, the PSK file, the user name). */
 static gboolean
-nbd_failed(GError **error, const char *op, const char *name)
+nbd_failed(GError **error, const char *op, const QgImageNbd *img)
 {
     int errsv = nbd_get_errno();
-    g_autofree char *msg = g_strdup_printf("%s %s: %s", op, name, nbd_get_error());
+    const char *name = img->name;
+    g_autofree char *cause = ioh_nbd_redact(img->uri, nbd_get_error());
+    g_autofree char *msg = g_strdup_printf("%s %s: %s", op, name, cause);
 
     g_propagate_error(error, ioh_error_new_literal(errsv ? errsv : EIO, op, name, msg));
     return FALSE;
@@ -52,6 +56,7 @@ qg_image_nbd_free(QgImageNbd *img)
         nbd_shutdown(img->h, 0);
         nbd_close(img->h);
     }
+    g_free(img->uri);
     g_free(img->name);
     g_free(img);
 }
@@ -62,16 +67,17 @@ qg_image_nbd_open(const char *uri, gboolean write, GError **error)
     g_autoptr(QgImageNbd) img = g_new0(QgImageNbd, 1);
     int64_t size;
 
+    img->uri = g_strdup(uri);
     img->name = ioh_nbd_safe_name(uri);
     img->h = nbd_create();
     if (!img->h) {
-        nbd_failed(error, "connect", img->name);
+        nbd_failed(error, "connect", img);
         return NULL;
     }
     /* tls-psk-file= and the like, as the helper allows them: the URI is the user's */
     if (nbd_set_uri_allow_local_file(img->h, true) < 0 ||
         nbd_connect_uri(img->h, uri) < 0 || (size = nbd_get_size(img->h)) < 0) {
-        nbd_failed(error, "connect", img->name);
+        nbd_failed(error, "connect", img);
         return NULL;
     }
     if (write && nbd_is_read_only(img->h) == 1) {
@@ -99,10 +105,10 @@ static gboolean
 write_flush(QgImageNbd *img, const guint8 *buf, GError **error)
 {
     if (nbd_pwrite(img->h, buf, QG_IMAGE_HEADER_SIZE, 0, 0) < 0) {
-        return nbd_failed(error, "write", img->name);
+        return nbd_failed(error, "write", img);
     }
     if (nbd_flush(img->h, 0) < 0) {
-        return nbd_failed(error, "flush", img->name);
+        return nbd_failed(error, "flush", img);
     }
     return TRUE;
 }
@@ -141,7 +147,7 @@ qg_image_nbd_read_header(QgImageNbd *img, GError **error)
     g_autoptr(QgImageInfo) info = NULL;
 
     if (len && nbd_pread(img->h, buf, len, 0, 0) < 0) {
-        nbd_failed(error, "read", img->name);
+        nbd_failed(error, "read", img);
         return NULL;
     }
     info = qg_image_header_decode(buf, len, img->name, error);

@@ -115,15 +115,17 @@ nbd_cause(const char *msg)
     return colon ? colon + 2 : msg;
 }
 
-/* libnbd's last error of this thread, as the cause of an error naming the end. */
+/* libnbd's last error of this thread, as the cause of an error naming the end; without
+ * the URI's secrets (libnbd quotes a URI it cannot parse, the PSK file, the user name). */
 static gboolean
 nbd_fail(GError **error, const IohEnd *end, const char *what)
 {
     int errsv = nbd_get_errno();
     const char *msg = nbd_get_error();
+    g_autofree char *cause = ioh_nbd_redact(end->uri, msg ? nbd_cause(msg)
+                                                          : g_strerror(errsv ? errsv : EIO));
 
-    return ioh_error_set(error, errsv ? errsv : EIO, what, end->name, "%s",
-                         msg ? nbd_cause(msg) : g_strerror(errsv ? errsv : EIO));
+    return ioh_error_set(error, errsv ? errsv : EIO, what, end->name, "%s", cause);
 }
 
 /* Records why @k failed, the first cause only (a weak one gives way to a real one). */

@@ -12,6 +12,7 @@
 #include <libnbd.h>
 
 #include "ioh-error.h"
+#include "ioh-nbd-connect.h"
 #include "ioh-nbd-uri.h"
 
 struct _QgImageNbd {
@@ -21,18 +22,11 @@ struct _QgImageNbd {
     guint64 size;
 };
 
-/* libnbd's last error as IOH_ERROR naming the URI, without its secrets (libnbd quotes
- * a URI it cannot parse, the PSK file, the user name). */
+/* libnbd's last error as IOH_ERROR naming the URI, without its secrets. */
 static gboolean
 nbd_failed(GError **error, const char *op, const QgImageNbd *img)
 {
-    int errsv = nbd_get_errno();
-    const char *name = img->name;
-    g_autofree char *cause = ioh_nbd_redact(img->uri, nbd_get_error());
-    g_autofree char *msg = g_strdup_printf("%s %s: %s", op, name, cause);
-
-    g_propagate_error(error, ioh_error_new_literal(errsv ? errsv : EIO, op, name, msg));
-    return FALSE;
+    return ioh_nbd_fail(error, img->uri, op);
 }
 
 const char *
@@ -62,7 +56,8 @@ qg_image_nbd_free(QgImageNbd *img)
 }
 
 QgImageNbd *
-qg_image_nbd_open(const char *uri, gboolean write, GError **error)
+qg_image_nbd_open(const char *uri, gboolean write, guint timeout_s, GCancellable *cancellable,
+                  GError **error)
 {
     g_autoptr(QgImageNbd) img = g_new0(QgImageNbd, 1);
     int64_t size;
@@ -75,14 +70,20 @@ qg_image_nbd_open(const char *uri, gboolean write, GError **error)
         return NULL;
     }
     /* tls-psk-file= and the like, as the helper allows them: the URI is the user's */
-    if (nbd_set_uri_allow_local_file(img->h, true) < 0 ||
-        nbd_connect_uri(img->h, uri) < 0 || (size = nbd_get_size(img->h)) < 0) {
+    if (nbd_set_uri_allow_local_file(img->h, true) < 0) {
         nbd_failed(error, "connect", img);
         return NULL;
     }
-    if (write && nbd_is_read_only(img->h) == 1) {
-        g_autofree char *msg = g_strdup_printf("export %s is read-only", img->name);
-        g_propagate_error(error, ioh_error_new_literal(EROFS, "connect", img->name, msg));
+    if (!ioh_nbd_connect_uri(img->h, uri, timeout_s, cancellable, error)) {
+        return NULL;
+    }
+    if ((size = nbd_get_size(img->h)) < 0) {
+        nbd_failed(error, "connect", img);
+        return NULL;
+    }
+    /* a save's header is flushed: a server without flush is refused before it is
+     * written, as the helper refuses it before the stream */
+    if (write && !ioh_nbd_check_save(img->h, uri, error)) {
         return NULL;
     }
     img->size = (guint64)size;

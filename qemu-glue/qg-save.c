@@ -115,7 +115,8 @@ qg_save_plumb(QgSave *s, GError **error)
 static gboolean
 qg_save_nbd_open(QgSave *s, GError **error)
 {
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, s->job.opts->stall_timeout_s,
+                                                   s->job.opts->cancellable, error);
 
     return img && qg_image_nbd_start_save(img, s->info->ram_size, error);
 }
@@ -124,7 +125,8 @@ qg_save_nbd_open(QgSave *s, GError **error)
 static gboolean
 qg_save_nbd_commit(QgSave *s, GError **error)
 {
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, s->job.opts->stall_timeout_s,
+                                                   s->job.opts->cancellable, error);
 
     return img && qg_image_nbd_write_header(img, s->info, error);
 }

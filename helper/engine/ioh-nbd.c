@@ -105,27 +105,11 @@ ioh_nbd_end_new(const char *uri)
     return end;
 }
 
-/* The cause in a libnbd message: without the name of the call it starts with
- * ("nbd_pwrite: ..."). */
-static const char *
-nbd_cause(const char *msg)
-{
-    const char *colon = strstr(msg, ": ");
-
-    return colon ? colon + 2 : msg;
-}
-
-/* libnbd's last error of this thread, as the cause of an error naming the end; without
- * the URI's secrets (libnbd quotes a URI it cannot parse, the PSK file, the user name). */
+/* libnbd's last error of this thread, as the cause of an error naming the end. */
 static gboolean
 nbd_fail(GError **error, const IohEnd *end, const char *what)
 {
-    int errsv = nbd_get_errno();
-    const char *msg = nbd_get_error();
-    g_autofree char *cause = ioh_nbd_redact(end->uri, msg ? nbd_cause(msg)
-                                                          : g_strerror(errsv ? errsv : EIO));
-
-    return ioh_error_set(error, errsv ? errsv : EIO, what, end->name, "%s", cause);
+    return ioh_nbd_fail(error, end->uri, what);
 }
 
 /* Records why @k failed, the first cause only (a weak one gives way to a real one). */
@@ -152,7 +136,7 @@ conn_set_failed(Conn *k, int errsv, const char *why, gboolean weak)
 static void
 conn_died(Conn *k, int errsv, const char *msg)
 {
-    const char *cause = msg ? nbd_cause(msg) : NULL;
+    const char *cause = msg ? ioh_nbd_cause(msg) : NULL;
     gboolean weak = !cause || *cause == '\0' || errsv == ENOTCONN ||
                     strstr(cause, "invalid state") || strstr(cause, "connection is closed");
     g_autofree char *why = NULL;
@@ -266,22 +250,26 @@ req_done(void *user_data, int *error)
     return 1;
 }
 
-/* Opens one connection to end->uri. */
+/* Opens one connection to end->uri: the handshake bounded by --stall-timeout (else
+ * IOH_NBD_CONNECT_TIMEOUT_S) and ended by the copy's cancellation. */
 static struct nbd_handle *
-conn_open(const IohEnd *end, GError **error)
+conn_open(const IohNbd *n, const IohCopyOptions *o, GError **error)
 {
     struct nbd_handle *h = nbd_create();
 
     if (!h) {
-        nbd_fail(error, end, "connect");
+        nbd_fail(error, n->end, "connect");
         return NULL;
     }
     /* The URI is the user's own command line: a tls-psk-file= in it may be read. */
     /* Every read's result is checked before its bytes are used: no zeroing (it cost 6%
      * of a restore's CPU), as nbdcopy does. */
-    if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_set_pread_initialize(h, false) < 0 ||
-        nbd_connect_uri(h, end->uri) < 0) {
-        nbd_fail(error, end, "connect");
+    if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_set_pread_initialize(h, false) < 0) {
+        nbd_fail(error, n->end, "connect");
+        nbd_close(h);
+        return NULL;
+    }
+    if (!ioh_nbd_connect_uri(h, n->end->uri, n->stall_ms / 1000, o->cancellable, error)) {
         nbd_close(h);
         return NULL;
     }
@@ -310,8 +298,8 @@ probe(IohNbd *n, struct nbd_handle *h, gboolean for_write, const IohCopyOptions 
     if (size < 0) {
         return nbd_fail(error, n->end, "connect");
     }
-    if (for_write && nbd_is_read_only(h) == 1) {
-        return ioh_error_set(error, EROFS, "open", n->end->name, "the export is read-only");
+    if (for_write && !ioh_nbd_check_save(h, n->end->uri, error)) {
+        return FALSE;
     }
     n->size = (guint64)size;
     n->multi_conn = nbd_can_multi_conn(h) == 1;
@@ -388,7 +376,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
     g_cond_init(&n->cond);
     end->priv = n;
     end->priv_free = nbd_free;
-    h = conn_open(end, error);
+    h = conn_open(n, c->opts, error);
     if (!h) {
         return NULL;
     }
@@ -401,7 +389,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
         n->conns[i].wake = -1;
     }
     for (guint i = 0; i < n->nconns; i++) {
-        if (i > 0 && !(h = conn_open(end, error))) {
+        if (i > 0 && !(h = conn_open(n, c->opts, error))) {
             return NULL;
         }
         if (!conn_start(n, &n->conns[i], h, error)) {
@@ -735,8 +723,12 @@ ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
     for (guint i = 0; flush && i < n->nconns; i++) {
         struct nbd_handle *h = n->conns[i].h;
 
-        if (nbd_can_flush(h) != 1 || (n->multi_conn && flushes > 0)) {
+        if (n->multi_conn && flushes > 0) {
             continue;
+        }
+        if (nbd_can_flush(h) != 1) {
+            /* this connection's writes cannot be made durable (the first was probed) */
+            return ioh_nbd_no_flush(error, n->end->name);
         }
         if (nbd_flush(h, 0) < 0) {
             return call_failed(n, &n->conns[i], "flush", error);

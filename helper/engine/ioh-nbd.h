@@ -11,7 +11,8 @@
 #pragma once
 
 #include "ioh-layer.h"
-#include "ioh-nbd-uri.h"   /* ioh_nbd_is_uri(), ioh_nbd_safe_name() */
+#include "ioh-nbd-connect.h"  /* ioh_nbd_connect_uri(), ioh_nbd_check_save() */
+#include "ioh-nbd-uri.h"      /* ioh_nbd_is_uri(), ioh_nbd_safe_name() */
 
 G_BEGIN_DECLS
 
@@ -39,7 +40,10 @@ gboolean ioh_nbd_too_small(GError **error, const char *what, const IohEnd *end,
 /* An end for @uri: kind IOH_KIND_NBD, fd -1, not yet connected. */
 IohEnd *ioh_nbd_end_new(const char *uri);
 
-/* Connects @end (its priv, freed with the end). A save refuses a read-only export. */
+/* Connects @end (its priv, freed with the end): each handshake bounded by
+ * --stall-timeout (else IOH_NBD_CONNECT_TIMEOUT_S) and ended by the copy's cancellable.
+ * A save refuses a read-only export and a server that does not advertise flush
+ * (ioh_nbd_check_save()). */
 IohNbd *ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error);
 
 guint64 ioh_nbd_export_size(const IohNbd *n);

@@ -488,6 +488,43 @@ test_readme() {
     done
 }
 
+# A server that does not advertise flush (nbdkit's eval plugin without a flush method):
+# a save is refused before anything is sent, one line naming the URI; a restore reads.
+test_no_flush() {
+    start_nbdkit nofl --filter=stats eval get_size='echo 16777216' can_write='exit 0' \
+        pwrite='cat >/dev/null' pread='head -c $3 /dev/zero' statsfile="$work/nofl.stats" ||
+        return
+    check "server without flush: save refused, exit 1, one line naming the URI" \
+        fails 1 "^iohelper: flush nbd\+unix:///\?socket=.*nofl.sock: NBD server does not support flush: cannot make the save durable$" \
+        "$IOH" --status-fd=3 - "$(unix_uri nofl)" <"$work/1m" 3>"$work/nofl.status"
+    check "server without flush: no result line claims it synced" \
+        bash -c "! grep -q '\"ok\":true\|\"type\":\"result\"' '$work/nofl.status'"
+    check "server without flush: a restore reads it" \
+        bash -c "'$IOH' --length=1M '$(unix_uri nofl)' - | cmp -s - <(head -c 1M /dev/zero)"
+    stop nofl
+    check "server without flush: nothing written before the refusal" \
+        [ -z "$(stat_ops "$work/nofl.stats" write)" ]
+}
+
+# A server that accepts the connection and never answers (a listening socket nobody
+# accepts on): the handshake is bounded by --stall-timeout, save and restore alike.
+test_mute() {
+    local sock=$work/mute.sock pid
+    python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(16); time.sleep(600)' \
+        "$sock" &
+    pid=$!
+    srv_pid[mute]=$pid
+    for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+    check "mute server, save: --stall-timeout=1 ends the handshake, one line naming the URI" \
+        fails 1 "^iohelper: connect nbd\+unix:///\?socket=.*mute.sock: the server did not complete the NBD handshake in 1 s$" \
+        timeout 60 "$IOH" --stall-timeout=1 - "nbd+unix:///?socket=$sock" <"$work/1m"
+    check "mute server, restore: --stall-timeout=1 ends the handshake" \
+        fails 1 "^iohelper: connect nbd\+unix:///\?socket=.*mute.sock: the server did not complete the NBD handshake in 1 s$" \
+        timeout 60 "$IOH" --stall-timeout=1 --length=1M "nbd+unix:///?socket=$sock" -
+    stop mute
+}
+
 # no_secret DESC FILE...: none of FILE holds KEYFILE (the key file's name) or PASSWORD.
 no_secret() {
     local desc=$1
@@ -567,6 +604,8 @@ test_file_plugin
 test_qemu_nbd
 test_stats
 test_errors
+test_no_flush
+test_mute
 test_killed
 test_stall
 echo "1..$n"

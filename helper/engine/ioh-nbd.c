@@ -80,6 +80,8 @@ struct _IohNbd {
     Conn *behind_k;           /* ... and of the last one */
     guint behind_count;
     guint64 unflushed;        /* bytes written since the last flush issued */
+    gsize min_block;          /* the export's minimum block size: every request's offset
+                               * and length a multiple of it (1: none) */
 };
 
 gboolean
@@ -288,12 +290,33 @@ choose_conns(IohNbd *n, guint asked, GError **error)
     return TRUE;
 }
 
+/* An export with a minimum block size (nbdkit blocksize-policy, qemu-nbd on an O_DIRECT
+ * image) refuses requests not aligned to it: the request size is made a multiple of it,
+ * reads are rounded up (ioh_nbd_issue()), a save's unaligned tail is written by
+ * read-modify-write (ioh_nbd_read_block()); only an unaligned --offset is refused. */
+static gboolean
+fit_min_block(IohNbd *n, int64_t minb, const IohCopyOptions *o, GError **error)
+{
+    n->min_block = minb > 1 && minb <= 64 * 1024 * 1024 ? (gsize)minb : 1;
+    if (n->min_block == 1) {
+        return TRUE;
+    }
+    n->req_size = MAX(n->req_size - n->req_size % n->min_block, n->min_block);
+    if (o->has_offset && o->offset % n->min_block != 0) {
+        return ioh_error_set(error, EINVAL, "open", n->end->name, "the export's minimum "
+                             "block size is %zu bytes: --offset %" G_GUINT64_FORMAT " is not "
+                             "a multiple of it", n->min_block, o->offset);
+    }
+    return TRUE;
+}
+
 /* The first connection tells the export's size, flags and block sizes. */
 static gboolean
 probe(IohNbd *n, struct nbd_handle *h, gboolean for_write, const IohCopyOptions *o,
       GError **error)
 {
     int64_t size = nbd_get_size(h), maxb = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+    int64_t minb = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
 
     if (size < 0) {
         return nbd_fail(error, n->end, "connect");
@@ -307,7 +330,7 @@ probe(IohNbd *n, struct nbd_handle *h, gboolean for_write, const IohCopyOptions 
     if (maxb > 0 && n->req_size > (guint64)maxb) {
         n->req_size = (gsize)maxb;
     }
-    return choose_conns(n, o->nbd_connections, error);
+    return fit_min_block(n, minb, o, error) && choose_conns(n, o->nbd_connections, error);
 }
 
 static gboolean
@@ -625,13 +648,16 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
     nbd_completion_callback cb = { .callback = req_done, .user_data = r };
     int64_t id;
 
-    g_assert(n->handed && len <= n->req_size);
+    /* a read's last request rounded up to the minimum block: the rest is not handed on */
+    gsize wire = write ? len : (len + n->min_block - 1) / n->min_block * n->min_block;
+
+    g_assert(n->handed && wire <= n->req_size);
     n->handed = FALSE;
     r->len = len;
     r->done = FALSE;
     r->err = 0;
     id = write ? nbd_aio_pwrite(k->h, r->buf, len, offset, cb, 0)
-               : nbd_aio_pread(k->h, r->buf, len, offset, cb, 0);
+               : nbd_aio_pread(k->h, r->buf, wire, offset, cb, 0);
     if (id < 0) {
         return call_failed(n, k, write ? "write" : "read", error);
     }
@@ -644,6 +670,87 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
         conn_wake(k);
     }
     return !write || flush_behind(n, len, error);
+}
+
+gsize
+ioh_nbd_min_block(const IohNbd *n)
+{
+    return n->min_block;
+}
+
+/* A read of one block; shared by the reader and libnbd, whose completion may come after
+ * the reader gave up on a dead connection: each holds a reference. */
+typedef struct {
+    IohNbd *n;
+    gboolean done;            /* under n->lock */
+    int err;
+} BlockRead;
+
+static void
+block_read_release(BlockRead *b)
+{
+    g_atomic_rc_box_release(b);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockRead, block_read_release)
+
+static int
+block_read_done(void *user_data, int *error)
+{
+    BlockRead *b = user_data;
+
+    g_mutex_lock(&b->n->lock);
+    b->err = *error;
+    b->done = TRUE;
+    g_cond_broadcast(&b->n->cond);
+    g_mutex_unlock(&b->n->lock);
+    return 1;
+}
+
+static void
+block_read_unref(void *user_data)
+{
+    g_atomic_rc_box_release(user_data);
+}
+
+/* Waits for @b under n->lock: FALSE with its error or the connection's loss. */
+static gboolean
+block_read_wait(IohNbd *n, Conn *k, BlockRead *b, GError **error)
+{
+    gboolean ok = TRUE;
+
+    g_mutex_lock(&n->lock);
+    while (!b->done && !k->failed) {
+        g_cond_wait(&n->cond, &n->lock);
+    }
+    if (!b->done) {
+        ok = conn_lost_locked(n, k, op_name(n), error);
+    } else if (b->err) {
+        ok = ioh_error_set_errno(error, b->err, op_name(n), n->end->name);
+    }
+    g_mutex_unlock(&n->lock);
+    return ok;
+}
+
+gboolean
+ioh_nbd_read_block(IohNbd *n, char *buf, guint64 offset, GError **error)
+{
+    Conn *k = &n->conns[0];
+    g_autoptr(BlockRead) b = NULL;
+    nbd_completion_callback cb = { .callback = block_read_done, .free = block_read_unref };
+    gboolean ok;
+
+    if (offset + n->min_block > n->size) {
+        return ioh_nbd_too_small(error, op_name(n), n->end, n->size);
+    }
+    b = g_atomic_rc_box_new0(BlockRead);
+    b->n = n;
+    cb.user_data = g_atomic_rc_box_acquire(b);    /* libnbd's, released by cb.free */
+    if (nbd_aio_pread(k->h, buf, n->min_block, offset, cb, 0) < 0) {
+        return call_failed(n, k, op_name(n), error);
+    }
+    conn_wake(k);
+    ok = block_read_wait(n, k, b, error);
+    return ok;
 }
 
 /* Waits for the write-behind flush in flight, if any; FALSE if one failed. */

@@ -62,6 +62,14 @@ gboolean ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset,
  * next ioh_nbd_next(). */
 char *ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error);
 
+/* The export's minimum block size (1: none): a request's offset and length are
+ * multiples of it (ioh_nbd_issue() rounds a read up; the rest is not handed on). */
+gsize ioh_nbd_min_block(const IohNbd *n);
+
+/* Reads the one block (ioh_nbd_min_block() bytes) at @offset into @buf, waiting for it:
+ * a save's read-modify-write of its unaligned tail. */
+gboolean ioh_nbd_read_block(IohNbd *n, char *buf, guint64 offset, GError **error);
+
 /* Requests issued and not yet taken back; how many may be. */
 guint ioh_nbd_in_flight(const IohNbd *n);
 guint ioh_nbd_capacity(const IohNbd *n);

@@ -525,6 +525,32 @@ s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(16); time.sleep
     stop mute
 }
 
+# An export with a 4096-byte minimum block size that refuses anything else (nbdkit's
+# blocksize-policy filter, error policy): a save's unaligned tail is written by
+# read-modify-write (the export's bytes after the stream stay as they were), a restore
+# reads its unaligned tail rounded up; an unaligned --offset is refused up front.
+test_min_block() {
+    local img=$work/mb.img size=$(((3 << 20) + 777)) off=8192
+    head -c $((8 << 20)) /dev/urandom >"$img"
+    cp "$img" "$work/mb.orig"
+    start_nbdkit mb --filter=blocksize-policy file "$img" blocksize-minimum=4096 \
+        blocksize-error-policy=error || return
+    head -c "$size" /dev/urandom >"$work/mb.in"
+    # the stream as a pipe: --offset would apply to a regular file too
+    check "minimum block 4096: save of 3 MiB + 777 at --offset=8192, exit 0" \
+        bash -c "cat '$work/mb.in' | '$IOH' --offset=$off - '$(unix_uri mb)'"
+    check "minimum block 4096: the stream is on the export, every other byte unchanged" \
+        bash -c "cmp -s <(head -c $off '$img') <(head -c $off '$work/mb.orig') &&
+                 cmp -s <(tail -c +$((off + 1)) '$img' | head -c $size) '$work/mb.in' &&
+                 cmp -s <(tail -c +$((off + size + 1)) '$img') <(tail -c +$((off + size + 1)) '$work/mb.orig')"
+    check "minimum block 4096: restore of the 3 MiB + 777 reads them back" \
+        bash -c "'$IOH' --offset=$off --length=$size '$(unix_uri mb)' - | cmp -s - '$work/mb.in'"
+    check "minimum block 4096: --offset=100 refused, naming the minimum" \
+        fails 1 "^iohelper: open nbd\+unix:///\?socket=.*mb.sock: the export's minimum block size is 4096 bytes: --offset 100 is not a multiple of it$" \
+        "$IOH" --offset=100 - "$(unix_uri mb)" <"$work/mb.in"
+    stop mb
+}
+
 # no_secret DESC FILE...: none of FILE holds KEYFILE (the key file's name) or PASSWORD.
 no_secret() {
     local desc=$1
@@ -605,6 +631,7 @@ test_qemu_nbd
 test_stats
 test_errors
 test_no_flush
+test_min_block
 test_mute
 test_killed
 test_stall

@@ -115,16 +115,16 @@ write_flush(QgImageNbd *img, const guint8 *buf, GError **error)
 }
 
 gboolean
-qg_image_nbd_start_save(QgImageNbd *img, guint64 need, GError **error)
+qg_image_nbd_start_save(QgImageNbd *img, guint64 bound, GError **error)
 {
     g_autofree guint8 *buf = g_malloc0(QG_IMAGE_HEADER_SIZE);
 
-    if (img->size < QG_IMAGE_HEADER_SIZE + need) {
+    if (img->size < QG_IMAGE_HEADER_SIZE + bound) {
         g_autofree char *msg = g_strdup_printf(
-            "export %s is %" G_GUINT64_FORMAT " bytes, the image needs at least %"
-            G_GUINT64_FORMAT " (a %d-byte header and the guest's %" G_GUINT64_FORMAT
-            " bytes of RAM)", img->name, img->size, QG_IMAGE_HEADER_SIZE + need,
-            QG_IMAGE_HEADER_SIZE, need);
+            "export %s is %" G_GUINT64_FORMAT " bytes, the image may need up to %"
+            G_GUINT64_FORMAT " (a %d-byte header and a stream of up to %" G_GUINT64_FORMAT
+            " bytes: the guest's RAM, video RAM and ROMs, page headers, device state)",
+            img->name, img->size, QG_IMAGE_HEADER_SIZE + bound, QG_IMAGE_HEADER_SIZE, bound);
         g_propagate_error(error, ioh_error_new_literal(ENOSPC, "save", img->name, msg));
         return FALSE;
     }

@@ -34,9 +34,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgImageNbd, qg_image_nbd_free)
 const char *qg_image_nbd_name(const QgImageNbd *img);
 guint64 qg_image_nbd_size(const QgImageNbd *img);
 
-/* A save's start: refuses an export smaller than the header + @need bytes (ENOSPC,
- * "export URI is N bytes, ..."), then writes the placeholder header and flushes. */
-gboolean qg_image_nbd_start_save(QgImageNbd *img, guint64 need, GError **error);
+/* A save's start: refuses an export smaller than the header + @bound bytes (ENOSPC,
+ * "export URI is N bytes, the image may need up to ...": @bound, an upper bound of the
+ * stored stream, is checked before anything is written, so that a save that could
+ * outgrow the export leaves the image there whole), then writes the placeholder header
+ * and flushes. */
+gboolean qg_image_nbd_start_save(QgImageNbd *img, guint64 bound, GError **error);
 
 /* Writes the final header at offset 0 and flushes. */
 gboolean qg_image_nbd_write_header(QgImageNbd *img, const QgImageInfo *info,

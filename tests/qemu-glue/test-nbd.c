@@ -209,7 +209,7 @@ test_too_small(void)
     q = qgt_qemu_start(data_file, FALSE);
     g_assert_cmpint(tool("save", q, s->uri, &err), ==, 1);
     qgt_assert_one_line(err);
-    want = g_strdup_printf("export %s is 67108864 bytes, the image needs at least", s->uri);
+    want = g_strdup_printf("export %s is 67108864 bytes, the image may need up to", s->uri);
     g_assert_nonnull(strstr(err, want));
     status = qgt_qemu_status(q);
     g_assert_cmpstr(status, ==, "prelaunch");   /* never migrated, never paused by us */
@@ -416,6 +416,99 @@ test_no_flush(void)
     server_free(s);
 }
 
+/* A complete image of the guest holding data_file in @disk (300 MiB), saved through
+ * nbdkit file on @s, which is stopped again; FALSE (skipped) without the tools. */
+static gboolean
+save_to_file(Server *s, const char *disk)
+{
+    QgtQemu *q;
+
+    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
+    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
+    if (!nbdkit(s, "file", disk, NULL, NULL)) {
+        return FALSE;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    g_assert_cmpint(tool("save", q, s->uri, NULL), ==, 0);
+    qgt_qemu_stop(q);
+    server_kill(s);
+    return TRUE;
+}
+
+/* A guest whose RAM is all random (loaders below the 640 KiB hole, from 1 MiB to
+ * QGT_DATA_ADDR, and data_file's from there on): its stream is larger than its RAM
+ * size (each page's header, the ROMs). */
+static QgtQemu *
+full_guest_start(void)
+{
+    g_autofree char *low = g_build_filename(workdir, "full-low.bin", NULL);
+    g_autofree char *mid = g_build_filename(workdir, "full-mid.bin", NULL);
+    g_autofree char *high = g_build_filename(workdir, "full-high.bin", NULL);
+    g_autofree char *a1 = g_strdup_printf("loader,file=%s,addr=0x0,force-raw=on", low);
+    g_autofree char *a2 = g_strdup_printf("loader,file=%s,addr=0x100000,force-raw=on", mid);
+    const char *extra[] = { "-device", a1, "-device", a2, NULL };
+    QgtQemu *q;
+
+    ioht_write_random_file(low, 0xa0000, 3);
+    ioht_write_random_file(mid, QGT_DATA_ADDR - 0x100000, 4);
+    ioht_write_random_file(high, ((guint64)QGT_RAM_MIB << 20) - QGT_DATA_ADDR, 5);
+    qgt_qemu_extra_args = extra;
+    q = qgt_qemu_start(high, FALSE);
+    qgt_qemu_extra_args = NULL;
+    g_unlink(low);
+    g_unlink(mid);
+    g_unlink(high);
+    return q;
+}
+
+/* The image on @s's export: its header, complete. */
+static QgImageInfo *
+export_header(Server *s)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, FALSE, 0, NULL, &error);
+    QgImageInfo *info;
+
+    g_assert_no_error(error);
+    info = qg_image_nbd_read_header(img, &error);
+    g_assert_no_error(error);
+    return info;
+}
+
+/* An export of the header + the guest's RAM size (what the old check let through) holding
+ * a good image; a guest whose RAM is all random, whose stream is larger than that: the
+ * save is refused before anything is written, and the image there stays whole (it was
+ * overwritten by the placeholder and half a stream). */
+static void
+test_bound_keeps_old_image(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "bound.img", NULL);
+    g_autofree char *err = NULL, *status = NULL;
+    g_autoptr(QgImageInfo) before = NULL, after = NULL;
+    Server *s = server_new("bound.sock");
+    QgtQemu *q;
+
+    if (!save_to_file(s, disk)) {
+        server_free(s);
+        return;
+    }
+    g_assert_cmpint(truncate(disk, QG_IMAGE_HEADER_SIZE + ((off_t)QGT_RAM_MIB << 20)), ==, 0);
+    g_assert_true(nbdkit(s, "file", disk, NULL, NULL));
+    before = export_header(s);
+    q = full_guest_start();
+    g_assert_cmpint(tool("save", q, s->uri, &err), ==, 1);
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, "the image may need up to"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");
+    qgt_qemu_stop(q);
+    after = export_header(s);
+    g_assert_cmpuint(after->checksum, ==, before->checksum);
+    g_assert_cmpuint(after->stored_length, ==, before->stored_length);
+    server_free(s);
+    g_unlink(disk);
+}
+
 /* What the source guest holds (seed 1) and what the destination holds before (seed 2). */
 static void
 make_guest_data(void)
@@ -442,16 +535,10 @@ test_truncated(void)
     Server *s = server_new("trunc.sock");
     QgtQemu *q;
 
-    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
-    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
-    if (!nbdkit(s, "file", disk, NULL, NULL)) {
+    if (!save_to_file(s, disk)) {
         server_free(s);
         return;
     }
-    q = qgt_qemu_start(data_file, FALSE);
-    g_assert_cmpint(tool("save", q, s->uri, NULL), ==, 0);
-    qgt_qemu_stop(q);
-    server_kill(s);
     g_assert_true(nbdkit(s, "file", disk, "truncate", "truncate=32M"));
     q = qgt_qemu_start(other_file, TRUE);
     g_assert_cmpint(tool("restore", q, s->uri, &err), ==, 1);
@@ -488,6 +575,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/nbd/error/mute-server-save", test_mute_save);
     g_test_add_func("/qemu/nbd/error/mute-server-restore-sigterm", test_mute_restore_sigterm);
     g_test_add_func("/qemu/nbd/error/no-flush", test_no_flush);
+    g_test_add_func("/qemu/nbd/error/stream-bound-keeps-old-image", test_bound_keeps_old_image);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(data_file);

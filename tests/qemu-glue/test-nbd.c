@@ -509,6 +509,24 @@ test_bound_keeps_old_image(void)
     g_unlink(disk);
 }
 
+/* QEMU's legacy "nbd:HOST" syntax: a usage error before QEMU is asked anything, never a
+ * local file of that name. */
+static void
+test_legacy_syntax(void)
+{
+    static const char *const specs[] = { "nbd:127.0.0.1", "nbd:unix:/x.sock:exportname=e" };
+
+    for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
+        const char *args[] = { "save", "--qmp", "/nonexistent/qmp.sock", specs[i], NULL };
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 60, NULL, &err), ==, 2);
+        qgt_assert_one_line(err);
+        g_assert_nonnull(strstr(err, "legacy NBD syntax: use an NBD URI"));
+        g_assert_false(g_file_test(specs[i], G_FILE_TEST_EXISTS));
+    }
+}
+
 /* What the source guest holds (seed 1) and what the destination holds before (seed 2). */
 static void
 make_guest_data(void)
@@ -575,6 +593,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/nbd/error/mute-server-save", test_mute_save);
     g_test_add_func("/qemu/nbd/error/mute-server-restore-sigterm", test_mute_restore_sigterm);
     g_test_add_func("/qemu/nbd/error/no-flush", test_no_flush);
+    g_test_add_func("/qemu/nbd/error/legacy-syntax", test_legacy_syntax);
     g_test_add_func("/qemu/nbd/error/stream-bound-keeps-old-image", test_bound_keeps_old_image);
     ret = g_test_run();
     ioht_workdir_remove(workdir);

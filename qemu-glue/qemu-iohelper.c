@@ -129,7 +129,8 @@ parse_cache(const char *name, const char *value, gpointer data, GError **error)
         opts.cache = IOH_CACHE_DIRECT;
     } else if (g_str_equal(value, "none")) {
         opts.cache = IOH_CACHE_BUFFERED;
-    } else if (!ioh_cache_mode_from_string(value, &opts.cache, NULL)) {
+    } else if (!ioh_cache_mode_from_string(value, &opts.cache, NULL) ||
+               opts.cache == IOH_CACHE_NBD) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                     "--bypass-cache takes direct or fadvise, not '%s'", value);
         return FALSE;
@@ -274,6 +275,13 @@ add_compression_json(JsonBuilder *b, const QgMigrateStats *s)
     }
 }
 
+/* The mode a job reports: an NBD export has no page cache (--bypass-cache is moot). */
+static const char *
+job_mode(const char *file)
+{
+    return ioh_cache_mode_to_string(ioh_nbd_is_uri(file) ? IOH_CACHE_NBD : opts.cache);
+}
+
 static void
 print_stats_json(const char *what, const char *file, const QgMigrateStats *s)
 {
@@ -284,7 +292,7 @@ print_stats_json(const char *what, const char *file, const QgMigrateStats *s)
     json_builder_begin_object(b);
     add_string(b, "operation", what);
     add_string(b, "file", file);
-    add_string(b, "mode", ioh_cache_mode_to_string(opts.cache));
+    add_string(b, "mode", job_mode(file));
     json_builder_set_member_name(b, "live");
     json_builder_add_boolean_value(b, opts.live);
     json_builder_set_member_name(b, "helper");
@@ -362,7 +370,7 @@ print_stats(const char *what, const char *file, const QgMigrateStats *s)
 {
     g_autofree char *sum = qg_image_checksum_to_string(s->checksum);
     /* an NBD URI without its secrets, as in every message */
-    g_autofree char *name = ioh_nbd_is_uri(file) ? ioh_nbd_safe_name(file) : g_strdup(file);
+    g_autofree char *name = ioh_nbd_safe_name(file);
     g_autofree char *lfile = qg_text_one_line(name);
     double mib = (double)s->stream_length / (1 << 20);
     double rate = s->seconds > 0 ? mib / s->seconds : 0;
@@ -372,7 +380,7 @@ print_stats(const char *what, const char *file, const QgMigrateStats *s)
     } else {
         printf("%s: %s, %.1f MiB in %.2f s (QEMU done at %.2f s), %.0f MiB/s, %s%s, %s\n",
                what, lfile, mib, s->seconds, s->qemu_seconds, rate,
-               ioh_cache_mode_to_string(opts.cache),
+               job_mode(file),
                g_str_equal(what, "save") ? (s->running ? ", guest was running"
                                                        : ", guest was paused")
                                          : (s->running ? ", guest resumed" : ", guest paused"),
@@ -498,6 +506,13 @@ parse_args(int *argc, char ***argv)
     }
     if (!*av[2]) {
         print_error("%s: FILE is empty (see --help)", av[1]);
+        return 2;
+    }
+    if (!g_str_equal(av[1], "qmp") && ioh_nbd_is_legacy(av[2])) {
+        /* never a file named "nbd:HOST" made by mistake */
+        print_error("%s: '%s' is QEMU's legacy NBD syntax: use an NBD URI "
+                    "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH), or './%s' "
+                    "for a file of that name", av[1], av[2], av[2]);
         return 2;
     }
     if (!check_compress_args(av[1])) {

@@ -12,23 +12,21 @@
 #include <libnbd.h>
 
 #include "ioh-error.h"
+#include "ioh-nbd-connect.h"
 #include "ioh-nbd-uri.h"
 
 struct _QgImageNbd {
     struct nbd_handle *h;
+    char *uri;        /* as given: only for ioh_nbd_redact() */
     char *name;
     guint64 size;
 };
 
-/* libnbd's last error as IOH_ERROR naming the URI. */
+/* libnbd's last error as IOH_ERROR naming the URI, without its secrets. */
 static gboolean
-nbd_failed(GError **error, const char *op, const char *name)
+nbd_failed(GError **error, const char *op, const QgImageNbd *img)
 {
-    int errsv = nbd_get_errno();
-    g_autofree char *msg = g_strdup_printf("%s %s: %s", op, name, nbd_get_error());
-
-    g_propagate_error(error, ioh_error_new_literal(errsv ? errsv : EIO, op, name, msg));
-    return FALSE;
+    return ioh_nbd_fail(error, img->uri, op);
 }
 
 const char *
@@ -52,31 +50,40 @@ qg_image_nbd_free(QgImageNbd *img)
         nbd_shutdown(img->h, 0);
         nbd_close(img->h);
     }
+    g_free(img->uri);
     g_free(img->name);
     g_free(img);
 }
 
 QgImageNbd *
-qg_image_nbd_open(const char *uri, gboolean write, GError **error)
+qg_image_nbd_open(const char *uri, gboolean write, guint timeout_s, GCancellable *cancellable,
+                  GError **error)
 {
     g_autoptr(QgImageNbd) img = g_new0(QgImageNbd, 1);
     int64_t size;
 
+    img->uri = g_strdup(uri);
     img->name = ioh_nbd_safe_name(uri);
     img->h = nbd_create();
     if (!img->h) {
-        nbd_failed(error, "connect", img->name);
+        nbd_failed(error, "connect", img);
         return NULL;
     }
     /* tls-psk-file= and the like, as the helper allows them: the URI is the user's */
-    if (nbd_set_uri_allow_local_file(img->h, true) < 0 ||
-        nbd_connect_uri(img->h, uri) < 0 || (size = nbd_get_size(img->h)) < 0) {
-        nbd_failed(error, "connect", img->name);
+    if (nbd_set_uri_allow_local_file(img->h, true) < 0) {
+        nbd_failed(error, "connect", img);
         return NULL;
     }
-    if (write && nbd_is_read_only(img->h) == 1) {
-        g_autofree char *msg = g_strdup_printf("export %s is read-only", img->name);
-        g_propagate_error(error, ioh_error_new_literal(EROFS, "connect", img->name, msg));
+    if (!ioh_nbd_connect_uri(img->h, uri, timeout_s, cancellable, error)) {
+        return NULL;
+    }
+    if ((size = nbd_get_size(img->h)) < 0) {
+        nbd_failed(error, "connect", img);
+        return NULL;
+    }
+    /* a save's header is flushed: a server without flush is refused before it is
+     * written, as the helper refuses it before the stream */
+    if (write && !ioh_nbd_check_save(img->h, uri, error)) {
         return NULL;
     }
     img->size = (guint64)size;
@@ -99,25 +106,25 @@ static gboolean
 write_flush(QgImageNbd *img, const guint8 *buf, GError **error)
 {
     if (nbd_pwrite(img->h, buf, QG_IMAGE_HEADER_SIZE, 0, 0) < 0) {
-        return nbd_failed(error, "write", img->name);
+        return nbd_failed(error, "write", img);
     }
     if (nbd_flush(img->h, 0) < 0) {
-        return nbd_failed(error, "flush", img->name);
+        return nbd_failed(error, "flush", img);
     }
     return TRUE;
 }
 
 gboolean
-qg_image_nbd_start_save(QgImageNbd *img, guint64 need, GError **error)
+qg_image_nbd_start_save(QgImageNbd *img, guint64 bound, GError **error)
 {
     g_autofree guint8 *buf = g_malloc0(QG_IMAGE_HEADER_SIZE);
 
-    if (img->size < QG_IMAGE_HEADER_SIZE + need) {
+    if (img->size < QG_IMAGE_HEADER_SIZE + bound) {
         g_autofree char *msg = g_strdup_printf(
-            "export %s is %" G_GUINT64_FORMAT " bytes, the image needs at least %"
-            G_GUINT64_FORMAT " (a %d-byte header and the guest's %" G_GUINT64_FORMAT
-            " bytes of RAM)", img->name, img->size, QG_IMAGE_HEADER_SIZE + need,
-            QG_IMAGE_HEADER_SIZE, need);
+            "export %s is %" G_GUINT64_FORMAT " bytes, the image may need up to %"
+            G_GUINT64_FORMAT " (a %d-byte header and a stream of up to %" G_GUINT64_FORMAT
+            " bytes: the guest's RAM, video RAM and ROMs, page headers, device state)",
+            img->name, img->size, QG_IMAGE_HEADER_SIZE + bound, QG_IMAGE_HEADER_SIZE, bound);
         g_propagate_error(error, ioh_error_new_literal(ENOSPC, "save", img->name, msg));
         return FALSE;
     }
@@ -141,7 +148,7 @@ qg_image_nbd_read_header(QgImageNbd *img, GError **error)
     g_autoptr(QgImageInfo) info = NULL;
 
     if (len && nbd_pread(img->h, buf, len, 0, 0) < 0) {
-        nbd_failed(error, "read", img->name);
+        nbd_failed(error, "read", img);
         return NULL;
     }
     info = qg_image_header_decode(buf, len, img->name, error);

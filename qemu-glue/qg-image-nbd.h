@@ -10,7 +10,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 #include "qg-image.h"
 
@@ -22,8 +22,11 @@ typedef struct _QgImageNbd QgImageNbd;
  * *@ret_name (the URI without its secrets), *@ret_uri then a copy of @path. */
 const char *qg_image_nbd_job_path(const char *path, char **ret_uri, char **ret_name);
 
-/* Connects to @uri; @write: a save (a read-only export is refused). */
-QgImageNbd *qg_image_nbd_open(const char *uri, gboolean write, GError **error);
+/* Connects to @uri, the handshake bounded by @timeout_s (0: IOH_NBD_CONNECT_TIMEOUT_S)
+ * and ended by @cancellable (may be NULL): ioh_nbd_connect_uri(). @write: a save (a
+ * read-only export, or a server without flush, is refused before anything is written). */
+QgImageNbd *qg_image_nbd_open(const char *uri, gboolean write, guint timeout_s,
+                              GCancellable *cancellable, GError **error);
 void qg_image_nbd_free(QgImageNbd *img);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgImageNbd, qg_image_nbd_free)
 
@@ -31,9 +34,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgImageNbd, qg_image_nbd_free)
 const char *qg_image_nbd_name(const QgImageNbd *img);
 guint64 qg_image_nbd_size(const QgImageNbd *img);
 
-/* A save's start: refuses an export smaller than the header + @need bytes (ENOSPC,
- * "export URI is N bytes, ..."), then writes the placeholder header and flushes. */
-gboolean qg_image_nbd_start_save(QgImageNbd *img, guint64 need, GError **error);
+/* A save's start: refuses an export smaller than the header + @bound bytes (ENOSPC,
+ * "export URI is N bytes, the image may need up to ...": @bound, an upper bound of the
+ * stored stream, is checked before anything is written, so that a save that could
+ * outgrow the export leaves the image there whole), then writes the placeholder header
+ * and flushes. */
+gboolean qg_image_nbd_start_save(QgImageNbd *img, guint64 bound, GError **error);
 
 /* Writes the final header at offset 0 and flushes. */
 gboolean qg_image_nbd_write_header(QgImageNbd *img, const QgImageInfo *info,

@@ -85,7 +85,8 @@ qg_restore_check_qemu(QgRestore *r, GError **error)
 static gboolean
 qg_restore_nbd_open(QgRestore *r, GError **error)
 {
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(r->uri, FALSE, error);
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(r->uri, FALSE, r->job.opts->stall_timeout_s,
+                                                   r->job.opts->cancellable, error);
 
     r->info = img ? qg_image_nbd_read_header(img, error) : NULL;
     return r->info != NULL;

@@ -7,12 +7,20 @@
 #include "qg-migrate-private.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "ioh-error.h"
 #include "ioh-fd.h"
+#include "ioh-number.h"
 #include "qg-file.h"
 #include "qg-image-nbd.h"
 #include "qg-json.h"
+
+/* Device state besides RAM in a stream (QEMU's vmstate of every device): generous; the
+ * RAM blocks are counted from QEMU itself. */
+#define QG_SAVE_DEVICE_STATE (4u << 20)
+/* Without x-query-ramblock: ROMs and video RAM (std VGA: 16 MiB) beside the guest's RAM. */
+#define QG_SAVE_ROM_ALLOWANCE (64u << 20)
 
 typedef struct {
     QgJob job;              /* qmp, path, opts, the watch, the figures */
@@ -109,22 +117,87 @@ qg_save_plumb(QgSave *s, GError **error)
 
 /* ---- an NBD target: the export, not a file ---------------------------------------- */
 
-/* Connects, refuses an export too small for the guest's RAM, writes the placeholder:
- * before QEMU sends anything. The connection is closed before the helper opens its own
- * (a server may take one client at a time: qemu-nbd without --shared). */
+/* The RAM blocks' "Used" sizes summed from x-query-ramblock (QEMU 6.2 on): every block,
+ * guest RAM, video RAM and ROMs (the guest's RAM size alone undercounts the stream), and
+ * how many there are. Its columns: name, page size, then Offset, Used, ... in hex. */
+static gboolean
+qg_save_ram_blocks(QgSave *s, guint64 *ret_bytes, guint *ret_blocks)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(JsonNode) ret = qg_qmp_execute(s->job.qmp, "x-query-ramblock", NULL, &local);
+    JsonObject *o = ret && JSON_NODE_HOLDS_OBJECT(ret) ? json_node_get_object(ret) : NULL;
+    const char *text = o ? qg_json_get_string(o, "human-readable-text") : NULL;
+    g_auto(GStrv) lines = text ? g_strsplit(text, "\n", -1) : NULL;
+
+    *ret_bytes = 0;
+    *ret_blocks = 0;
+    if (!lines || !lines[0] || !strstr(lines[0], " Offset ") || !strstr(lines[0], " Used ")) {
+        g_debug("x-query-ramblock: %s", local ? local->message : "not the columns known");
+        return FALSE;
+    }
+    for (guint i = 1; lines[i]; i++) {
+        const char *hex = strstr(lines[i], " 0x");
+        g_autofree char *digits = NULL;
+        guint64 used;
+
+        hex = hex ? strstr(hex + 1, " 0x") : NULL;     /* Used: after Offset */
+        if (!hex) {
+            continue;
+        }
+        digits = g_strndup(hex + 3, strspn(hex + 3, "0123456789abcdefABCDEF"));
+        if (!ioh_number_unsigned(digits, 16, 0, G_MAXUINT64 / 2, &used)) {
+            return FALSE;
+        }
+        *ret_bytes += used;
+        (*ret_blocks)++;
+    }
+    return *ret_blocks > 0;
+}
+
+/* An upper bound of the image's stored bytes for a paused guest: each page of every RAM
+ * block once, with its 8-byte header, and each block's name (QEMU 7.2's RAM section),
+ * device state, and zstd's worst case over that when compressed. Without
+ * x-query-ramblock, the guest's RAM with room for ROMs and video RAM. A live save sends
+ * pages again: no bound holds for it (docs/qemu-glue.md). */
+static guint64
+qg_save_stream_bound(QgSave *s)
+{
+    guint64 bytes = 0, bound;
+    guint blocks = 0;
+
+    if (!qg_save_ram_blocks(s, &bytes, &blocks)) {
+        bytes = s->info->ram_size + QG_SAVE_ROM_ALLOWANCE;
+        blocks = 64;
+    }
+    bound = bytes + (bytes + 4095) / 4096 * 8 + blocks * 512ull + QG_SAVE_DEVICE_STATE;
+    if (s->job.opts->compress) {
+        bound += bound / 128 + (1 << 20);     /* incompressible pages: raw blocks' framing */
+    }
+    g_debug("NBD save: the stream may take up to %" G_GUINT64_FORMAT " bytes (RAM blocks: %"
+            G_GUINT64_FORMAT " bytes in %u)", bound, bytes, blocks);
+    return bound;
+}
+
+/* Connects, refuses an export too small for the image's upper bound, writes the
+ * placeholder: before QEMU sends anything, so that a save that could outgrow the export
+ * never overwrites the image already there. The connection is closed before the helper
+ * opens its own (a server may take one client at a time: qemu-nbd without --shared). */
 static gboolean
 qg_save_nbd_open(QgSave *s, GError **error)
 {
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+    guint64 bound = qg_save_stream_bound(s);
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, s->job.opts->stall_timeout_s,
+                                                   s->job.opts->cancellable, error);
 
-    return img && qg_image_nbd_start_save(img, s->info->ram_size, error);
+    return img && qg_image_nbd_start_save(img, bound, error);
 }
 
 /* The final header, once the helper has flushed and gone: a connection of its own. */
 static gboolean
 qg_save_nbd_commit(QgSave *s, GError **error)
 {
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, error);
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, s->job.opts->stall_timeout_s,
+                                                   s->job.opts->cancellable, error);
 
     return img && qg_image_nbd_write_header(img, s->info, error);
 }

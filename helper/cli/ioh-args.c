@@ -204,7 +204,9 @@ check_nbd_uri(const char *spec, GError **error)
     const char *query;
 
     if (!uri) {
-        return usage_error(error, "'%s' is not a valid NBD URI: %s", name, err->message);
+        /* GLib's message may quote the URI whole: the secrets out of it */
+        g_autofree char *cause = ioh_nbd_redact(spec, err->message);
+        return usage_error(error, "'%s' is not a valid NBD URI: %s", name, cause);
     }
     query = g_uri_get_query(uri);
     if (strstr(g_uri_get_scheme(uri), "+unix") &&
@@ -234,6 +236,11 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
         }
         ret->kind = IOH_OPERAND_FD;
         ret->fd = (int)n;
+    } else if (ioh_nbd_is_legacy(spec)) {
+        /* libnbd does not take it, and a file of that name is rarely what was meant */
+        return usage_error(error, "'%s' is QEMU's legacy NBD syntax: use an NBD URI "
+                           "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH), or "
+                           "'./%s' for a file of that name", spec, spec);
     } else if (ioh_nbd_is_uri(spec)) {
         ret->kind = IOH_OPERAND_NBD;
         return check_nbd_uri(spec, error);

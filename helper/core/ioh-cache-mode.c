@@ -10,6 +10,7 @@ static const char *const names[IOH_CACHE_MODE_COUNT] = {
     [IOH_CACHE_BUFFERED] = "buffered",
     [IOH_CACHE_DIRECT] = "direct",
     [IOH_CACHE_FADVISE] = "fadvise",
+    [IOH_CACHE_NBD] = "nbd",
 };
 
 const char *
@@ -31,5 +32,5 @@ ioh_cache_mode_from_string(const char *text, IohCacheMode *ret_mode, GError **er
     }
     shown = ioh_escape_line(text ? text : "");
     return ioh_error_set(error, EINVAL, NULL, NULL,
-                         "cache mode '%s': not buffered, direct or fadvise", shown);
+                         "cache mode '%s': not buffered, direct, fadvise or nbd", shown);
 }

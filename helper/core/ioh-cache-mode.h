@@ -13,15 +13,17 @@ typedef enum {
     IOH_CACHE_BUFFERED,  /* page cache, fdatasync at the end */
     IOH_CACHE_DIRECT,    /* O_DIRECT with aligned buffers; the unaligned tail goes buffered */
     IOH_CACHE_FADVISE,   /* page cache, written back and dropped behind the head */
+    IOH_CACHE_NBD,       /* no local storage: an NBD export, durable by the server's flush
+                          * (what a copy with an NBD end reports; never asked for) */
 } IohCacheMode;
 
-#define IOH_CACHE_MODE_COUNT 3
+#define IOH_CACHE_MODE_COUNT 4
 
-/* "buffered", "direct" or "fadvise"; NULL for a value outside the enum. */
+/* "buffered", "direct", "fadvise" or "nbd"; NULL for a value outside the enum. */
 const char *ioh_cache_mode_to_string(IohCacheMode mode);
 
-/* The mode spelled @text (exactly one of the three names). Otherwise FALSE with
- * IOH_ERROR/EINVAL "cache mode 'TEXT': not buffered, direct or fadvise". */
+/* The mode spelled @text (exactly one of the four names). Otherwise FALSE with
+ * IOH_ERROR/EINVAL "cache mode 'TEXT': not buffered, direct, fadvise or nbd". */
 gboolean ioh_cache_mode_from_string(const char *text, IohCacheMode *ret_mode,
                                     GError **error);
 

@@ -381,7 +381,9 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     memset(stats, 0, sizeof(*stats));
     own.memory = ioh_mem_account_new(opts->budget);
     stats->start_us = g_get_monotonic_time();
-    stats->mode = ioh_cache_mode_to_string(opts->mode);
+    /* an NBD end has no page cache to use or bypass: its own mode, not the option's */
+    stats->mode = ioh_cache_mode_to_string(src->kind == IOH_KIND_NBD || dst->kind == IOH_KIND_NBD
+                                               ? IOH_CACHE_NBD : opts->mode);
     stats->direction = direction(src, dst);
     /* Every check that could refuse the copy has passed before a save target opened by
      * path loses its old contents. */

@@ -76,6 +76,8 @@ struct _IohNbd {
     Conn *behind_k;           /* ... and of the last one */
     guint behind_count;
     guint64 unflushed;        /* bytes written since the last flush issued */
+    gsize min_block;          /* the export's minimum block size: every request's offset
+                               * and length a multiple of it (1: none) */
 };
 
 gboolean
@@ -101,25 +103,11 @@ ioh_nbd_end_new(const char *uri)
     return end;
 }
 
-/* The cause in a libnbd message: without the name of the call it starts with
- * ("nbd_pwrite: ..."). */
-static const char *
-nbd_cause(const char *msg)
-{
-    const char *colon = strstr(msg, ": ");
-
-    return colon ? colon + 2 : msg;
-}
-
 /* libnbd's last error of this thread, as the cause of an error naming the end. */
 static gboolean
 nbd_fail(GError **error, const IohEnd *end, const char *what)
 {
-    int errsv = nbd_get_errno();
-    const char *msg = nbd_get_error();
-
-    return ioh_error_set(error, errsv ? errsv : EIO, what, end->name, "%s",
-                         msg ? nbd_cause(msg) : g_strerror(errsv ? errsv : EIO));
+    return ioh_nbd_fail(error, end->uri, what);
 }
 
 /* Records why @k failed, the first cause only (a weak one gives way to a real one). */
@@ -146,7 +134,7 @@ conn_set_failed(Conn *k, int errsv, const char *why, gboolean weak)
 static void
 conn_died(Conn *k, int errsv, const char *msg)
 {
-    const char *cause = msg ? nbd_cause(msg) : NULL;
+    const char *cause = msg ? ioh_nbd_cause(msg) : NULL;
     gboolean weak = !cause || *cause == '\0' || errsv == ENOTCONN ||
                     strstr(cause, "invalid state") || strstr(cause, "connection is closed");
     g_autofree char *why = NULL;
@@ -260,22 +248,26 @@ req_done(void *user_data, int *error)
     return 1;
 }
 
-/* Opens one connection to end->uri. */
+/* Opens one connection to end->uri: the handshake bounded by --stall-timeout (else
+ * IOH_NBD_CONNECT_TIMEOUT_S) and ended by the copy's cancellation. */
 static struct nbd_handle *
-conn_open(const IohEnd *end, GError **error)
+conn_open(const IohNbd *n, const IohCopyOptions *o, GError **error)
 {
     struct nbd_handle *h = nbd_create();
 
     if (!h) {
-        nbd_fail(error, end, "connect");
+        nbd_fail(error, n->end, "connect");
         return NULL;
     }
     /* The URI is the user's own command line: a tls-psk-file= in it may be read. */
     /* Every read's result is checked before its bytes are used: no zeroing (a measurable
      * share of a restore's CPU), as nbdcopy does. */
-    if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_set_pread_initialize(h, false) < 0 ||
-        nbd_connect_uri(h, end->uri) < 0) {
-        nbd_fail(error, end, "connect");
+    if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_set_pread_initialize(h, false) < 0) {
+        nbd_fail(error, n->end, "connect");
+        nbd_close(h);
+        return NULL;
+    }
+    if (!ioh_nbd_connect_uri(h, n->end->uri, n->stall_ms / 1000, o->cancellable, error)) {
         nbd_close(h);
         return NULL;
     }
@@ -294,18 +286,39 @@ choose_conns(IohNbd *n, guint asked, GError **error)
     return TRUE;
 }
 
+/* An export with a minimum block size (nbdkit blocksize-policy, qemu-nbd on an O_DIRECT
+ * image) refuses requests not aligned to it: the request size is made a multiple of it,
+ * reads are rounded up (ioh_nbd_issue()), a save's unaligned tail is written by
+ * read-modify-write (ioh_nbd_read_block()); only an unaligned --offset is refused. */
+static gboolean
+fit_min_block(IohNbd *n, int64_t minb, const IohCopyOptions *o, GError **error)
+{
+    n->min_block = minb > 1 && minb <= 64 * 1024 * 1024 ? (gsize)minb : 1;
+    if (n->min_block == 1) {
+        return TRUE;
+    }
+    n->req_size = MAX(n->req_size - n->req_size % n->min_block, n->min_block);
+    if (o->has_offset && o->offset % n->min_block != 0) {
+        return ioh_error_set(error, EINVAL, "open", n->end->name, "the export's minimum "
+                             "block size is %zu bytes: --offset %" G_GUINT64_FORMAT " is not "
+                             "a multiple of it", n->min_block, o->offset);
+    }
+    return TRUE;
+}
+
 /* The first connection tells the export's size, flags and block sizes. */
 static gboolean
 probe(IohNbd *n, struct nbd_handle *h, gboolean for_write, const IohCopyOptions *o,
       GError **error)
 {
     int64_t size = nbd_get_size(h), maxb = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+    int64_t minb = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
 
     if (size < 0) {
         return nbd_fail(error, n->end, "connect");
     }
-    if (for_write && nbd_is_read_only(h) == 1) {
-        return ioh_error_set(error, EROFS, "open", n->end->name, "the export is read-only");
+    if (for_write && !ioh_nbd_check_save(h, n->end->uri, error)) {
+        return FALSE;
     }
     n->size = (guint64)size;
     n->multi_conn = nbd_can_multi_conn(h) == 1;
@@ -313,7 +326,7 @@ probe(IohNbd *n, struct nbd_handle *h, gboolean for_write, const IohCopyOptions 
     if (maxb > 0 && n->req_size > (guint64)maxb) {
         n->req_size = (gsize)maxb;
     }
-    return choose_conns(n, o->nbd_connections, error);
+    return fit_min_block(n, minb, o, error) && choose_conns(n, o->nbd_connections, error);
 }
 
 static gboolean
@@ -431,7 +444,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
     g_cond_init(&n->cond);
     end->priv = n;
     end->priv_free = nbd_free;
-    h = conn_open(end, error);
+    h = conn_open(n, c->opts, error);
     if (!h) {
         return NULL;
     }
@@ -444,7 +457,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
         n->conns[i].wake = -1;
     }
     for (guint i = 0; i < n->nconns; i++) {
-        if (i > 0 && !(h = conn_open(end, error))) {
+        if (i > 0 && !(h = conn_open(n, c->opts, error))) {
             return NULL;
         }
         if (!conn_start(n, &n->conns[i], h, error)) {
@@ -681,13 +694,16 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
     nbd_completion_callback cb = { .callback = req_done, .user_data = r };
     int64_t id;
 
-    g_assert(n->handed && len <= n->req_size);
+    /* a read's last request rounded up to the minimum block: the rest is not handed on */
+    gsize wire = write ? len : (len + n->min_block - 1) / n->min_block * n->min_block;
+
+    g_assert(n->handed && wire <= n->req_size);
     n->handed = FALSE;
     r->len = len;
     r->done = FALSE;
     r->err = 0;
     id = write ? nbd_aio_pwrite(k->h, r->buf, len, offset, cb, 0)
-               : nbd_aio_pread(k->h, r->buf, len, offset, cb, 0);
+               : nbd_aio_pread(k->h, r->buf, wire, offset, cb, 0);
     if (id < 0) {
         return call_failed(n, k, write ? "write" : "read", error);
     }
@@ -700,6 +716,87 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
         conn_wake(k);
     }
     return !write || flush_behind(n, len, error);
+}
+
+gsize
+ioh_nbd_min_block(const IohNbd *n)
+{
+    return n->min_block;
+}
+
+/* A read of one block; shared by the reader and libnbd, whose completion may come after
+ * the reader gave up on a dead connection: each holds a reference. */
+typedef struct {
+    IohNbd *n;
+    gboolean done;            /* under n->lock */
+    int err;
+} BlockRead;
+
+static void
+block_read_release(BlockRead *b)
+{
+    g_atomic_rc_box_release(b);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(BlockRead, block_read_release)
+
+static int
+block_read_done(void *user_data, int *error)
+{
+    BlockRead *b = user_data;
+
+    g_mutex_lock(&b->n->lock);
+    b->err = *error;
+    b->done = TRUE;
+    g_cond_broadcast(&b->n->cond);
+    g_mutex_unlock(&b->n->lock);
+    return 1;
+}
+
+static void
+block_read_unref(void *user_data)
+{
+    g_atomic_rc_box_release(user_data);
+}
+
+/* Waits for @b under n->lock: FALSE with its error or the connection's loss. */
+static gboolean
+block_read_wait(IohNbd *n, Conn *k, BlockRead *b, GError **error)
+{
+    gboolean ok = TRUE;
+
+    g_mutex_lock(&n->lock);
+    while (!b->done && !k->failed) {
+        g_cond_wait(&n->cond, &n->lock);
+    }
+    if (!b->done) {
+        ok = conn_lost_locked(n, k, op_name(n), error);
+    } else if (b->err) {
+        ok = ioh_error_set_errno(error, b->err, op_name(n), n->end->name);
+    }
+    g_mutex_unlock(&n->lock);
+    return ok;
+}
+
+gboolean
+ioh_nbd_read_block(IohNbd *n, char *buf, guint64 offset, GError **error)
+{
+    Conn *k = &n->conns[0];
+    g_autoptr(BlockRead) b = NULL;
+    nbd_completion_callback cb = { .callback = block_read_done, .free = block_read_unref };
+    gboolean ok;
+
+    if (offset + n->min_block > n->size) {
+        return ioh_nbd_too_small(error, op_name(n), n->end, n->size);
+    }
+    b = g_atomic_rc_box_new0(BlockRead);
+    b->n = n;
+    cb.user_data = g_atomic_rc_box_acquire(b);    /* libnbd's, released by cb.free */
+    if (nbd_aio_pread(k->h, buf, n->min_block, offset, cb, 0) < 0) {
+        return call_failed(n, k, op_name(n), error);
+    }
+    conn_wake(k);
+    ok = block_read_wait(n, k, b, error);
+    return ok;
 }
 
 /* Waits for the write-behind flush in flight, if any; FALSE if one failed. */
@@ -779,8 +876,12 @@ ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
     for (guint i = 0; flush && i < n->nconns; i++) {
         struct nbd_handle *h = n->conns[i].h;
 
-        if (nbd_can_flush(h) != 1 || (n->multi_conn && flushes > 0)) {
+        if (n->multi_conn && flushes > 0) {
             continue;
+        }
+        if (nbd_can_flush(h) != 1) {
+            /* this connection's writes cannot be made durable (the first was probed) */
+            return ioh_nbd_no_flush(error, n->end->name);
         }
         if (nbd_flush(h, 0) < 0) {
             return call_failed(n, &n->conns[i], "flush", error);

@@ -11,7 +11,8 @@
 #pragma once
 
 #include "ioh-layer.h"
-#include "ioh-nbd-uri.h"   /* ioh_nbd_is_uri(), ioh_nbd_safe_name() */
+#include "ioh-nbd-connect.h"  /* ioh_nbd_connect_uri(), ioh_nbd_check_save() */
+#include "ioh-nbd-uri.h"      /* ioh_nbd_is_uri(), ioh_nbd_safe_name() */
 
 G_BEGIN_DECLS
 
@@ -38,7 +39,10 @@ gboolean ioh_nbd_too_small(GError **error, const char *what, const IohEnd *end,
 /* An end for @uri: kind IOH_KIND_NBD, fd -1, not yet connected. */
 IohEnd *ioh_nbd_end_new(const char *uri);
 
-/* Connects @end (its priv, freed with the end). A save refuses a read-only export. */
+/* Connects @end (its priv, freed with the end): each handshake bounded by
+ * --stall-timeout (else IOH_NBD_CONNECT_TIMEOUT_S) and ended by the copy's cancellable.
+ * A save refuses a read-only export and a server that does not advertise flush
+ * (ioh_nbd_check_save()). */
 IohNbd *ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error);
 
 guint64 ioh_nbd_export_size(const IohNbd *n);
@@ -56,6 +60,14 @@ gboolean ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset,
  * out of flight; *@ret_len is what it moved. Its buffer stays the caller's until the
  * next ioh_nbd_next(). */
 char *ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error);
+
+/* The export's minimum block size (1: none): a request's offset and length are
+ * multiples of it (ioh_nbd_issue() rounds a read up; the rest is not handed on). */
+gsize ioh_nbd_min_block(const IohNbd *n);
+
+/* Reads the one block (ioh_nbd_min_block() bytes) at @offset into @buf, waiting for it:
+ * a save's read-modify-write of its unaligned tail. */
+gboolean ioh_nbd_read_block(IohNbd *n, char *buf, guint64 offset, GError **error);
 
 /* Requests issued and not yet taken back; how many may be. */
 guint ioh_nbd_in_flight(const IohNbd *n);

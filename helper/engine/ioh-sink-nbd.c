@@ -6,7 +6,8 @@
  * With the inline strategy the stream is read straight into the request (buffer()).
  * The export has a fixed size: with --length it must hold offset + length before
  * anything is sent, without it the copy fails where the stream outgrows it. Success
- * only after every command completed and the flush (ioh_nbd_finish()) returned. */
+ * only after every command completed and the flush (ioh_nbd_finish()) returned. An
+ * export with a minimum block size gets its unaligned tail by read-modify-write. */
 #include "ioh-nbd.h"
 #include "ioh-error.h"
 
@@ -115,12 +116,33 @@ nbd_sink_buffer(IohCopy *c, gsize *len, GError **error)
     return s->buf + s->fill;
 }
 
+/* An export with a minimum block size takes no unaligned tail: the stream's last block
+ * is completed with the export's own bytes after it (read-modify-write), so that what
+ * lies beyond the stream is written back unchanged. */
+static gboolean
+pad_tail(SinkState *s, GError **error)
+{
+    gsize m = ioh_nbd_min_block(s->n), keep = s->fill % m;
+    g_autofree char *block = NULL;
+
+    if (keep == 0) {
+        return TRUE;
+    }
+    block = g_malloc(m);
+    if (!ioh_nbd_read_block(s->n, block, s->pos + s->fill - keep, error)) {
+        return FALSE;
+    }
+    memcpy(s->buf + s->fill, block + keep, m - keep);
+    s->fill += m - keep;
+    return TRUE;
+}
+
 static gboolean
 nbd_sink_finish(IohCopy *c, GError **error)
 {
     SinkState *s = ioh_nbd_layer_state(c->dst->priv);
 
-    if (s->fill > 0 && !issue(c, s, error)) {
+    if (s->fill > 0 && (!pad_tail(s, error) || !issue(c, s, error))) {
         return FALSE;
     }
     return ioh_nbd_finish(s->n, TRUE, error);

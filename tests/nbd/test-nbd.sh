@@ -418,7 +418,7 @@ test_killed() {
         killed_during kill6 write ' Write id=' "TLS server killed mid-save (no key file shown)" \
             '{ head -c 4M /dev/urandom; sleep 2; head -c 4M /dev/urandom; } | "$IOH" - "$uri"' \
             "nbds+unix://alice@/?tls-psk-file=$work/psk&socket=$work/kill6.sock" \
-            "nbds+unix://alice@/?socket=$work/kill6.sock"
+            "nbds+unix:///?socket=$work/kill6.sock"
     fi
 }
 
@@ -437,7 +437,7 @@ test_tls() {
         roundtrip "nbds+unix://alice@/?socket=$work/tls.sock&tls-psk-file=$work/psk" \
         $(((3 << 20) + 1))
     check "TLS with a wrong key: exit 1, the line names the URI without the key file" \
-        fails 1 "^iohelper: connect nbds\+unix://alice@/\?socket=.*tls.sock: " \
+        fails 1 "^iohelper: connect nbds\+unix:///\?socket=.*tls.sock: " \
         "$IOH" - "nbds+unix://alice@/?tls-psk-file=$work/wrongpsk&socket=$work/tls.sock" \
         <"$work/psk"
     if grep -q psk "$work/err"; then not_ok "no key file in the line"; else ok "no key file in the line"; fi
@@ -488,14 +488,151 @@ test_readme() {
     done
 }
 
+# A server that does not advertise flush (nbdkit's eval plugin without a flush method):
+# a save is refused before anything is sent, one line naming the URI; a restore reads.
+test_no_flush() {
+    start_nbdkit nofl --filter=stats eval get_size='echo 16777216' can_write='exit 0' \
+        pwrite='cat >/dev/null' pread='head -c $3 /dev/zero' statsfile="$work/nofl.stats" ||
+        return
+    check "server without flush: save refused, exit 1, one line naming the URI" \
+        fails 1 "^iohelper: flush nbd\+unix:///\?socket=.*nofl.sock: NBD server does not support flush: cannot make the save durable$" \
+        "$IOH" --status-fd=3 - "$(unix_uri nofl)" <"$work/1m" 3>"$work/nofl.status"
+    check "server without flush: no result line claims it synced" \
+        bash -c "! grep -q '\"ok\":true\|\"type\":\"result\"' '$work/nofl.status'"
+    check "server without flush: a restore reads it" \
+        bash -c "'$IOH' --length=1M '$(unix_uri nofl)' - | cmp -s - <(head -c 1M /dev/zero)"
+    stop nofl
+    check "server without flush: nothing written before the refusal" \
+        [ -z "$(stat_ops "$work/nofl.stats" write)" ]
+}
+
+# A server that accepts the connection and never answers (a listening socket nobody
+# accepts on): the handshake is bounded by --stall-timeout, save and restore alike.
+test_mute() {
+    local sock=$work/mute.sock pid
+    python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(16); time.sleep(600)' \
+        "$sock" &
+    pid=$!
+    srv_pid[mute]=$pid
+    for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+    check "mute server, save: --stall-timeout=1 ends the handshake, one line naming the URI" \
+        fails 1 "^iohelper: connect nbd\+unix:///\?socket=.*mute.sock: the server did not complete the NBD handshake in 1 s$" \
+        timeout 60 "$IOH" --stall-timeout=1 - "nbd+unix:///?socket=$sock" <"$work/1m"
+    check "mute server, restore: --stall-timeout=1 ends the handshake" \
+        fails 1 "^iohelper: connect nbd\+unix:///\?socket=.*mute.sock: the server did not complete the NBD handshake in 1 s$" \
+        timeout 60 "$IOH" --stall-timeout=1 --length=1M "nbd+unix:///?socket=$sock" -
+    stop mute
+}
+
+# An export with a 4096-byte minimum block size that refuses anything else (nbdkit's
+# blocksize-policy filter, error policy): a save's unaligned tail is written by
+# read-modify-write (the export's bytes after the stream stay as they were), a restore
+# reads its unaligned tail rounded up; an unaligned --offset is refused up front.
+test_min_block() {
+    local img=$work/mb.img size=$(((3 << 20) + 777)) off=8192
+    head -c $((8 << 20)) /dev/urandom >"$img"
+    cp "$img" "$work/mb.orig"
+    start_nbdkit mb --filter=blocksize-policy file "$img" blocksize-minimum=4096 \
+        blocksize-error-policy=error || return
+    head -c "$size" /dev/urandom >"$work/mb.in"
+    # the stream as a pipe: --offset would apply to a regular file too
+    check "minimum block 4096: save of 3 MiB + 777 at --offset=8192, exit 0" \
+        bash -c "cat '$work/mb.in' | '$IOH' --offset=$off - '$(unix_uri mb)'"
+    check "minimum block 4096: the stream is on the export, every other byte unchanged" \
+        bash -c "cmp -s <(head -c $off '$img') <(head -c $off '$work/mb.orig') &&
+                 cmp -s <(tail -c +$((off + 1)) '$img' | head -c $size) '$work/mb.in' &&
+                 cmp -s <(tail -c +$((off + size + 1)) '$img') <(tail -c +$((off + size + 1)) '$work/mb.orig')"
+    check "minimum block 4096: restore of the 3 MiB + 777 reads them back" \
+        bash -c "'$IOH' --offset=$off --length=$size '$(unix_uri mb)' - | cmp -s - '$work/mb.in'"
+    check "minimum block 4096: --offset=100 refused, naming the minimum" \
+        fails 1 "^iohelper: open nbd\+unix:///\?socket=.*mb.sock: the export's minimum block size is 4096 bytes: --offset 100 is not a multiple of it$" \
+        "$IOH" --offset=100 - "$(unix_uri mb)" <"$work/mb.in"
+    stop mb
+}
+
+# no_secret DESC FILE...: none of FILE holds KEYFILE (the key file's name) or PASSWORD.
+no_secret() {
+    local desc=$1
+    shift
+    if cat "$@" | grep -Eq 'KEYFILE|PASSWORD'; then
+        not_ok "$desc"
+        cat "$@" | grep -E 'KEYFILE|PASSWORD' | head -5 | sed 's/^/# /'
+    else
+        ok "$desc"
+    fi
+}
+
+# The URI's secrets (the PSK file's path, a password in the user information) are
+# nowhere: not in the error line, --record, --stats, debug output, nor libnbd's own
+# messages quoted in them. libnbd splits a query on ';' too (issue 26, items 5 and 6).
+test_secrets() {
+    local port sock=$work/sec.sock
+    if [ ! -s "$work/psk" ]; then
+        ok "# SKIP nbdkit without TLS (test_tls made no key)"
+        return
+    fi
+    head -c $((1 << 20)) /dev/urandom >"$work/1m"
+    cp "$work/psk" "$work/KEYFILE.keys"
+    cp "$work/wrongpsk" "$work/KEYFILE-wrong.keys"
+    start_nbdkit sec --tls=require --tls-psk="$work/psk" memory 32M || return
+    check "';' before tls-psk-file: the save works, exit 0" \
+        env G_MESSAGES_DEBUG=all "$IOH" --stats=json --record="$work/sec.rec" - \
+        "nbds+unix://alice@/?socket=$sock;tls-psk-file=$work/KEYFILE.keys" \
+        <"$work/1m" 2>"$work/sec.err"
+    no_secret "';' before tls-psk-file, success: no key file in --stats, --record, debug" \
+        "$work/sec.err" "$work/sec.rec"
+    check "an NBD save reports mode \"nbd\" in --stats and --record" \
+        grep -q '"mode":"nbd"' "$work/sec.rec" "$work/sec.err"
+    fails 1 "^iohelper: connect nbds\+unix:///\?socket=$work/sec.sock: " \
+        "$IOH" --record="$work/sec2.rec" - \
+        "nbds+unix://alice@/?socket=$sock;tls-psk-file=$work/KEYFILE-wrong.keys" <"$work/1m"
+    check "';' before tls-psk-file, wrong key: exit 1, the line names the URI" [ $? = 0 ]
+    G_MESSAGES_DEBUG=all "$IOH" - \
+        "nbds+unix://alice@/?socket=$sock;tls-psk-file=$work/KEYFILE-wrong.keys" \
+        <"$work/1m" 2>"$work/sec2.err"
+    no_secret "';' before tls-psk-file, failure: no key file in the line, --record, debug" \
+        "$work/err" "$work/sec2.rec" "$work/sec2.err"
+    # libnbd takes all of "alice:PASSWORD" as the user name, and says it is not in the file
+    G_MESSAGES_DEBUG=all "$IOH" --record="$work/sec3.rec" - \
+        "nbds+unix://alice:PASSWORD@/?socket=$sock;tls-psk-file=$work/KEYFILE.keys" \
+        <"$work/1m" 2>"$work/sec3.err"
+    check "user:password unknown to the server: exit 1" [ $? = 1 ]
+    no_secret "user:password: neither the password nor the key file in any output" \
+        "$work/sec3.err" "$work/sec3.rec"
+    stop sec
+    port=$(free_port)
+    fails 1 "^iohelper: connect nbd://127.0.0.1:$port/x: .*refused" \
+        "$IOH" - "nbd://alice:PASSWORD@127.0.0.1:$port/x?tls-certificates=/KEYFILE" </dev/null
+    check "nbd://alice:PASSWORD@HOST: the line names nbd://HOST/x" [ $? = 0 ]
+    no_secret "nbd://alice:PASSWORD@HOST: no password in the line" "$work/err"
+    fails 2 "not a valid NBD URI" "$IOH" - "nbd://alice:PASSWORD@h%zz:1/?x=KEYFILE" </dev/null
+    check "an invalid URI with a password: a usage error (exit 2)" [ $? = 0 ]
+    no_secret "an invalid URI: no password in the usage error" "$work/err"
+}
+
+# QEMU's legacy "nbd:HOST" is refused as a usage error, and no file of that name is made.
+test_legacy() {
+    (cd "$work" && fails 2 "legacy NBD syntax: use an NBD URI" "$IOH" - "nbd:127.0.0.1" </dev/null)
+    check "legacy nbd:127.0.0.1: usage error, one line (exit 2)" [ $? = 0 ]
+    check "legacy nbd:127.0.0.1: no file of that name made" [ ! -e "$work/nbd:127.0.0.1" ]
+    check "legacy nbd:unix:PATH:exportname=X as IN: usage error" \
+        fails 2 "legacy NBD syntax" "$IOH" --length=1 "nbd:unix:$work/x.sock:exportname=e" -
+}
+
 test_readme
 test_memory_unix
 test_tls
+test_secrets
+test_legacy
 test_memory_tcp
 test_file_plugin
 test_qemu_nbd
 test_stats
 test_errors
+test_no_flush
+test_min_block
+test_mute
 test_killed
 test_stall
 echo "1..$n"

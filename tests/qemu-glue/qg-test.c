@@ -63,6 +63,8 @@ die_with_parent(gpointer data)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
+const char *const *qgt_qemu_extra_args;
+
 QgtQemu *
 qgt_qemu_start(const char *data_file, gboolean incoming)
 {
@@ -99,6 +101,9 @@ qgt_qemu_start_full(const char *data_file, gboolean incoming, gboolean paused)
     g_ptr_array_add(argv, g_strdup("-device"));
     g_ptr_array_add(argv, g_strdup_printf("loader,file=%s,addr=0x%x,force-raw=on",
                                           data_file, QGT_DATA_ADDR));
+    for (const char *const *a = qgt_qemu_extra_args; a && *a; a++) {
+        g_ptr_array_add(argv, g_strdup(*a));
+    }
     if (incoming) {
         g_ptr_array_add(argv, g_strdup("-incoming"));
         g_ptr_array_add(argv, g_strdup("defer"));

@@ -38,6 +38,10 @@ QgtQemu *qgt_qemu_start(const char *data_file, gboolean incoming);
  * once the stream is loaded). */
 QgtQemu *qgt_qemu_start_full(const char *data_file, gboolean incoming, gboolean paused);
 
+/* More arguments for the QEMUs started from now on (NULL: none), e.g. another
+ * "-device loader,..." to fill more of the guest's RAM. */
+extern const char *const *qgt_qemu_extra_args;
+
 /* Kills (SIGKILL) and reaps QEMU, removes its socket. NULL allowed. */
 void qgt_qemu_stop(QgtQemu *q);
 

@@ -1,10 +1,14 @@
 /* test-nbd.c - qemu-iohelper saves a real QEMU guest to an NBD export and restores it
  * from there: nbdkit (memory, file) and qemu-nbd serving a qcow2, each started here on a
  * unix socket; and the failures: an export too small, the server killed mid-save (the
- * placeholder stays: a restore refuses the image). Skipped with the reason when QEMU,
+ * placeholder stays: a restore refuses the image), a mute server (save and SIGTERM during
+ * a restore's handshake), a server without flush. Skipped with the reason when QEMU,
  * nbdkit or qemu-nbd is missing (CI installs them). */
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
@@ -119,7 +123,7 @@ roundtrip(const char *uri, const char *extra)
     g_assert_null(strstr(out, "SECRET"));
     g_assert_null(strstr(err, "SECRET"));
     qgt_qemu_stop(q);
-    img = qg_image_nbd_open(uri, FALSE, NULL);
+    img = qg_image_nbd_open(uri, FALSE, 0, NULL, NULL);
     g_assert_nonnull(img);
     info = qg_image_nbd_read_header(img, NULL);   /* the final header, complete */
     g_assert_nonnull(info);
@@ -205,12 +209,12 @@ test_too_small(void)
     q = qgt_qemu_start(data_file, FALSE);
     g_assert_cmpint(tool("save", q, s->uri, &err), ==, 1);
     qgt_assert_one_line(err);
-    want = g_strdup_printf("export %s is 67108864 bytes, the image needs at least", s->uri);
+    want = g_strdup_printf("export %s is 67108864 bytes, the image may need up to", s->uri);
     g_assert_nonnull(strstr(err, want));
     status = qgt_qemu_status(q);
     g_assert_cmpstr(status, ==, "prelaunch");   /* never migrated, never paused by us */
     qgt_qemu_stop(q);
-    img = qg_image_nbd_open(s->uri, FALSE, NULL);
+    img = qg_image_nbd_open(s->uri, FALSE, 0, NULL, NULL);
     g_assert_null(qg_image_nbd_read_header(img, &error));
     g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_BAD_MAGIC);   /* zeros */
     server_free(s);
@@ -237,7 +241,7 @@ wait_placeholder(const char *uri)
 {
     for (int i = 0; i < 3000; i++) {
         g_autoptr(GError) error = NULL;
-        g_autoptr(QgImageNbd) img = qg_image_nbd_open(uri, FALSE, NULL);
+        g_autoptr(QgImageNbd) img = qg_image_nbd_open(uri, FALSE, 0, NULL, NULL);
         g_autoptr(QgImageInfo) info = img ? qg_image_nbd_read_header(img, &error) : NULL;
 
         if (g_error_matches(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_INCOMPLETE)) {
@@ -295,6 +299,234 @@ test_killed_server(void)
     g_unlink(disk);
 }
 
+/* A listening unix socket that nobody accepts on: connections complete in the kernel's
+ * backlog and the server never says a word (a mute server). */
+static int
+mute_listen(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpuint(strlen(path), <, sizeof(sa.sun_path));
+    strcpy(sa.sun_path, path);
+    g_unlink(path);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    g_assert_cmpint(listen(fd, 16), ==, 0);
+    return fd;
+}
+
+/* A save to a mute server: the header's connection gives up after --stall-timeout, one
+ * line naming the URI, the guest untouched (it hung before: a blocking connect). */
+static void
+test_mute_save(void)
+{
+    Server *s = server_new("mute.sock");
+    g_autofree char *err = NULL, *status = NULL;
+    QgtQemu *q;
+    int fd;
+
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        server_free(s);
+        return;
+    }
+    fd = mute_listen(s->sock);
+    q = qgt_qemu_start(data_file, FALSE);
+    {
+        const char *args[] = { "save", "--qmp", q->sock, s->uri, "--stall-timeout=3", NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 100, NULL, &err), ==, 1);
+    }
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, s->sock));
+    g_assert_nonnull(strstr(err, "the server did not complete the NBD handshake in 3 s"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");   /* never paused, never migrated */
+    qgt_qemu_stop(q);
+    close(fd);
+    server_free(s);
+}
+
+/* A restore from a mute server, SIGTERM while the handshake waits: the tool ends at
+ * once, exit 1 (it ignored SIGTERM before, in a blocking connect). */
+static void
+test_mute_restore_sigterm(void)
+{
+    Server *s = server_new("mute2.sock");
+    g_autoptr(GError) error = NULL;
+    g_autofree char *err = NULL;
+    const char *args[] = { qgt_tool(), "restore", "--qmp", NULL, s->uri, NULL };
+    struct pollfd p = { .events = POLLIN };
+    QgtQemu *q;
+    GPid pid;
+    int status, err_fd = -1;
+
+    if (!qgt_qemu_binary()) {
+        g_test_skip("qemu-system-x86_64 is not installed");
+        server_free(s);
+        return;
+    }
+    p.fd = mute_listen(s->sock);
+    q = qgt_qemu_start(other_file, TRUE);
+    args[3] = q->sock;
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)args, NULL,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+                                           NULL, NULL, &err_fd, &error));
+    /* the listening socket turns readable once the tool's connection waits in it */
+    g_assert_cmpint(poll(&p, 1, 60000), ==, 1);
+    g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+    g_assert_true(ioht_wait_timeout(pid, 60000, &status));
+    err = read_all(err_fd);
+    g_test_message("status %d, stderr: %s", status, err);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, s->sock));
+    qgt_qemu_stop(q);
+    close(p.fd);
+    server_free(s);
+}
+
+/* A server that does not advertise flush (nbdkit eval without a flush method; its
+ * writes fail, so that a write would show): refused before the placeholder is written,
+ * one line naming the URI, the guest untouched. */
+static void
+test_no_flush(void)
+{
+    Server *s = server_new("noflush.sock");
+    const char *argv[] = { "nbdkit", "-f", "--unix", s->sock, "eval",
+                           "get_size=echo 314572800", "can_write=exit 0",
+                           "pwrite=echo EIO no >&2; exit 1", NULL };
+    g_autofree char *err = NULL, *status = NULL;
+    QgtQemu *q;
+
+    if (!server_start(s, argv)) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    g_assert_cmpint(tool("save", q, s->uri, &err), ==, 1);
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, s->sock));
+    g_assert_nonnull(strstr(err, "NBD server does not support flush: cannot make the save "
+                                 "durable"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");
+    qgt_qemu_stop(q);
+    server_free(s);
+}
+
+/* A complete image of the guest holding data_file in @disk (300 MiB), saved through
+ * nbdkit file on @s, which is stopped again; FALSE (skipped) without the tools. */
+static gboolean
+save_to_file(Server *s, const char *disk)
+{
+    QgtQemu *q;
+
+    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
+    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
+    if (!nbdkit(s, "file", disk, NULL, NULL)) {
+        return FALSE;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    g_assert_cmpint(tool("save", q, s->uri, NULL), ==, 0);
+    qgt_qemu_stop(q);
+    server_kill(s);
+    return TRUE;
+}
+
+/* A guest whose RAM is all random (loaders below the 640 KiB hole, from 1 MiB to
+ * QGT_DATA_ADDR, and data_file's from there on): its stream is larger than its RAM
+ * size (each page's header, the ROMs). */
+static QgtQemu *
+full_guest_start(void)
+{
+    g_autofree char *low = g_build_filename(workdir, "full-low.bin", NULL);
+    g_autofree char *mid = g_build_filename(workdir, "full-mid.bin", NULL);
+    g_autofree char *high = g_build_filename(workdir, "full-high.bin", NULL);
+    g_autofree char *a1 = g_strdup_printf("loader,file=%s,addr=0x0,force-raw=on", low);
+    g_autofree char *a2 = g_strdup_printf("loader,file=%s,addr=0x100000,force-raw=on", mid);
+    const char *extra[] = { "-device", a1, "-device", a2, NULL };
+    QgtQemu *q;
+
+    ioht_write_random_file(low, 0xa0000, 3);
+    ioht_write_random_file(mid, QGT_DATA_ADDR - 0x100000, 4);
+    ioht_write_random_file(high, ((guint64)QGT_RAM_MIB << 20) - QGT_DATA_ADDR, 5);
+    qgt_qemu_extra_args = extra;
+    q = qgt_qemu_start(high, FALSE);
+    qgt_qemu_extra_args = NULL;
+    g_unlink(low);
+    g_unlink(mid);
+    g_unlink(high);
+    return q;
+}
+
+/* The image on @s's export: its header, complete. */
+static QgImageInfo *
+export_header(Server *s)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, FALSE, 0, NULL, &error);
+    QgImageInfo *info;
+
+    g_assert_no_error(error);
+    info = qg_image_nbd_read_header(img, &error);
+    g_assert_no_error(error);
+    return info;
+}
+
+/* An export of the header + the guest's RAM size (what the old check let through) holding
+ * a good image; a guest whose RAM is all random, whose stream is larger than that: the
+ * save is refused before anything is written, and the image there stays whole (it was
+ * overwritten by the placeholder and half a stream). */
+static void
+test_bound_keeps_old_image(void)
+{
+    g_autofree char *disk = g_build_filename(workdir, "bound.img", NULL);
+    g_autofree char *err = NULL, *status = NULL;
+    g_autoptr(QgImageInfo) before = NULL, after = NULL;
+    Server *s = server_new("bound.sock");
+    QgtQemu *q;
+
+    if (!save_to_file(s, disk)) {
+        server_free(s);
+        return;
+    }
+    g_assert_cmpint(truncate(disk, QG_IMAGE_HEADER_SIZE + ((off_t)QGT_RAM_MIB << 20)), ==, 0);
+    g_assert_true(nbdkit(s, "file", disk, NULL, NULL));
+    before = export_header(s);
+    q = full_guest_start();
+    g_assert_cmpint(tool("save", q, s->uri, &err), ==, 1);
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, "the image may need up to"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");
+    qgt_qemu_stop(q);
+    after = export_header(s);
+    g_assert_cmpuint(after->checksum, ==, before->checksum);
+    g_assert_cmpuint(after->stored_length, ==, before->stored_length);
+    server_free(s);
+    g_unlink(disk);
+}
+
+/* QEMU's legacy "nbd:HOST" syntax: a usage error before QEMU is asked anything, never a
+ * local file of that name. */
+static void
+test_legacy_syntax(void)
+{
+    static const char *const specs[] = { "nbd:127.0.0.1", "nbd:unix:/x.sock:exportname=e" };
+
+    for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
+        const char *args[] = { "save", "--qmp", "/nonexistent/qmp.sock", specs[i], NULL };
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 60, NULL, &err), ==, 2);
+        qgt_assert_one_line(err);
+        g_assert_nonnull(strstr(err, "legacy NBD syntax: use an NBD URI"));
+        g_assert_false(g_file_test(specs[i], G_FILE_TEST_EXISTS));
+    }
+}
+
 /* What the source guest holds (seed 1) and what the destination holds before (seed 2). */
 static void
 make_guest_data(void)
@@ -321,16 +553,10 @@ test_truncated(void)
     Server *s = server_new("trunc.sock");
     QgtQemu *q;
 
-    g_assert_true(g_file_set_contents(disk, "", 0, NULL));
-    g_assert_cmpint(truncate(disk, 300 << 20), ==, 0);
-    if (!nbdkit(s, "file", disk, NULL, NULL)) {
+    if (!save_to_file(s, disk)) {
         server_free(s);
         return;
     }
-    q = qgt_qemu_start(data_file, FALSE);
-    g_assert_cmpint(tool("save", q, s->uri, NULL), ==, 0);
-    qgt_qemu_stop(q);
-    server_kill(s);
     g_assert_true(nbdkit(s, "file", disk, "truncate", "truncate=32M"));
     q = qgt_qemu_start(other_file, TRUE);
     g_assert_cmpint(tool("restore", q, s->uri, &err), ==, 1);
@@ -364,6 +590,11 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/nbd/error/too-small", test_too_small);
     g_test_add_func("/qemu/nbd/error/killed-server", test_killed_server);
     g_test_add_func("/qemu/nbd/error/truncated-export", test_truncated);
+    g_test_add_func("/qemu/nbd/error/mute-server-save", test_mute_save);
+    g_test_add_func("/qemu/nbd/error/mute-server-restore-sigterm", test_mute_restore_sigterm);
+    g_test_add_func("/qemu/nbd/error/no-flush", test_no_flush);
+    g_test_add_func("/qemu/nbd/error/legacy-syntax", test_legacy_syntax);
+    g_test_add_func("/qemu/nbd/error/stream-bound-keeps-old-image", test_bound_keeps_old_image);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(data_file);

@@ -14,6 +14,7 @@
 
 #include "ioh-error.h"
 #include "ioh-fd.h"
+#include "ioh-number.h"
 #include "ioh-untrusted.h"
 
 struct _IohBudget {
@@ -190,22 +191,42 @@ not_a_lease(const GError *err)
     return FALSE;
 }
 
+/* @text parsed as a lease, "PID START BYTES" and an optional newline, each a decimal
+ * number and nothing else (sscanf's %lu took "-1" for 2^64 - 1, and a sum of such bytes
+ * wrapped: two leases of 2^63 summed to 0 and made the budget look free): TRUE and the
+ * fields into @ret_pid, @ret_start, @ret_bytes. */
+static gboolean
+lease_parse(const char *text, long *ret_pid, guint64 *ret_start, guint64 *ret_bytes)
+{
+    g_auto(GStrv) f = g_strsplit(text, " ", 4);
+    gsize len = strlen(text);
+    guint64 pid = 0;
+
+    if (len > 0 && text[len - 1] == '\n') {
+        g_strchomp(f[g_strv_length(f) - 1]);
+    }
+    if (g_strv_length(f) != 3 || !ioh_number_unsigned(f[0], 10, 1, G_MAXINT32, &pid) ||
+        !ioh_number_unsigned(f[1], 10, 1, G_MAXUINT64, ret_start) ||
+        !ioh_number_unsigned(f[2], 10, 0, G_MAXUINT64, ret_bytes)) {
+        return FALSE;
+    }
+    *ret_pid = (long)pid;
+    return TRUE;
+}
+
 /* Whether @text is the lease of a live process: its bytes into *@ret_bytes, its pid (when
  * it names one) into *@ret_pid. */
 static gboolean
 lease_parse_live(const char *text, guint64 *ret_bytes, long *ret_pid)
 {
-    long pid = 0;
     guint64 start = 0;
 
     *ret_bytes = 0;
-    if (sscanf(text, "%ld %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &pid, &start,
-               ret_bytes) != 3) {
+    if (!lease_parse(text, ret_pid, &start, ret_bytes)) {
         return FALSE;
     }
-    *ret_pid = pid;
-    return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM) &&
-           proc_start_time(pid) == start;
+    return (kill((pid_t)*ret_pid, 0) == 0 || errno == EPERM) &&
+           proc_start_time(*ret_pid) == start;
 }
 
 /* The bytes of the lease @name in @dirfd (@dir) when its process lives (and *@live, when
@@ -250,7 +271,7 @@ sum_live(const char *dir, const char *suffix, const char *skip, guint *ret_live)
     int dirfd = budget_dir_open(dir, FALSE);
     DIR *d = dirfd < 0 ? NULL : fdopendir(dirfd);
     struct dirent *e;
-    guint64 sum = 0;
+    guint64 sum = 0, bytes;
     guint n = 0;
     gboolean live;
 
@@ -260,7 +281,11 @@ sum_live(const char *dir, const char *suffix, const char *skip, guint *ret_live)
     }
     while ((e = readdir(d))) {
         if (g_str_has_suffix(e->d_name, suffix) && (!skip || !g_str_equal(e->d_name, skip))) {
-            sum += lease_bytes_live(dirfd, dir, e->d_name, &live);
+            bytes = lease_bytes_live(dirfd, dir, e->d_name, &live);
+            /* Saturated: a sum that wrapped would make the budget look free. */
+            if (!g_uint64_checked_add(&sum, sum, bytes)) {
+                sum = G_MAXUINT64;
+            }
             n += live;
         }
     }

@@ -854,6 +854,46 @@ huge_save(IohtDir *fx, const char *src, IohtThrottle *slow)
     return smp.max_huge;
 }
 
+/* Writes @text as the lease file @name of @run. */
+static void
+plant_text(const char *run, const char *name, const char *text)
+{
+    g_autofree char *path = g_build_filename(run, name, NULL);
+
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+/* Leases a hostile user wrote to make the budget look free: two naming a live process
+ * (this one) with 2^63 bytes each, whose sum wrapped to 0, and one with "-1" bytes, which
+ * sscanf took for 2^64 - 1 (that plus 1 byte: 0 again). The sum saturates instead: no
+ * helper takes anything; a lease that is not three decimal numbers is no lease, removed. */
+static void
+test_lease_overflow(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *start = self_start_time();
+    g_autofree char *big = g_strdup_printf("%d %s 9223372036854775808\n", (int)getpid(), start);
+    g_autofree char *minus = g_strdup_printf("%d %s -1\n", (int)getpid(), start);
+    g_autofree char *one = g_strdup_printf("%d %s 1\n", (int)getpid(), start);
+    g_autofree char *minus_path = g_build_filename(run, "900002.lease", NULL);
+    g_autoptr(IohBudget) b = NULL;
+
+    (void)data;
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    g_assert_no_errno(chmod(run, 01777));
+    plant_text(run, "900001.lease", big);
+    plant_text(run, "900002.lease", big);
+    g_assert_cmpint(ioh_budget_sum(run), ==, G_MAXINT64);
+    b = ioh_budget_new(64 * MIB, run);
+    g_assert_cmpuint(ioh_budget_take(b, 8 * MIB, MIB), ==, 0);
+    plant_text(run, "900002.lease", minus);
+    plant_text(run, "900003.lease", one);
+    g_assert_cmpint(ioh_budget_sum(run), ==, (gint64)G_MAXINT64);
+    plant_text(run, "900001.lease", one);
+    g_assert_cmpint(ioh_budget_sum(run), ==, 2);
+    g_assert_false(g_file_test(minus_path, G_FILE_TEST_EXISTS));
+}
+
 /* The ring's buffers tile huge pages (2 MiB: two buffers of 1 MiB), and a huge page is
  * taken from the budget whole: with 2 MiB of budget the floor's huge page takes 1 MiB
  * (its first buffer is the floor), the next huge page does not fit, so the ring grows by
@@ -899,6 +939,7 @@ static const struct {
     { "/budget/fadvise-window", test_fadvise_window },
     { "/budget/lock-held", test_lock_held },
     { "/budget/unprivileged", test_unprivileged },
+    { "/budget/lease-overflow", test_lease_overflow },
 };
 
 int

@@ -854,6 +854,17 @@ huge_save(IohtDir *fx, const char *src, IohtThrottle *slow)
     return smp.max_huge;
 }
 
+/* The budget directory of @fx, made 1777 as /run/iohelper: its path. */
+static char *
+make_shared_run(const IohtDir *fx)
+{
+    char *run = ioht_dir_path(fx, "run");
+
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    g_assert_no_errno(chmod(run, 01777));
+    return run;
+}
+
 /* Writes @text as the lease file @name of @run. */
 static void
 plant_text(const char *run, const char *name, const char *text)
@@ -870,7 +881,7 @@ plant_text(const char *run, const char *name, const char *text)
 static void
 test_lease_overflow(IohtDir *fx, gconstpointer data)
 {
-    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *run = make_shared_run(fx);
     g_autofree char *start = self_start_time();
     g_autofree char *big = g_strdup_printf("%d %s 9223372036854775808\n", (int)getpid(), start);
     g_autofree char *minus = g_strdup_printf("%d %s -1\n", (int)getpid(), start);
@@ -879,8 +890,6 @@ test_lease_overflow(IohtDir *fx, gconstpointer data)
     g_autoptr(IohBudget) b = NULL;
 
     (void)data;
-    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
-    g_assert_no_errno(chmod(run, 01777));
     plant_text(run, "900001.lease", big);
     plant_text(run, "900002.lease", big);
     g_assert_cmpint(ioh_budget_sum(run), ==, G_MAXINT64);
@@ -901,14 +910,12 @@ test_lease_overflow(IohtDir *fx, gconstpointer data)
 static void
 test_dir_full(IohtDir *fx, gconstpointer data)
 {
-    g_autofree char *run = ioht_dir_path(fx, "run");
+    g_autofree char *run = make_shared_run(fx);
     g_autofree char *start = self_start_time();
     g_autofree char *mark = g_strdup_printf("%d %s 0\n", (int)getpid(), start);
     g_autoptr(IohBudget) b = NULL;
 
     (void)data;
-    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
-    g_assert_no_errno(chmod(run, 01777));
     plant_text(run, "900001.fadvise", mark);
     plant_text(run, "900002.fadvise", mark);
     g_assert_cmpuint(ioh_budget_fadvise_saves(run, FALSE), ==, 2);

@@ -14,6 +14,7 @@
 
 #include "ioh-error.h"
 #include "ioh-fd.h"
+#include "ioh-number.h"
 #include "ioh-untrusted.h"
 
 struct _IohBudget {
@@ -190,22 +191,42 @@ not_a_lease(const GError *err)
     return FALSE;
 }
 
+/* @text parsed as a lease, "PID START BYTES" and an optional newline, each a decimal
+ * number and nothing else (sscanf's %lu took "-1" for 2^64 - 1, and a sum of such bytes
+ * wrapped: two leases of 2^63 summed to 0 and made the budget look free): TRUE and the
+ * fields into @ret_pid, @ret_start, @ret_bytes. */
+static gboolean
+lease_parse(const char *text, long *ret_pid, guint64 *ret_start, guint64 *ret_bytes)
+{
+    g_auto(GStrv) f = g_strsplit(text, " ", 4);
+    gsize len = strlen(text);
+    guint64 pid = 0;
+
+    if (len > 0 && text[len - 1] == '\n') {
+        g_strchomp(f[g_strv_length(f) - 1]);
+    }
+    if (g_strv_length(f) != 3 || !ioh_number_unsigned(f[0], 10, 1, G_MAXINT32, &pid) ||
+        !ioh_number_unsigned(f[1], 10, 1, G_MAXUINT64, ret_start) ||
+        !ioh_number_unsigned(f[2], 10, 0, G_MAXUINT64, ret_bytes)) {
+        return FALSE;
+    }
+    *ret_pid = (long)pid;
+    return TRUE;
+}
+
 /* Whether @text is the lease of a live process: its bytes into *@ret_bytes, its pid (when
  * it names one) into *@ret_pid. */
 static gboolean
 lease_parse_live(const char *text, guint64 *ret_bytes, long *ret_pid)
 {
-    long pid = 0;
     guint64 start = 0;
 
     *ret_bytes = 0;
-    if (sscanf(text, "%ld %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &pid, &start,
-               ret_bytes) != 3) {
+    if (!lease_parse(text, ret_pid, &start, ret_bytes)) {
         return FALSE;
     }
-    *ret_pid = pid;
-    return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM) &&
-           proc_start_time(pid) == start;
+    return (kill((pid_t)*ret_pid, 0) == 0 || errno == EPERM) &&
+           proc_start_time(*ret_pid) == start;
 }
 
 /* The bytes of the lease @name in @dirfd (@dir) when its process lives (and *@live, when
@@ -241,30 +262,48 @@ lease_bytes_live(int dirfd, const char *dir, const char *name, gboolean *ret_liv
     return 0;
 }
 
+/* The most entries a lease directory may hold to be used. Each entry costs an open under
+ * the lock, and another user can fill the directory with entries no helper can remove
+ * (directories named PID.fadvise: 50,000 of them made a 64 MiB --fadvise save of root's
+ * take 16 s instead of 0.1 s, each look at the marks, every 100 ms, a scan of them all;
+ * at this bound a look costs a few ms). It leaves room for 250 helpers at once, each with
+ * a lease and a mark; past it the directory is not used (as when it cannot be read): each
+ * helper keeps to its floor, a --fadvise save counts itself alone. */
+#define BUDGET_DIR_ENTRIES_MAX 512
+
 /* The sum of the live leases @dir holds under the names ending in @suffix, but @skip
  * (ours), and their number into *@ret_live when given; the lock is held. -1 when the
- * directory cannot be read. */
+ * directory cannot be read or holds more than BUDGET_DIR_ENTRIES_MAX entries. */
 static gint64
 sum_live(const char *dir, const char *suffix, const char *skip, guint *ret_live)
 {
     int dirfd = budget_dir_open(dir, FALSE);
     DIR *d = dirfd < 0 ? NULL : fdopendir(dirfd);
     struct dirent *e;
-    guint64 sum = 0;
-    guint n = 0;
+    guint64 sum = 0, bytes;
+    guint n = 0, entries = 0;
     gboolean live;
 
     if (!d) {
         ioh_fd_clear(&dirfd);
         return -1;
     }
-    while ((e = readdir(d))) {
+    while ((e = readdir(d)) && ++entries <= BUDGET_DIR_ENTRIES_MAX) {
         if (g_str_has_suffix(e->d_name, suffix) && (!skip || !g_str_equal(e->d_name, skip))) {
-            sum += lease_bytes_live(dirfd, dir, e->d_name, &live);
+            bytes = lease_bytes_live(dirfd, dir, e->d_name, &live);
+            /* Saturated: a sum that wrapped would make the budget look free. */
+            if (!g_uint64_checked_add(&sum, sum, bytes)) {
+                sum = G_MAXUINT64;
+            }
             n += live;
         }
     }
     closedir(d);
+    if (entries > BUDGET_DIR_ENTRIES_MAX) {
+        g_debug("budget: %s holds more than %d entries, nothing beyond the floor", dir,
+                BUDGET_DIR_ENTRIES_MAX);
+        return -1;
+    }
     if (ret_live) {
         *ret_live = n;
     }

@@ -24,7 +24,10 @@
  * name that is not a live lease, whether a dead one or no lease at all (a FIFO, a
  * symbolic or hard link, a huge file, text that does not parse), counts for nothing and
  * is removed by name (unlinkat: never the file a link points to, nor a directory), which
- * in a sticky DIR only its owner or root can do: others' are ignored each time.
+ * in a sticky DIR only its owner or root can do: others' are ignored each time. A lease
+ * is three decimal numbers (anything else is no lease) and the sum of the leases
+ * saturates, never wraps. A DIR of more than 512 entries (each costs an open under the
+ * lock, and another user can plant entries no helper can remove) is not used.
  */
 #pragma once
 

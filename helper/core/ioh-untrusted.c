@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,4 +198,160 @@ ioh_untrusted_dir_open(const char *path, GError **error)
         ioh_fd_clear(&fd);
     }
     return fd;
+}
+
+/* At most this many symbolic links followed on one path (the kernel's own bound). */
+#define PATH_LINKS_MAX 40
+
+/* A walk down a path, one component at a time, from a checked directory. */
+typedef struct {
+    const char *path;    /* as given: for messages */
+    int dirfd;           /* the directory reached so far (O_PATH), checked */
+    char *at;            /* its path, for messages */
+    char *rest;          /* what is left to walk */
+    guint links;         /* symbolic links followed */
+} PathWalk;
+
+/* Moves the walk into the directory @fd (O_PATH, now the walk's), at @at (taken), after
+ * check_dir(): owned by root or us, sticky if others can write it. */
+static gboolean
+walk_enter(PathWalk *w, int fd, char *at, GError **error)
+{
+    struct stat st;
+
+    if (fd < 0) {
+        ioh_error_set_errno(error, errno, "open", at);
+    } else if (fstat(fd, &st) < 0) {
+        ioh_error_set_errno(error, errno, "fstat", at);
+    } else if (check_dir(&st, at, error)) {
+        ioh_fd_clear(&w->dirfd);
+        w->dirfd = fd;
+        g_free(w->at);
+        w->at = at;
+        return TRUE;
+    }
+    g_prefix_error(error, "%s: ", w->path);
+    if (fd >= 0) {
+        close(fd);
+    }
+    g_free(at);
+    return FALSE;
+}
+
+static gboolean
+walk_enter_root(PathWalk *w, GError **error)
+{
+    return walk_enter(w, open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), g_strdup("/"), error);
+}
+
+/* Replaces the component just taken, the symbolic link @fd (@st, named @name), by its
+ * target: the link must be owned by root or us (in a sticky directory another user's
+ * link could point anywhere). */
+static gboolean
+walk_link(PathWalk *w, int fd, const struct stat *st, const char *name, GError **error)
+{
+    char target[PATH_MAX];
+    ssize_t n;
+    char *rest;
+
+    if (++w->links > PATH_LINKS_MAX) {
+        return ioh_error_set(error, ELOOP, "open", w->path, "too many symbolic links");
+    }
+    if (!owner_trusted(st)) {
+        return ioh_error_set(error, EPERM, "open", w->path, "the symbolic link %s in %s is "
+                             "owned by uid %u, neither root nor the caller", name, w->at,
+                             (unsigned)st->st_uid);
+    }
+    n = readlinkat(fd, "", target, sizeof(target) - 1);
+    if (n <= 0) {
+        return ioh_error_set_errno(error, n < 0 ? errno : ENOENT, "readlink", w->path);
+    }
+    target[n] = '\0';
+    if (target[0] == '/' && !walk_enter_root(w, error)) {
+        return FALSE;
+    }
+    rest = g_strconcat(target, "/", w->rest, NULL);
+    g_free(w->rest);
+    w->rest = rest;
+    return TRUE;
+}
+
+/* Takes the next component of the walk into @ret_name (free it): FALSE at the end. */
+static gboolean
+walk_next(PathWalk *w, char **ret_name)
+{
+    char *p = w->rest + strspn(w->rest, "/");
+    gsize len = strcspn(p, "/");
+
+    if (len == 0) {
+        return FALSE;
+    }
+    *ret_name = g_strndup(p, len);
+    memmove(w->rest, p + len, strlen(p + len) + 1);
+    return TRUE;
+}
+
+/* Whether the component just taken, @name, is the file: the last one and not a
+ * symbolic link (nor "." or ".."). */
+static gboolean
+walk_at_file(const PathWalk *w, const char *name)
+{
+    struct stat st;
+
+    return w->rest[strspn(w->rest, "/")] == '\0' && !g_str_equal(name, ".") &&
+           !g_str_equal(name, "..") &&
+           (fstatat(w->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode));
+}
+
+/* One step: the directory @name entered, or the link @name followed. */
+static gboolean
+walk_step(PathWalk *w, const char *name, GError **error)
+{
+    int fd = openat(w->dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    gboolean ok;
+
+    if (fd < 0) {
+        return ioh_error_set_errno(error, errno, "open", w->path);
+    }
+    if (fstat(fd, &st) < 0) {
+        ok = ioh_error_set_errno(error, errno, "fstat", w->path);
+    } else if (S_ISLNK(st.st_mode)) {
+        ok = walk_link(w, fd, &st, name, error);
+    } else if (S_ISDIR(st.st_mode)) {
+        return walk_enter(w, fd, g_build_filename(w->at, name, NULL), error);
+    } else {
+        ok = ioh_error_set_errno(error, ENOTDIR, "open", w->path);
+    }
+    close(fd);
+    return ok;
+}
+
+int
+ioh_untrusted_path_parent(const char *path, char **ret_name, GError **error)
+{
+    g_autofree char *cwd = g_path_is_absolute(path) ? NULL : g_get_current_dir();
+    PathWalk w = { .path = path, .dirfd = -1,
+                   .rest = cwd ? g_strconcat(cwd, "/", path, NULL) : g_strdup(path) };
+    char *name = NULL;
+    gboolean ok = walk_enter_root(&w, error), file = FALSE;
+
+    while (ok && !file && walk_next(&w, &name)) {
+        file = walk_at_file(&w, name);
+        if (!file) {
+            ok = walk_step(&w, name, error);
+            g_clear_pointer(&name, g_free);
+        }
+    }
+    g_free(w.rest);
+    g_free(w.at);
+    if (ok && !file) {
+        ok = ioh_error_set(error, EISDIR, "open", path, "a directory, not a file");
+    }
+    if (!ok) {
+        ioh_fd_clear(&w.dirfd);
+        return -1;
+    }
+    *ret_name = name;
+    return w.dirfd;
 }

@@ -55,4 +55,17 @@ char *ioh_untrusted_read(int dirfd, const char *name, gsize max, IohUntrustedFla
  * rename or replace an entry the caller made there). Returns the fd or -1 with @error. */
 int ioh_untrusted_dir_open(const char *path, GError **error);
 
+/* A file named by a path (a config file) where every directory on the way may matter: a
+ * directory another user can write could hold, under the file's name, a link to a file
+ * of root's (whose first line the key-file parser would quote) or its own file. Walks
+ * @path (relative: from the working directory) from / one component at a time, never
+ * by name again: every directory passed must be owned by root or the caller and, if
+ * others can write it, sticky (as ioh_untrusted_dir_open() and sshd's StrictModes);
+ * every symbolic link followed (the last component's too, at most 40) must be owned by
+ * root or the caller. Returns the fd (O_PATH) of the directory holding the file and its
+ * name there in *@ret_name (free it), for ioh_untrusted_read() without
+ * IOH_UNTRUSTED_FOLLOW; -1 with @error set (ENOENT when a directory is missing, EPERM
+ * for one not trusted). */
+int ioh_untrusted_path_parent(const char *path, char **ret_name, GError **error);
+
 G_END_DECLS

@@ -224,6 +224,64 @@ test_dir(void)
     }
 }
 
+/* ioh_untrusted_path_parent() of @path: the file's name there, read back as @text. */
+static void
+assert_path_reads(const char *path, const char *name, const char *text)
+{
+    g_autoptr(GError) e = NULL;
+    g_autofree char *got_name = NULL, *got = NULL;
+    int dirfd = ioh_untrusted_path_parent(path, &got_name, &e);
+
+    g_assert_no_error(e);
+    g_assert_cmpstr(got_name, ==, name);
+    got = ioh_untrusted_read(dirfd, got_name, 64, 0, NULL, &e);
+    g_assert_no_error(e);
+    g_assert_cmpstr(got, ==, text);
+    close(dirfd);
+}
+
+/* A path walked from /: links (relative, absolute, chained, the last component's too)
+ * followed, "." and ".." taken, a missing directory ENOENT, a missing file left to the
+ * read, a loop of links ELOOP, a directory of the path open to all without the sticky
+ * bit refused (EPERM) naming it. */
+static void
+test_path(void)
+{
+    g_autofree char *p = wpath("p"), *sub = wpath("p/sub"), *f = wpath("p/sub/f");
+    g_autofree char *abs_link = wpath("p/abs"), *loop = wpath("p/loop"), *rel = wpath("p/rel");
+    g_autofree char *via = NULL, *e_path = NULL;
+    g_autoptr(GError) e = NULL;
+    g_autofree char *name = NULL;
+    int fd;
+
+    g_assert_no_errno(g_mkdir_with_parents(sub, 0755));
+    g_assert_true(g_file_set_contents(f, "x", -1, NULL));
+    g_assert_no_errno(symlink("sub/f", rel));
+    g_assert_no_errno(symlink(f, abs_link));
+    g_assert_no_errno(symlink("loop", loop));
+    via = g_strdup_printf("%s/./sub/../rel", p);
+    assert_path_reads(via, "f", "x");
+    assert_path_reads(abs_link, "f", "x");
+    e_path = g_strdup_printf("%s/none/f", p);
+    g_assert_cmpint(ioh_untrusted_path_parent(e_path, &name, &e), ==, -1);
+    g_assert_error(e, IOH_ERROR, ENOENT);
+    g_clear_error(&e);
+    g_clear_pointer(&e_path, g_free);
+    e_path = g_strdup_printf("%s/none", p);
+    fd = ioh_untrusted_path_parent(e_path, &name, &e);
+    g_assert_no_error(e);
+    g_assert_cmpstr(name, ==, "none");
+    close(fd);
+    g_assert_cmpint(ioh_untrusted_path_parent(loop, &name, &e), ==, -1);
+    g_assert_error(e, IOH_ERROR, ELOOP);
+    g_clear_error(&e);
+    g_assert_no_errno(chmod(sub, 0777));
+    g_assert_cmpint(ioh_untrusted_path_parent(f, &name, &e), ==, -1);
+    g_assert_error(e, IOH_ERROR, EPERM);
+    ioht_assert_contains(e->message, sub);
+    ioht_assert_contains(e->message, "not sticky (mode 0777)");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -239,6 +297,7 @@ main(int argc, char **argv)
     g_test_add_func("/untrusted/hard-link", test_hard_link);
     g_test_add_func("/untrusted/owner", test_owner);
     g_test_add_func("/untrusted/dir", test_dir);
+    g_test_add_func("/untrusted/path", test_path);
     rc = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(workdir);

@@ -847,6 +847,83 @@ huge_save(IohtDir *fx, const char *src, IohtThrottle *slow)
     return smp.max_huge;
 }
 
+/* The budget directory of @fx, made 1777 as /run/iohelper: its path. */
+static char *
+make_shared_run(const IohtDir *fx)
+{
+    char *run = ioht_dir_path(fx, "run");
+
+    g_assert_no_errno(g_mkdir_with_parents(run, 0755));
+    g_assert_no_errno(chmod(run, 01777));
+    return run;
+}
+
+/* Writes @text as the lease file @name of @run. */
+static void
+plant_text(const char *run, const char *name, const char *text)
+{
+    g_autofree char *path = g_build_filename(run, name, NULL);
+
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+/* Leases a hostile user wrote to make the budget look free: two naming a live process
+ * (this one) with 2^63 bytes each, whose sum wrapped to 0, and one with "-1" bytes, which
+ * sscanf took for 2^64 - 1 (that plus 1 byte: 0 again). The sum saturates instead: no
+ * helper takes anything; a lease that is not three decimal numbers is no lease, removed. */
+static void
+test_lease_overflow(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *run = make_shared_run(fx);
+    g_autofree char *start = self_start_time();
+    g_autofree char *big = g_strdup_printf("%d %s 9223372036854775808\n", (int)getpid(), start);
+    g_autofree char *minus = g_strdup_printf("%d %s -1\n", (int)getpid(), start);
+    g_autofree char *one = g_strdup_printf("%d %s 1\n", (int)getpid(), start);
+    g_autofree char *minus_path = g_build_filename(run, "900002.lease", NULL);
+    g_autoptr(IohBudget) b = NULL;
+
+    (void)data;
+    plant_text(run, "900001.lease", big);
+    plant_text(run, "900002.lease", big);
+    g_assert_cmpint(ioh_budget_sum(run), ==, G_MAXINT64);
+    b = ioh_budget_new(64 * MIB, run);
+    g_assert_cmpuint(ioh_budget_take(b, 8 * MIB, MIB), ==, 0);
+    plant_text(run, "900002.lease", minus);
+    plant_text(run, "900003.lease", one);
+    g_assert_cmpint(ioh_budget_sum(run), ==, (gint64)G_MAXINT64);
+    plant_text(run, "900001.lease", one);
+    g_assert_cmpint(ioh_budget_sum(run), ==, 2);
+    g_assert_false(g_file_test(minus_path, G_FILE_TEST_EXISTS));
+}
+
+/* A lease directory filled by another user with entries no helper can remove
+ * (directories named as leases and marks, each looked at under the lock on every take and
+ * every --fadvise look): past 512 entries it is not used, so a helper keeps to its floor
+ * and a --fadvise save counts itself alone rather than scanning them all each time. */
+static void
+test_dir_full(IohtDir *fx, gconstpointer data)
+{
+    g_autofree char *run = make_shared_run(fx);
+    g_autofree char *start = self_start_time();
+    g_autofree char *mark = g_strdup_printf("%d %s 0\n", (int)getpid(), start);
+    g_autoptr(IohBudget) b = NULL;
+
+    (void)data;
+    plant_text(run, "900001.fadvise", mark);
+    plant_text(run, "900002.fadvise", mark);
+    g_assert_cmpuint(ioh_budget_fadvise_saves(run, FALSE), ==, 2);
+    for (int i = 0; i < 600; i++) {
+        g_autofree char *junk = g_strdup_printf("%s/%d.%s", run, 800000 + i,
+                                                i % 2 ? "lease" : "fadvise");
+
+        g_assert_no_errno(mkdir(junk, 0755));
+    }
+    g_assert_cmpint(ioh_budget_sum(run), ==, -1);
+    g_assert_cmpuint(ioh_budget_fadvise_saves(run, FALSE), ==, 1);
+    b = ioh_budget_new(64 * MIB, run);
+    g_assert_cmpuint(ioh_budget_take(b, 8 * MIB, MIB), ==, 0);
+}
+
 /* The ring's buffers tile huge pages (2 MiB: two buffers of 1 MiB), and a huge page is
  * taken from the budget whole: with 2 MiB of budget the floor's huge page takes 1 MiB
  * (its first buffer is the floor), the next huge page does not fit, so the ring grows by
@@ -892,6 +969,8 @@ static const struct {
     { "/budget/fadvise-window", test_fadvise_window },
     { "/budget/lock-held", test_lock_held },
     { "/budget/unprivileged", test_unprivileged },
+    { "/budget/lease-overflow", test_lease_overflow },
+    { "/budget/dir-full", test_dir_full },
 };
 
 int

@@ -292,6 +292,19 @@ setup_clear(Setup *st)
     g_free(st->conf);
 }
 
+/* setup_init(), unless @skip: then the test is skipped saying @why (FALSE). */
+static gboolean
+setup_unless(Setup *st, const IohtDir *fx, Where where, gboolean skip, const char *why)
+{
+    setup_init(st, fx, where);
+    if (skip) {
+        g_test_skip(why);
+        setup_clear(st);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* ---- the cases ---- */
 
 /* A lease or mark planted: counted for nothing and removed (the name only: the victim
@@ -415,10 +428,8 @@ test_conf_untrusted(IohtDir *fx, gconstpointer data)
     g_autofree char *err = NULL;
     Setup st = { 0 };
 
-    setup_init(&st, fx, AT_CONF);
-    if (other_owner && geteuid() != 0) {
-        g_test_skip("needs root (gives the config to nobody)");
-        setup_clear(&st);
+    if (!setup_unless(&st, fx, AT_CONF, other_owner && geteuid() != 0,
+                      "needs root (gives the config to nobody)")) {
         return;
     }
     g_assert_true(g_file_set_contents(st.conf, "[iohelper]\nmemory-budget=8M\n", -1, NULL));
@@ -433,6 +444,57 @@ test_conf_untrusted(IohtDir *fx, gconstpointer data)
     setup_clear(&st);
 }
 
+typedef enum { CONF_DIR_OTHER, CONF_LINK_OTHER, CONF_NOT_KEY_FILE } ConfPath;
+
+#define SECRET_LINE "root:$6$SECRET-HASH:19000:0:99999:7:::\n"
+
+/* A config reached through what another user controls, or that is no key file at all:
+ * refused (exit 2) naming the file and never quoting it (GKeyFile's message quoted the
+ * line it refused: root's helper, told to read a config in a user's directory, printed
+ * the first line of a file of root's the user linked there, a password hash).
+ * CONF_DIR_OTHER: the config a link to that file, in a directory of nobody's;
+ * CONF_LINK_OTHER: a link of nobody's in the sticky budget directory (fs.protected_symlinks
+ * off, as here, lets root follow it); both root only. CONF_NOT_KEY_FILE: the caller's own
+ * 0644 file holding such a line. */
+static void
+test_conf_path(IohtDir *fx, gconstpointer data)
+{
+    ConfPath what = GPOINTER_TO_INT(data);
+    g_autofree char *dir = ioht_dir_path(fx, "alice");
+    g_autofree char *err = NULL;
+    Setup st = { 0 };
+
+    if (!setup_unless(&st, fx, AT_CONF, what != CONF_NOT_KEY_FILE && geteuid() != 0,
+                      "needs root (makes a directory or a link of nobody's)")) {
+        return;
+    }
+    make_victim(&st, SECRET_LINE);
+    if (what == CONF_DIR_OTHER) {
+        g_assert_no_errno(mkdir(dir, 0755));
+        g_assert_no_errno(chown(dir, NOBODY, (gid_t)-1));
+        g_free(st.conf);
+        st.conf = g_build_filename(dir, "iohelper.conf", NULL);
+    } else if (what == CONF_LINK_OTHER) {
+        g_free(st.conf);
+        st.conf = g_build_filename(st.run, "iohelper.conf", NULL);
+    }
+    if (what == CONF_NOT_KEY_FILE) {
+        g_assert_true(g_file_set_contents(st.conf, SECRET_LINE, -1, NULL));
+        g_assert_no_errno(chmod(st.conf, 0644));
+    } else {
+        g_assert_no_errno(symlink(st.victim, st.conf));
+        g_assert_no_errno(lchown(st.conf, NOBODY, (gid_t)-1));
+    }
+    g_assert_cmpint(run_watched(&st, &err), ==, 2);
+    ioht_assert_contains(err, st.conf);
+    ioht_assert_contains(err, what == CONF_DIR_OTHER ? "owned by uid 65534, neither root"
+                              : what == CONF_LINK_OTHER ? "the symbolic link iohelper.conf in"
+                              : "line 1 is neither [group], key=value nor a comment");
+    g_assert_null(strstr(err, "SECRET"));
+    assert_victim_intact(&st);
+    setup_clear(&st);
+}
+
 /* The budget directory a symbolic link (to a good one), or open to all without the
  * sticky bit (anyone could rename over a lease): not used, nothing made there, the save
  * keeps to its floor and succeeds. */
@@ -444,10 +506,8 @@ test_rundir(IohtDir *fx, gconstpointer data)
     g_autofree char *err = NULL;
     Setup st = { 0 };
 
-    setup_init(&st, fx, AT_LEASE);
-    if (!ioht_dir_supports_direct(fx->dir)) {
-        g_test_skip("no O_DIRECT here: the budget serves O_DIRECT saves");
-        setup_clear(&st);
+    if (!setup_unless(&st, fx, AT_LEASE, !ioht_dir_supports_direct(fx->dir),
+                      "no O_DIRECT here: the budget serves O_DIRECT saves")) {
         return;
     }
     g_assert_no_errno(rename(st.run, real));
@@ -485,6 +545,12 @@ main(int argc, char **argv)
     }
     ioht_dir_add("/hostile/conf/group-writable", GINT_TO_POINTER(FALSE), test_conf_untrusted);
     ioht_dir_add("/hostile/conf/other-owner", GINT_TO_POINTER(TRUE), test_conf_untrusted);
+    ioht_dir_add("/hostile/conf/dir-of-another", GINT_TO_POINTER(CONF_DIR_OTHER),
+                 test_conf_path);
+    ioht_dir_add("/hostile/conf/link-of-another", GINT_TO_POINTER(CONF_LINK_OTHER),
+                 test_conf_path);
+    ioht_dir_add("/hostile/conf/not-quoted", GINT_TO_POINTER(CONF_NOT_KEY_FILE),
+                 test_conf_path);
     ioht_dir_add("/hostile/rundir/symlink", GINT_TO_POINTER(TRUE), test_rundir);
     ioht_dir_add("/hostile/rundir/not-sticky", GINT_TO_POINTER(FALSE), test_rundir);
     return g_test_run();

@@ -22,7 +22,6 @@
 #define MIB (1024 * 1024)
 #define HANG_S 60
 #define RSS_MAX_KIB (128 * 1024)    /* a save holds a few buffers; a file read whole: 256 MiB */
-#define NOBODY 65534
 
 typedef enum { AT_LEASE, AT_MARK, AT_LOCK, AT_CONF } Where;
 typedef enum { PLANT_FIFO, PLANT_LINK_ZERO, PLANT_LINK_FILE, PLANT_HUGE, PLANT_HARD_LINK } Plant;
@@ -110,15 +109,6 @@ watch_stop(gpointer data)
     g_thread_join(w->thread);
 }
 
-static void
-drop_to_nobody(gpointer data)
-{
-    (void)data;
-    if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0) {
-        _exit(126);
-    }
-}
-
 /* Runs `iohelper MODE [BUDGET] - -` on @st's src (a pipe) into its dst (stdout), watched:
  * the exit code, what it printed into *@ret_err; fails the test when killed by the watch
  * or when its peak resident memory passed RSS_MAX_KIB. */
@@ -128,7 +118,7 @@ run_watched(const Setup *st, char **ret_err)
     g_auto(GStrv) env = g_get_environ();
     const char *args[] = { st->mode, st->budget, "-", "-", NULL };
     IohtSpawn s = { .args = st->budget ? args : (const char *[]){ st->mode, "-", "-", NULL },
-                    .setup = st->as_nobody ? drop_to_nobody : NULL };
+                    .setup = st->as_nobody ? ioht_drop_to_nobody : NULL };
     Watch w = { 0 };
     IohtResult r = { 0 };
     IohtChild c;
@@ -435,7 +425,7 @@ test_conf_untrusted(IohtDir *fx, gconstpointer data)
     g_assert_true(g_file_set_contents(st.conf, "[iohelper]\nmemory-budget=8M\n", -1, NULL));
     g_assert_no_errno(chmod(st.conf, other_owner ? 0644 : 0664));
     if (other_owner) {
-        g_assert_no_errno(chown(st.conf, NOBODY, (gid_t)-1));
+        g_assert_no_errno(chown(st.conf, IOHT_NOBODY, (gid_t)-1));
     }
     g_assert_cmpint(run_watched(&st, &err), ==, 2);
     ioht_assert_contains(err, st.conf);
@@ -471,7 +461,7 @@ test_conf_path(IohtDir *fx, gconstpointer data)
     make_victim(&st, SECRET_LINE);
     if (what == CONF_DIR_OTHER) {
         g_assert_no_errno(mkdir(dir, 0755));
-        g_assert_no_errno(chown(dir, NOBODY, (gid_t)-1));
+        g_assert_no_errno(chown(dir, IOHT_NOBODY, (gid_t)-1));
         g_free(st.conf);
         st.conf = g_build_filename(dir, "iohelper.conf", NULL);
     } else if (what == CONF_LINK_OTHER) {
@@ -483,7 +473,7 @@ test_conf_path(IohtDir *fx, gconstpointer data)
         g_assert_no_errno(chmod(st.conf, 0644));
     } else {
         g_assert_no_errno(symlink(st.victim, st.conf));
-        g_assert_no_errno(lchown(st.conf, NOBODY, (gid_t)-1));
+        g_assert_no_errno(lchown(st.conf, IOHT_NOBODY, (gid_t)-1));
     }
     g_assert_cmpint(run_watched(&st, &err), ==, 2);
     ioht_assert_contains(err, st.conf);

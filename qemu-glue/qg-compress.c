@@ -65,25 +65,30 @@ qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats)
     stats->stored_length = info->stored_length;
 }
 
-/* Reads the helper's pipe to its end, discarding: the frames are checked as they pass. */
-static void
+/* Reads the helper's pipe to its end, discarding: the frames are checked as they pass.
+ * Returns the bytes read. */
+static guint64
 qg_mig_compress_drain(int fd)
 {
     g_autofree char *buf = g_malloc(1 << 20);
+    guint64 total = 0;
 
     for (;;) {
         ssize_t n = read(fd, buf, 1 << 20);
 
         if (n == 0 || (n < 0 && errno != EINTR)) {
-            return;
+            return total;
         }
+        total += n > 0 ? (guint64)n : 0;
     }
 }
 
-/* Decompresses the whole image to nothing: FALSE with the helper's error when a frame
- * is corrupt (or the image cannot be read). */
+/* Decompresses the whole image (its stored length) to nothing: the length of the stream
+ * its frames hold in *@ret_length, or FALSE with the helper's error when a frame is
+ * corrupt (or the image cannot be read). */
 static gboolean
-qg_mig_compress_verify(const char *path, const QgImageInfo *info, GError **error)
+qg_mig_compress_verify(const char *path, const QgImageInfo *info, guint64 *ret_length,
+                       GError **error)
 {
     IohWrapParams params = { .offset = info->stream_offset, .length = info->stored_length };
     g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
@@ -99,32 +104,67 @@ qg_mig_compress_verify(const char *path, const QgImageInfo *info, GError **error
         close(fd);
         return FALSE;
     }
-    qg_mig_compress_drain(fd);
+    *ret_length = qg_mig_compress_drain(fd);
     return ioh_wrap_finish(wrap, error);
 }
 
-void
-qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, GError **error)
+/* What a compressed image can have caused once the helper ran: QEMU refused the stream
+ * (EIO), or loaded it and the helper then disagreed: it found the pipe closed with bytes
+ * left (EPIPE), or the stream's checksum (EBADMSG) or length differed from the header's. */
+static gboolean
+qg_mig_compress_suspect(const GError *err)
 {
-    g_autoptr(GError) corrupt = NULL;
-    GError *qerr = error ? *error : NULL;
-    const char *qemu_says;
+    int errsv = ioh_error_get_errno(err);   /* QEMU's (IOH_ERROR), the helper's */
+
+    return errsv == EIO || errsv == EPIPE || errsv == EBADMSG ||
+           g_error_matches(err, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED);
+}
+
+/* QEMU refused the stream (@qerr, EIO) and a frame is corrupt (@corrupt): the helper's
+ * line first, then QEMU's. */
+static void
+qg_mig_compress_corrupt(GError *qerr, const GError *corrupt)
+{
+    const char *qemu_says = qerr->message;
     char *msg;
 
-    /* The helper hands on what a frame decodes to before the frame's checksum: a
-     * damaged raw block can reach QEMU, which refuses the stream first (the helper then
-     * only saw EPIPE). Read the frames to the end to tell the user which it was. */
-    if (!info || !info->compression ||
-        !g_error_matches(qerr, IOH_ERROR, EIO) ||
-        qg_mig_compress_verify(path, info, &corrupt) ||
-        !g_str_has_prefix(corrupt->message, "decompress ")) {
-        return;
-    }
-    qemu_says = qerr->message;
     if (g_str_has_prefix(qemu_says, "restore failed: ")) {
         qemu_says += strlen("restore failed: ");
     }
     msg = g_strdup_printf("restore failed: %s; %s", corrupt->message, qemu_says);
     g_free(qerr->message);
     qerr->message = msg;
+}
+
+void
+qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, gboolean loaded,
+                         GError **error)
+{
+    g_autoptr(GError) corrupt = NULL;
+    GError *qerr = error ? *error : NULL;
+    guint64 length = 0;
+
+    /* The helper hands on what a frame decodes to before the frame's checksum: a
+     * damaged raw block can reach QEMU, which refuses the stream first (the helper then
+     * only saw EPIPE); frames past the stream's end reach a pipe QEMU closed after the
+     * stream (EPIPE), or its buffer (the checksum then differs). Read the frames to the
+     * end to tell the user which it was. */
+    if (!info || !info->compression || !qg_mig_compress_suspect(qerr)) {
+        return;
+    }
+    if (!qg_mig_compress_verify(path, info, &length, &corrupt)) {
+        if (g_error_matches(qerr, IOH_ERROR, EIO) &&
+            g_str_has_prefix(corrupt->message, "decompress ")) {
+            qg_mig_compress_corrupt(qerr, corrupt);
+        }
+        return;
+    }
+    if (length > info->stream_length) {
+        g_clear_error(error);
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "restore failed%s: %s: compressed data continues past the stream's "
+                    "length %" G_GUINT64_FORMAT " (its frames hold %" G_GUINT64_FORMAT
+                    " bytes)", loaded ? " (guest left paused)" : "", path,
+                    info->stream_length, length);
+    }
 }

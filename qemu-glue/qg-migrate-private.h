@@ -177,10 +177,14 @@ IohWrapOptions *qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageI
                                     gboolean save, GError **error);
 /* The compression figures of @info into @stats. */
 void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
-/* A restore of a compressed image that QEMU refused (IOH_ERROR EIO in
- * *@error): decompresses the image to its end, and when a frame is corrupt puts the
- * helper's line first ("restore failed: decompress FILE: corrupt zstd image: ...;
- * QEMU could not load ..."). Nothing otherwise. */
-void qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, GError **error);
+/* A failed restore of a compressed image (*@error), after QEMU loaded the stream when
+ * @loaded: when the failure is one the image can cause, decompresses it to its end; a
+ * corrupt frame QEMU refused first (IOH_ERROR EIO) puts the helper's line first
+ * ("restore failed: decompress FILE: corrupt zstd image: ...; QEMU could not load ..."),
+ * frames holding more than the header's stream length replace the error with
+ * "restore failed ...: FILE: compressed data continues past the stream's length N ..."
+ * (QG_IMAGE_ERROR_CORRUPT). Nothing otherwise. */
+void qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, gboolean loaded,
+                              GError **error);
 
 G_END_DECLS

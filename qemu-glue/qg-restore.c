@@ -245,8 +245,9 @@ qg_restore_verify(QgRestore *r, GError **error)
     /* A helper killed by us (its verdict CANCELLED) cannot happen here, but fails too. */
     herr = r->job.w.helper_error;
     if (herr) {
-        g_set_error(error, herr->domain, herr->code,
-                    "restore failed (guest left paused): %s", herr->message);
+        /* a copy keeps the helper's errno for qg_mig_compress_diagnose() */
+        g_propagate_prefixed_error(error, g_error_copy(herr),
+                                   "restore failed (guest left paused): ");
         return FALSE;
     }
     /* What the helper checked, checked again from its result line. */
@@ -295,7 +296,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
         !qg_mig_enable_events(qmp, error) || !qg_restore_plumb(r, error) ||
         !qg_restore_load(r, error) || !qg_restore_verify(r, error) ||
         !qg_restore_resume(r, error)) {
-        qg_mig_compress_diagnose(path, r->info, error);
+        qg_mig_compress_diagnose(path, r->info, r->loaded, error);
         return FALSE;
     }
     if (ret_stats) {

@@ -18,9 +18,12 @@
  * (ioh-zstd-out.c).
  *
  * unzstd decodes any sequence of zstd frames (the helper's own, or the zstd CLI's) and
- * refuses a corrupt image: a bad block or checksum, or a stream that ends inside a
- * frame (truncated), is EBADMSG naming the file. The bytes decoded before the damage
- * was found have gone to the reader, who must discard them on the helper's failure.
+ * refuses a corrupt image: a bad block or checksum, a stream that ends inside a frame
+ * (truncated), or one without a zstd frame (empty, or only skippable frames, which zstd
+ * -dc would take as an empty stream) is EBADMSG naming the file. A frame whose window is
+ * over IOH_ZSTD_WINDOW_LOG_MAX (`zstd --long=31`) is ENOTSUP, saying the window it needs.
+ * The bytes decoded before the damage was found have gone to the reader, who must
+ * discard them on the helper's failure.
  */
 #include "ioh-filter.h"
 #include "ioh-cpu.h"
@@ -30,8 +33,10 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#define ZSTD_STATIC_LINKING_ONLY    /* the parameters and the memory estimates */
+#include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY    /* the parameters, the memory estimates, frame headers */
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #define ZSTD_PROBE_SAMPLES 4
 #define ZSTD_PROBE_SAMPLE 4096
@@ -51,6 +56,12 @@ typedef struct {
     size_t hint;             /* unzstd: ZSTD_decompressStream's last answer (0: between
                               * frames) */
     gboolean any;            /* unzstd: some input came */
+    guint64 zframes;         /* unzstd: zstd frames decoded (skippable ones not counted) */
+    guint8 head[ZSTD_FRAMEHEADERSIZE_MAX];  /* unzstd: the first bytes of the frame being
+                                             * read: its magic and header */
+    gsize head_len;
+    gboolean head_charged;   /* unzstd: the window of the frame being read is charged */
+    guint64 dwindow;         /* unzstd: the largest window charged (ioh_mem_claim) */
     int level;
     IohMemAccount *memory;   /* the copy's account (ioh-mem-account.h) */
     gint64 cpu_ns;           /* of the calling thread inside libzstd */
@@ -236,6 +247,11 @@ unzstd_open(const IohCopyOptions *opts, GError **error)
         ioh_error_set(error, ENOMEM, NULL, NULL, "zstd: cannot allocate a context");
         return NULL;
     }
+    if (!zstd_check(ZSTD_DCtx_setParameter(z->dctx, ZSTD_d_windowLogMax,
+                                           IOH_ZSTD_WINDOW_LOG_MAX), "window", error)) {
+        zstd_free(z);
+        return NULL;
+    }
     return z;
 }
 
@@ -350,25 +366,93 @@ zstd_flush(gpointer data, IohFilterOut *out, GError **error)
     return TRUE;
 }
 
-/* The decoder's memory, from the image's first bytes: the window its first frame asks
- * (the image decides it, so it is the layer's floor, never scaled down; libzstd refuses
- * one past ZSTD_d_windowLogMax), else that limit's, plus the filter's own. */
+/* The decoder's memory: the filter's own, claimed with the first input, then the largest
+ * window a frame of the image asks, charged as each frame's header is read and before
+ * libzstd allocates it (a later frame may ask more than the first: the image decides, so
+ * it is the layer's floor, never scaled down; libzstd refuses a window past
+ * ZSTD_d_windowLogMax, and so nothing past it is charged). */
 static void
-unzstd_claim(Zstd *z, const guint8 *buf, gsize len)
+unzstd_charge(Zstd *z)
 {
     ZSTD_frameHeader fh;
     int wlog_max = ZSTD_WINDOWLOG_LIMIT_DEFAULT;
-    guint64 window, bytes;
+    guint64 bytes = 0;
 
-    ZSTD_DCtx_getParameter(z->dctx, ZSTD_d_windowLogMax, &wlog_max);
-    window = (guint64)1 << wlog_max;
-    if (ZSTD_getFrameHeader(&fh, buf, len) == 0 && fh.frameType == ZSTD_frame) {
-        window = MIN(window, fh.windowSize);
+    if (!z->any) {
+        bytes = ZSTD_OWN_BYTES;
     }
-    bytes = ZSTD_OWN_BYTES + ZSTD_estimateDStreamSize((size_t)window);
-    if (z->memory) {
+    if (!z->head_charged && ZSTD_getFrameHeader(&fh, z->head, z->head_len) == 0) {
+        z->head_charged = TRUE;
+        ZSTD_DCtx_getParameter(z->dctx, ZSTD_d_windowLogMax, &wlog_max);
+        if (fh.frameType == ZSTD_frame && fh.windowSize > z->dwindow &&
+            fh.windowSize <= ((guint64)1 << wlog_max)) {
+            bytes += ZSTD_estimateDStreamSize((size_t)fh.windowSize) -
+                     (z->dwindow ? ZSTD_estimateDStreamSize((size_t)z->dwindow) : 0);
+            z->dwindow = fh.windowSize;
+        }
+    }
+    if (bytes > 0 && z->memory) {
         ioh_mem_claim(z->memory, "unzstd", bytes, bytes, 0, NULL, NULL);
     }
+}
+
+/* Keeps the first bytes of the frame @in continues (a new one when the last call ended
+ * one: hint 0), for its magic and, should its window be refused, its header. */
+static void
+unzstd_keep_head(Zstd *z, const ZSTD_inBuffer *in)
+{
+    gsize n;
+
+    if (z->hint == 0) {
+        z->head_len = 0;
+        z->head_charged = FALSE;
+    }
+    n = MIN(in->size - in->pos, sizeof(z->head) - z->head_len);
+    memcpy(z->head + z->head_len, (const guint8 *)in->src + in->pos, n);
+    z->head_len += n;
+}
+
+/* A frame just ended (hint 0): counts it unless it was a skippable frame. */
+static void
+unzstd_frame_done(Zstd *z)
+{
+    guint32 magic = 0;
+
+    memcpy(&magic, z->head, MIN(z->head_len, sizeof(magic)));   /* a frame is longer */
+    if ((GUINT32_FROM_LE(magic) & ZSTD_MAGIC_SKIPPABLE_MASK) != ZSTD_MAGIC_SKIPPABLE_START) {
+        z->zframes++;
+    }
+}
+
+/* A window's size as a message says it: whole GiB, else MiB (windows over the limit are
+ * multiples of 128 MiB; g_format_size() would put a no-break space in the line). */
+static char *
+unzstd_window_size(guint64 n)
+{
+    return n % ((guint64)1 << 30) == 0 ? g_strdup_printf("%" G_GUINT64_FORMAT " GiB", n >> 30)
+                                       : g_strdup_printf("%" G_GUINT64_FORMAT " MiB", n >> 20);
+}
+
+/* libzstd refused the frame in progress (@r): a window over the limit is unsupported and
+ * says what it needs, anything else is a corrupt image. */
+static gboolean
+unzstd_refuse(Zstd *z, size_t r, const char *file, GError **error)
+{
+    ZSTD_frameHeader fh;
+
+    if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge &&
+        ZSTD_getFrameHeader(&fh, z->head, z->head_len) == 0) {
+        g_autofree char *need = unzstd_window_size(fh.windowSize);
+        g_autofree char *limit = unzstd_window_size((guint64)1 << IOH_ZSTD_WINDOW_LOG_MAX);
+        guint log = g_bit_storage(fh.windowSize - 1);
+
+        return ioh_error_set(error, ENOTSUP, "decompress", file,
+                             "unsupported zstd image: a frame needs a %s window (zstd "
+                             "--long=%u), over the %s (--long=%d) limit of --decompress",
+                             need, log, limit, IOH_ZSTD_WINDOW_LOG_MAX);
+    }
+    return ioh_error_set(error, EBADMSG, "decompress", file, "corrupt zstd image: %s",
+                         ZSTD_getErrorName(r));
 }
 
 static gboolean
@@ -382,19 +466,22 @@ unzstd_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
     if (!ioh_zstd_out_alloc(&z->o, out, error)) {
         return FALSE;
     }
-    if (!z->any) {
-        unzstd_claim(z, buf, len);
-    }
-    z->any = TRUE;
     do {
         gint64 t0 = ioh_cpu_thread_ns();
+        size_t r;
 
         ob = (ZSTD_outBuffer){ z->o.buf, z->o.size, 0 };
-        z->hint = ZSTD_decompressStream(z->dctx, &ob, &in);
+        unzstd_keep_head(z, &in);
+        unzstd_charge(z);
+        z->any = TRUE;
+        r = ZSTD_decompressStream(z->dctx, &ob, &in);
         z->cpu_ns += ioh_cpu_thread_ns() - t0;
-        if (ZSTD_isError(z->hint)) {
-            return ioh_error_set(error, EBADMSG, "decompress", out->file,
-                                 "corrupt zstd image: %s", ZSTD_getErrorName(z->hint));
+        if (ZSTD_isError(r)) {
+            return unzstd_refuse(z, r, out->file, error);
+        }
+        z->hint = r;
+        if (z->hint == 0) {
+            unzstd_frame_done(z);
         }
         if (ob.pos > 0 && !ioh_filter_out(out, z->o.buf, ob.pos, error)) {
             return FALSE;
@@ -410,13 +497,14 @@ unzstd_flush(gpointer data, IohFilterOut *out, GError **error)
 {
     Zstd *z = data;
 
-    if (!z->any) {
-        return ioh_error_set(error, EBADMSG, "decompress", out->file,
-                             "corrupt zstd image: no zstd frame (empty)");
-    }
     if (z->hint != 0) {
         return ioh_error_set(error, EBADMSG, "decompress", out->file,
                              "corrupt zstd image: truncated (it ends inside a frame)");
+    }
+    if (z->zframes == 0) {
+        return ioh_error_set(error, EBADMSG, "decompress", out->file,
+                             "corrupt zstd image: no zstd frame (%s)",
+                             z->any ? "only skippable frames" : "empty");
     }
     return TRUE;
 }

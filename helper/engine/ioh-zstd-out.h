@@ -12,6 +12,14 @@ G_BEGIN_DECLS
 #define IOH_ZSTD_OUT_IOV 64     /* pieces of raw frames handed on in one call */
 #define IOH_ZSTD_OUT_SMALL 16   /* pieces up to this long are copied (headers, sums) */
 
+/* unzstd decodes frames whose window is at most 2^30 bytes (1 GiB: `zstd --long=30`;
+ * libzstd's own default stops at 2^27); a larger window is refused as unsupported, not
+ * as corrupt. The fuzz target builds with a smaller one (each window is allocated) and
+ * its reference decoder uses the same. */
+#ifndef IOH_ZSTD_WINDOW_LOG_MAX
+#define IOH_ZSTD_WINDOW_LOG_MAX 30
+#endif
+
 typedef struct {
     guint8 *buf;             /* output, aligned to the sink's alignment */
     gsize size;

@@ -7,8 +7,9 @@
  * - a mixed stream (random and text pages) stores the same bytes in every cache mode and
  *   with 1, 2 or 4 threads;
  * - --checksum is over the stream: what `xxhsum -H3` prints for it, on save and restore;
- * - a corrupt image (a flipped byte, a truncated frame, nothing) is refused with one line
- *   naming the file;
+ * - a corrupt image (a flipped byte, a truncated frame, nothing, skippable frames only)
+ *   is refused with one line naming the file; a `zstd --long` image decodes up to
+ *   --long=30, beyond is refused naming the window;
  * - the stats, the status protocol's result line and --record carry the figures;
  * - usage errors exit 2. */
 #include <string.h>
@@ -310,6 +311,55 @@ test_corrupt(gconstpointer data)
     }
 }
 
+/* An image of skippable frames only holds no stream (`zstd -dc` makes it an empty one):
+ * refused like an empty file, one line naming it. Before them a zstd frame restores. */
+static void
+test_skippable_only(void)
+{
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint(sh(NULL, "printf 'P*M\\x18\\x04\\x00\\x00\\x00skip' > skip.img && "
+                       "zstd -q -dc skip.img | cmp - /dev/null"), ==, 0);
+    g_assert_cmpint(sh(&err, "$H --decompress skip.img - | cat > out"), ==, 1);
+    g_assert_nonnull(strstr(err, "decompress skip.img: corrupt zstd image: no zstd frame "
+                                 "(only skippable frames)"));
+    g_assert_null(strchr(g_strchomp(err), '\n'));
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(sh(&err, "cat skip.img skip.img > skip2.img && "
+                       "$H --decompress skip2.img - | cat > out"), ==, 1);
+    g_assert_nonnull(strstr(err, "(only skippable frames)"));
+    g_assert_cmpint(sh(NULL, "printf x | zstd -q -c > one.img && cat one.img skip.img > "
+                       "mixed.img && $H --decompress mixed.img - | cmp - <(printf x)"), ==, 0);
+}
+
+/* `zstd --long=N` from a pipe records the whole window in the frame (the CLI itself then
+ * needs --long=N to read it): up to --long=30 (1 GiB) the helper decodes it; beyond, it
+ * refuses as unsupported, not corrupt, saying the window needed and the limit. */
+static void
+test_long_window(void)
+{
+    static const struct { int log; const char *window; } ok[] = {
+        { 28, "Window Size: 256 MiB" }, { 30, "Window Size: 1.000 GiB" },
+    };
+    g_autofree char *err = NULL;
+
+    make_stream("lw", MiB + 5, FALSE);
+    for (gsize i = 0; i < G_N_ELEMENTS(ok); i++) {
+        g_assert_cmpint(sh(NULL, "cat lw | zstd -q --long=%d -c > long.img && "
+                           "zstd -lv long.img | grep -q '%s' && "
+                           "$H --decompress long.img - | cmp - lw", ok[i].log, ok[i].window),
+                        ==, 0);
+    }
+    g_assert_cmpint(sh(NULL, "cat lw | zstd -q --long=31 -c > long.img && "
+                       "zstd -lv long.img | grep -q 'Window Size: 2.00 GiB'"), ==, 0);
+    g_assert_cmpint(sh(&err, "$H --decompress long.img - | cat > out"), ==, 1);
+    g_assert_nonnull(strstr(err, "decompress long.img: unsupported zstd image: a frame "
+                                 "needs a 2 GiB window (zstd --long=31), over the 1 GiB "
+                                 "(--long=30) limit of --decompress"));
+    g_assert_null(strstr(err, "corrupt"));
+    g_assert_null(strchr(g_strchomp(err), '\n'));
+}
+
 /* Through O_DIRECT, random chunks' 128 KiB blocks go to the file uncopied, each after one
  * aligned piece that ends the frame before (its checksum), pads with a zstd skippable frame
  * and starts the block's frame: `zstd -dc` and --decompress skip the padding, a flipped
@@ -472,6 +522,8 @@ main(int argc, char **argv)
     g_test_add_func("/compress/mixed-same-in-every-mode", test_mixed_every_mode);
     g_test_add_data_func("/compress/corrupt/text", GINT_TO_POINTER(0), test_corrupt);
     g_test_add_data_func("/compress/corrupt/random", GINT_TO_POINTER(1), test_corrupt);
+    g_test_add_func("/compress/corrupt/skippable-only", test_skippable_only);
+    g_test_add_func("/compress/long-window", test_long_window);
     g_test_add_func("/compress/status-and-record", test_status_record);
     g_test_add_func("/compress/usage", test_usage);
     rc = g_test_run();

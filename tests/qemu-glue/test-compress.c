@@ -375,6 +375,47 @@ test_corrupt(void)
     g_unlink(bad);
 }
 
+/* Frames after the stream's end, under a header whose stored length counts them: QEMU
+ * stops reading at the stream's end. Whether the extra bytes find QEMU's pipe closed or
+ * reach its buffer (a small frame: then the checksum or the length disagrees), the
+ * restore fails with one line naming the image and the cause. */
+static void
+test_frames_past_end(void)
+{
+    static const guint64 extra[] = { 4 << 20, 100 };   /* past the pipe's 1 MiB, within */
+    g_autofree char *img = g_build_filename(workdir, "good.img", NULL);
+    g_autofree char *bad = g_build_filename(workdir, "bad.img", NULL);
+    g_autofree char *needle = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    const char *opts[] = { "--compress=zstd", NULL };
+
+    if (!need_qemu()) {
+        return;
+    }
+    g_free(save_guest(img, opts, TRUE, NULL));
+    info = read_info(img);
+    needle = g_strdup_printf("%s: compressed data continues past the stream's length %"
+                             G_GUINT64_FORMAT, bad, info->stream_length);
+    for (gsize i = 0; i < G_N_ELEMENTS(extra); i++) {
+        g_autofree char *cmd = g_strdup_printf("cp '%s' '%s' && head -c %" G_GUINT64_FORMAT
+                                               " /dev/urandom | zstd -q -c >> '%s' && "
+                                               "stat -c %%s '%s'", img, bad, extra[i], bad,
+                                               bad);
+        g_autofree char *size = sh_out(cmd);
+        g_autoptr(QgImageInfo) more = read_info(bad);
+        g_autoptr(GError) error = NULL;
+        int fd = open(bad, O_RDWR | O_CLOEXEC);
+
+        more->stored_length = g_ascii_strtoull(size, NULL, 10) - 4096;
+        g_assert_true(qg_image_write_header(fd, bad, more, &error));
+        g_assert_no_error(error);
+        close(fd);
+        restore_refused(bad, needle, FALSE);
+    }
+    g_unlink(img);
+    g_unlink(bad);
+}
+
 /* A page header flipped inside a raw block (random data is stored as it is): the
  * bytes reach QEMU before the frame's checksum is checked, and QEMU refuses the stream
  * first. The tool then reads the frames to the end and says the image is corrupt. */
@@ -527,6 +568,7 @@ main(int argc, char **argv)
         { "/qemu/compress/raw-and-compressed", test_raw_and_compressed },
         { "/qemu/compress/corrupt", test_corrupt },
         { "/qemu/compress/corrupt-qemu-first", test_corrupt_qemu_first },
+        { "/qemu/compress/frames-past-end", test_frames_past_end },
     };
     int ret;
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -192,4 +193,33 @@ char *
 ioht_dir_path(const IohtDir *fx, const char *name)
 {
     return g_build_filename(fx->dir, name, NULL);
+}
+
+guint64
+ioht_cached_bytes(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    guint64 size, n = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    g_autofree unsigned char *vec = NULL;
+    void *map;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(fstat(fd, &st), ==, 0);
+    size = (guint64)st.st_size;
+    if (size == 0) {
+        close(fd);
+        return 0;
+    }
+    map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    g_assert_true(map != MAP_FAILED);
+    vec = g_malloc((size + page - 1) / page);
+    g_assert_cmpint(mincore(map, size, vec), ==, 0);
+    for (guint64 i = 0; i < (size + page - 1) / page; i++) {
+        n += vec[i] & 1;
+    }
+    munmap(map, size);
+    close(fd);
+    return n * page;
 }

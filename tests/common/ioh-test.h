@@ -30,6 +30,9 @@ void ioht_assert_contains(const char *text, const char *needle);
 /* TRUE when both files have the same bytes; on a difference says where in the log. */
 gboolean ioht_files_equal(const char *a, const char *b);
 
+/* Bytes of @path now in the page cache (mincore). */
+guint64 ioht_cached_bytes(const char *path);
+
 /* The iohelper binary under test: $IOHELPER_PATH (meson sets it). */
 const char *ioht_helper_path(void);
 

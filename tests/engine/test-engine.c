@@ -13,26 +13,10 @@
 #include "ioh-copy.h"
 #include "ioh-error.h"
 #include "ioh-file.h"
-#include "ioh-test.h"
-
-#define MiB (1024 * 1024)
+#include "engine-util.h"
 
 static char *workdir;
 static gboolean have_direct;
-
-static char *
-random_bytes(gsize len, guint32 seed)
-{
-    g_autoptr(GRand) r = g_rand_new_with_seed(seed);
-    char *b = g_malloc(len + 1);
-    gsize i;
-
-    for (i = 0; i < len; i += 4) {
-        guint32 v = g_rand_int(r);
-        memcpy(b + i, &v, MIN(4, len + 1 - i));
-    }
-    return b;
-}
 
 /* The ends of a restore of @img into a pipe, and the thread that drains the pipe into
  * @got. */
@@ -59,7 +43,7 @@ static void
 roundtrip(IohCacheMode mode, guint ring, gsize bufsize, gsize len)
 {
     g_autofree char *img = g_build_filename(workdir, "rt-img", NULL);
-    g_autofree char *data = random_bytes(len, (guint32)(len ^ ring ^ bufsize ^ mode));
+    g_autofree char *data = engt_random(len, (guint32)(len ^ ring ^ bufsize ^ mode));
     g_autoptr(GError) error = NULL;
     g_autoptr(IohEnd) src = NULL;
     g_autoptr(IohEnd) dst = NULL;
@@ -156,7 +140,7 @@ static void
 length_short(IohCacheMode mode, guint ring)
 {
     g_autofree char *img = g_build_filename(workdir, "ls-img", NULL);
-    g_autofree char *data = random_bytes(3 * MiB, 7);
+    g_autofree char *data = engt_random(3 * MiB, 7);
     g_autoptr(GError) error = NULL;
     g_autoptr(IohEnd) src = NULL;
     g_autoptr(IohEnd) dst = NULL;
@@ -200,7 +184,7 @@ static void
 test_direct_parallel_range(void)
 {
     g_autofree char *img = g_build_filename(workdir, "pr-range", NULL);
-    g_autofree char *data = random_bytes(9 * MiB, 17);
+    g_autofree char *data = engt_random(9 * MiB, 17);
     g_autoptr(GError) error = NULL;
     g_autoptr(IohEnd) src = NULL;
     g_autoptr(IohEnd) dst = NULL;
@@ -238,7 +222,7 @@ test_direct_parallel_range(void)
 static void
 test_writer_error_stops_reader(void)
 {
-    g_autofree char *data = random_bytes(3 * MiB, 9);
+    g_autofree char *data = engt_random(3 * MiB, 9);
     g_autoptr(GError) error = NULL;
     g_autoptr(IohEnd) src = NULL;
     g_autoptr(IohEnd) dst = NULL;
@@ -302,7 +286,7 @@ static void
 test_position_kept(void)
 {
     g_autofree char *img = g_build_filename(workdir, "pos-img", NULL);
-    g_autofree char *data = random_bytes(MiB + 3, 11);
+    g_autofree char *data = engt_random(MiB + 3, 11);
     g_autofree char *saved = NULL;
     g_autoptr(GError) error = NULL;
     g_autoptr(IohEnd) src = NULL;
@@ -349,7 +333,7 @@ static void
 test_progress_throttled(void)
 {
     g_autofree char *img = g_build_filename(workdir, "pr-img", NULL);
-    g_autofree char *data = random_bytes(8 * MiB, 13);
+    g_autofree char *data = engt_random(8 * MiB, 13);
     guint every = 0, seldom = 0;
     guint pass;
 
@@ -485,7 +469,7 @@ static void
 test_pipe_edge(void)
 {
     g_autofree char *img = g_build_filename(workdir, "edge-img", NULL);
-    g_autofree char *data = random_bytes(MiB + 100000, 77);
+    g_autofree char *data = engt_random(MiB + 100000, 77);
     g_autoptr(GError) error = NULL;
     g_autoptr(IohEnd) src = NULL;
     g_autoptr(IohEnd) dst = NULL;

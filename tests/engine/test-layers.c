@@ -10,45 +10,9 @@
 #include "ioh-copy.h"
 #include "ioh-error.h"
 #include "ioh-filter.h"
-#include "ioh-test.h"
+#include "engine-util.h"
 
 static char *workdir;
-static GPtrArray *logged;    /* the engine's debug messages of the current copy */
-
-/* Keeps every message of the "iohelper" domain (debug ones included: no G_MESSAGES_DEBUG
- * filtering without the default writer); anything above debug is printed as usual. */
-static GLogWriterOutput
-keep_messages(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
-{
-    const char *domain = NULL, *message = NULL;
-
-    (void)data;
-    for (gsize i = 0; i < n; i++) {
-        if (g_str_equal(fields[i].key, "GLIB_DOMAIN")) {
-            domain = fields[i].value;
-        } else if (g_str_equal(fields[i].key, "MESSAGE")) {
-            message = fields[i].value;
-        }
-    }
-    if (domain && message && g_str_equal(domain, "iohelper")) {
-        g_ptr_array_add(logged, g_strdup(message));
-    }
-    if (level & G_LOG_LEVEL_DEBUG) {
-        return G_LOG_WRITER_HANDLED;
-    }
-    return g_log_writer_default(level, fields, n, data);
-}
-
-static gboolean
-was_logged(const char *text)
-{
-    for (guint i = 0; i < logged->len; i++) {
-        if (strstr(g_ptr_array_index(logged, i), text)) {
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
 
 /* Copies a new file of @size bytes through @filters; returns the result. */
 static gboolean
@@ -68,7 +32,7 @@ copy_through(const char *const *filters, guint64 size, IohStats *stats, GError *
     g_assert_nonnull(dst);
     ioh_copy_options_init(&opts);
     opts.filters = filters;
-    g_ptr_array_set_size(logged, 0);
+    engt_log_clear();
     ok = ioh_copy(src, dst, &opts, stats, error);
     if (ok) {
         g_assert_true(ioht_files_equal(in, out));
@@ -87,10 +51,10 @@ test_count(void)
 
     g_assert_true(copy_through(filters, 5 * 1024 * 1024 + 3, &stats, &error));
     g_assert_no_error(error);
-    g_assert_true(was_logged("count: 5242883 bytes from "));
+    g_assert_true(engt_logged("count: 5242883 bytes from "));
     g_assert_null(stats.checksum_algorithm);
     g_assert_true(copy_through(filters, 0, &stats, &error));
-    g_assert_true(was_logged("count: 0 bytes from "));
+    g_assert_true(engt_logged("count: 0 bytes from "));
 }
 
 /* Two filters in a row both see the stream; "xxh3" of the empty stream is XXH3's seed-0
@@ -103,11 +67,11 @@ test_chain(void)
     IohStats stats;
 
     g_assert_true(copy_through(filters, 0, &stats, &error));
-    g_assert_true(was_logged("count: 0 bytes"));
+    g_assert_true(engt_logged("count: 0 bytes"));
     g_assert_cmpstr(stats.checksum_algorithm, ==, "xxh3");
     g_assert_cmphex(stats.checksum, ==, 0x2d06800538d394c2ULL);
     g_assert_true(copy_through(filters, 4097, &stats, &error));
-    g_assert_true(was_logged("count: 4097 bytes"));
+    g_assert_true(engt_logged("count: 4097 bytes"));
     g_assert_cmphex(stats.checksum, !=, 0x2d06800538d394c2ULL);
 }
 
@@ -139,9 +103,9 @@ test_decisions_logged(void)
     IohStats stats;
 
     g_assert_true(copy_through(NULL, 100, &stats, &error));
-    g_assert_true(was_logged("copy in buffered mode: file source "));
-    g_assert_true(was_logged(", file sink "));
-    g_assert_true(was_logged("strategy inline, alignment 4096, buffers of 1048576 bytes"));
+    g_assert_true(engt_logged("copy in buffered mode: file source "));
+    g_assert_true(engt_logged(", file sink "));
+    g_assert_true(engt_logged("strategy inline, alignment 4096, buffers of 1048576 bytes"));
 }
 
 int
@@ -150,8 +114,7 @@ main(int argc, char **argv)
     int rc;
 
     g_test_init(&argc, &argv, NULL);
-    g_log_set_writer_func(keep_messages, NULL, NULL);
-    logged = g_ptr_array_new_with_free_func(g_free);
+    engt_log_start();
     workdir = ioht_workdir();
     g_test_add_func("/layers/filter/count", test_count);
     g_test_add_func("/layers/filter/chain", test_chain);
@@ -160,6 +123,5 @@ main(int argc, char **argv)
     rc = g_test_run();
     ioht_workdir_remove(workdir);
     g_free(workdir);
-    g_ptr_array_unref(logged);
     return rc;
 }

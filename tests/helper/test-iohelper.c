@@ -109,33 +109,6 @@ file_size(const char *path)
     return (guint64)st.st_size;
 }
 
-/* Bytes of @path now in the page cache (mincore). */
-static guint64
-cached_bytes(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    guint64 size = file_size(path), n = 0;
-    long page = sysconf(_SC_PAGESIZE);
-    g_autofree unsigned char *vec = NULL;
-    void *map;
-
-    g_assert_cmpint(fd, >=, 0);
-    if (size == 0) {
-        close(fd);
-        return 0;
-    }
-    map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-    g_assert_true(map != MAP_FAILED);
-    vec = g_malloc((size + page - 1) / page);
-    g_assert_cmpint(mincore(map, size, vec), ==, 0);
-    for (guint64 i = 0; i < (size + page - 1) / page; i++) {
-        n += vec[i] & 1;
-    }
-    munmap(map, size);
-    close(fd);
-    return n * page;
-}
-
 static gboolean
 skip_unless_direct(void)
 {
@@ -448,7 +421,7 @@ test_cache_left(gconstpointer data)
     g_unlink(img);
     ioht_write_random_file(src, size, 5);
     g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
-    cached = cached_bytes(img);
+    cached = ioht_cached_bytes(img);
     g_test_message("%s: %" G_GUINT64_FORMAT " KiB of %" G_GUINT64_FORMAT " KiB cached", mode,
                    cached / 1024, size / 1024);
     if (g_str_equal(mode, "--direct")) {

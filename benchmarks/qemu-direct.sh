@@ -1,11 +1,11 @@
 #!/bin/bash
-# bench-direct.sh - issue 11 item 6: a paused guest saved without --bypass-cache, through
+# qemu-direct.sh - issue 11 item 6: a paused guest saved without --bypass-cache, through
 # qemu-iohelper (iohelper computing XXH3) versus QEMU writing straight into the file (QMP getfd of
 # the file itself, then fdatasync), plus what computing the XXH3 checksum afterwards would
 # cost the direct path (xxhsum -H3 over the file, still in the page cache).
 #
-#   flock /work/bench.lock tests/qemu-glue/bench-direct.sh [--runs N] [--blob-mib MIB]
-#                                                          [--build DIR] [--dir DIR]
+#   flock /work/bench.lock benchmarks/qemu-direct.sh [--runs N] [--blob-mib MIB]
+#                                                      [--build DIR] [--dir DIR]
 #
 # Each round runs both cases (interleaved), each on a fresh QEMU 7.2 TCG guest (-S, so
 # paused) of RAM_MIB whose RAM holds BLOB_MIB of random data. Wall time from the migrate
@@ -13,7 +13,7 @@
 # (qemu-iohelper and its helper, from wait4 via /usr/bin/time).
 set -eu
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-TOP=$(cd "$HERE/../.." && pwd)
+TOP=$(cd "$HERE/.." && pwd)
 RUNS=3
 BLOB_MIB=1024
 BUILD=$TOP/build

@@ -1,0 +1,109 @@
+/* engine-util.c - plumbing of the engine's in-process tests (engine-util.h) */
+#include "engine-util.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+char *
+engt_random(gsize len, guint32 seed)
+{
+    g_autoptr(GRand) r = g_rand_new_with_seed(seed);
+    char *b = g_malloc(len + 1);
+    gsize i;
+
+    for (i = 0; i < len; i += 4) {
+        guint32 v = g_rand_int(r);
+        memcpy(b + i, &v, MIN(4, len + 1 - i));
+    }
+    return b;
+}
+
+gboolean
+engt_save(const void *data, gsize len, IohEnd *dst, const IohCopyOptions *opts,
+          IohStats *stats, GError **error)
+{
+    IohtPumpOpts feed = { .data = data, .len = len };
+    g_autoptr(IohEnd) src = NULL;
+    IohtPump *t;
+    gboolean ok;
+    int fds[2];
+
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    t = ioht_feed_start(fds[1], &feed);
+    src = ioh_end_from_fd(fds[0], "pipe", NULL);
+    g_assert_nonnull(src);
+    ok = ioh_copy(src, dst, opts, stats, error);
+    /* a failed copy leaves the pipe unread: closing it ends the feed with EPIPE */
+    g_assert_true(ioh_end_close(src, NULL));
+    ioht_pump_join(t, NULL);
+    return ok;
+}
+
+gboolean
+engt_restore(IohEnd *src, const IohCopyOptions *opts, IohStats *stats, GByteArray *got,
+             GError **error)
+{
+    IohtPumpOpts drain = { .keep = got };
+    g_autoptr(IohEnd) dst = NULL;
+    IohtPump *t;
+    gboolean ok;
+    int fds[2];
+
+    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
+    t = ioht_drain_start(fds[0], &drain);
+    dst = ioh_end_from_fd(fds[1], "pipe", NULL);
+    g_assert_nonnull(dst);
+    ok = ioh_copy(src, dst, opts, stats, error);
+    g_assert_true(ioh_end_close(dst, NULL));
+    ioht_pump_join(t, NULL);
+    return ok;
+}
+
+static GPtrArray *logged;
+
+static GLogWriterOutput
+keep_messages(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
+{
+    const char *domain = NULL, *message = NULL;
+
+    (void)data;
+    for (gsize i = 0; i < n; i++) {
+        if (g_str_equal(fields[i].key, "GLIB_DOMAIN")) {
+            domain = fields[i].value;
+        } else if (g_str_equal(fields[i].key, "MESSAGE")) {
+            message = fields[i].value;
+        }
+    }
+    if (domain && message && g_str_equal(domain, "iohelper")) {
+        g_ptr_array_add(logged, g_strdup(message));
+    }
+    if (level & G_LOG_LEVEL_DEBUG) {
+        return G_LOG_WRITER_HANDLED;
+    }
+    return g_log_writer_default(level, fields, n, data);
+}
+
+void
+engt_log_start(void)
+{
+    logged = g_ptr_array_new_with_free_func(g_free);
+    g_log_set_writer_func(keep_messages, NULL, NULL);
+}
+
+void
+engt_log_clear(void)
+{
+    g_ptr_array_set_size(logged, 0);
+}
+
+gboolean
+engt_logged(const char *text)
+{
+    for (guint i = 0; i < logged->len; i++) {
+        if (strstr(g_ptr_array_index(logged, i), text)) {
+            return TRUE;
+        }
+    }
+    return FALSE;
+}

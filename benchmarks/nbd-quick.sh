@@ -11,6 +11,7 @@ build=$(cd "${1:?usage: nbd-quick.sh BUILDDIR [SIZE_MIB] [ROUNDS]}" && pwd)
 mib=${2:-1024}
 rounds=${3:-3}
 ioh=$build/helper/iohelper
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 prod=$build/benchmarks/producer
 cons=$build/benchmarks/consumer
 dir=$(mktemp -d /var/tmp/nbd-quick.XXXXXX)
@@ -45,8 +46,7 @@ run() {
 report() {
     for label in "$@"; do
         local med
-        med=$(echo "${times[$label]}" | tr ' ' '\n' | grep . | sort -n |
-              awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+        med=$(echo "${times[$label]}" | python3 "$here/stats.py" median %.9f)
         printf '%-34s %7.2f s %8.0f MB/s   (runs:%s)\n' "$label" "$med" \
             "$(echo "$mib * 1048576 / $med / 1000000" | bc -l)" "${times[$label]}"
     done

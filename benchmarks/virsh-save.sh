@@ -136,10 +136,8 @@ one_run() {
     fi
 }
 
-median() {
-    tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
-        if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# median FORMAT: of the numbers on stdin; nothing when there are none
+median() { python3 "$HERE/stats.py" median "$1"; }
 
 rstate=$("$HERE/results-write" start)
 stream=0
@@ -159,10 +157,10 @@ printf '%-29s %21s %10s %21s\n' "" "virsh wall s" "" "helper process s"
 printf '%-29s %10s %10s %10s %10s %10s\n' "operation" "iohelper" "stock" "ours/stock" \
     "iohelper" "stock"
 for op in "${OPS[@]}"; do
-    a=$(echo "${T[ours,$op]}" | median)
-    b=$(echo "${T[stock,$op]}" | median)
-    ha=$(echo "${H[ours,$op]:-}" | median)
-    hb=$(echo "${H[stock,$op]:-}" | median)
+    a=$(echo "${T[ours,$op]}" | median %.9f)
+    b=$(echo "${T[stock,$op]}" | median %.9f)
+    ha=$(echo "${H[ours,$op]:-}" | median %.2f)
+    hb=$(echo "${H[stock,$op]:-}" | median %.2f)
     case $op in
     save) name="virsh save" ;;
     restore) name="virsh restore (no helper)" ;;

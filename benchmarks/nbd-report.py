@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""nbd-report.py - the tables of benchmarks/nbd from its raw.tsv.
+
+    benchmarks/nbd-report.py --runs N --ncpu N [--plotdata FILE] RAW
+
+Throughput is MiB/s = bytes / seconds / 2^20; medians and min-max over the runs. A ratio
+is taken run by run (the two cases of a pair ran a few seconds apart) and its median and
+min-max are shown, with the issue's target where it has one (benchmarks/stats.py). CPU
+busy: the machine's CPUs (all processes) during the case, median %. Where the time went,
+per case (medians): the CPU used by the server, the client and the pipe's other end in %
+of one core, the machine's busy and iowait %, and which side limits, the first that holds:
+"disk" when iowait is 20% or more of the machine; "CPU (ours)" when server, client and
+pipe end together use 85% or more of all cores (no side can go faster without taking CPU
+from another); "CPU (shared)" when the cores are 90% busy with others' work too; "server
+CPU" or "client CPU" when that side uses 90% of a core or more (its one busy thread); else
+"server waits" (CPUs idle: the client waits for the server's rate or latency).
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stats import fmt_cell, median, per_round, summary  # noqa: E402
+
+# The ratio table: group, direction, case A, case B, target (0: none), note.
+RATIOS = [
+    ("file", "save", "ours", "nbdcopy", 1.3, ""),
+    ("file", "save", "ours", "ours-fadvise-local", 0.9, ""),
+    ("file", "restore", "ours", "nbdcopy", 1.0, ""),
+    ("memory", "save", "ours", "nbdcopy", 0, "protocol cost"),
+    ("memory", "restore", "ours", "nbdcopy", 1.0, ""),
+    ("qemu", "save", "ours", "nbdcopy", 0, "qemu-nbd"),
+    ("qemu", "restore", "ours", "nbdcopy", 1.0, ""),
+    ("sweep", "save", "ours connections=4", "ours connections=1", 1.2, ""),
+    ("sweep", "restore", "ours connections=4", "ours connections=1", 0, "multi-conn"),
+    ("perconn", "save", "ours connections=4", "ours connections=1", 0, "a limit per connection"),
+    ("perconn", "restore", "ours connections=4", "ours connections=1", 0,
+     "a limit per connection"),
+    ("file", "save", "ours", "ours-conn1", 0, "4 vs 1 connection, disk-bound"),
+    ("sweep", "save", "ours requests=16", "ours requests=1", 0, "overlap"),
+    ("sweep", "restore", "ours requests=16", "ours requests=1", 0, "overlap"),
+    ("sweep", "save", "ours request-size=256K", "ours request-size=4M", 0, "request size"),
+    ("sweep", "restore", "ours request-size=256K", "ours request-size=4M", 0, "request size"),
+    ("slow-comp", "save", "ours-compress", "ours", 0, "compressible, slow link"),
+    ("slow-rand", "save", "ours-compress", "ours", 0, "random, slow link"),
+    ("slow-comp", "save", "ours-compress", "nbdcopy", 0, "compressible, slow link"),
+]
+
+
+class Raw:
+    """raw.tsv: group case dir run bytes seconds cpu_busy [iowait server_cpu client_cpu
+    ends_cpu]; a case is (group, case, dir)."""
+
+    def __init__(self, path, runs):
+        self.runs = runs
+        self.order, self.secs, self.size, self.busy = [], {}, {}, {}
+        self.iow, self.core, self.perg = {}, {}, {}
+        with open(path) as f:
+            next(f, None)
+            for line in f:
+                self.add(line.rstrip("\n").split("\t"))
+
+    def add(self, f):
+        k, secs = tuple(f[:3]), float(f[5])
+        if k not in self.size:
+            self.order.append(k)
+            self.busy[k] = []
+        self.secs[(k, int(f[3]))] = secs
+        self.size[k] = float(f[4])
+        self.busy[k].append(float(f[6]))
+        if len(f) >= 11 and secs > 0:
+            self.iow.setdefault(k, []).append(float(f[7]))
+            for who, v in zip(("server", "client", "ends"), f[8:11]):
+                self.core.setdefault((k, who), []).append(100 * float(v) / secs)
+            self.perg.setdefault(k, []).append(sum(map(float, f[8:11])) / (self.size[k] / 2**30))
+
+    def by_run(self, k):
+        """MiB/s of case @k per run (0: not run)."""
+        return {r: self.size[k] / self.secs[(k, r)] / 1048576
+                if self.secs.get((k, r), 0) > 0 else 0 for r in range(1, self.runs + 1)}
+
+    def series(self, k):
+        return [v for v in self.by_run(k).values() if v > 0]
+
+
+def speed_table(raw, plotdata):
+    print("### MiB/s, median (min-max) of %d run(s)\n" % raw.runs)
+    print("| server | case | save: pipe -> NBD | restore: NBD -> pipe | CPU busy % save / restore |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    done = set()
+    for k in raw.order:
+        row = k[:2]
+        if row in done:
+            continue
+        done.add(row)
+        ks, kr = row + ("save",), row + ("restore",)
+        s, t = raw.series(ks), raw.series(kr)
+        print("| %s | %s | %s | %s | %s / %s |" % (
+            row[0], row[1], fmt_cell(s) if s else "-", fmt_cell(t) if t else "-",
+            "%.0f" % median(raw.busy[ks]) if s else "-",
+            "%.0f" % median(raw.busy[kr]) if t else "-"))
+        if plotdata:
+            cols = [("%.6g" % x) if v else "?" for v in (s, t) for x in summary(v)]
+            plotdata.write('"%s: %s" %s\n' % (row[0], row[1], " ".join(cols)))
+
+
+def ratio_table(raw):
+    print("\n### Ratios, run by run (A / B throughput)\n")
+    print("| server | dir | A / B | median | min-max | target | |")
+    print("| --- | --- | --- | ---: | ---: | --- | --- |")
+    for g, d, a, b, target, note in RATIOS:
+        ka, kb = (g, a, d), (g, b, d)
+        if ka not in raw.size or kb not in raw.size:
+            continue
+        x = per_round(raw.by_run(ka), raw.by_run(kb))
+        if not x:
+            continue
+        m, lo, hi = summary(x)
+        verdict = note if target <= 0 else (
+            "met (every run)" if lo >= target else "met (median)" if m >= target else "NOT met")
+        print("| %s | %s | %s / %s | %.2f | %.2f-%.2f | %s | %s |" % (
+            g, d, a, b, m, lo, hi, ">= %g" % target if target > 0 else "-", verdict))
+
+
+def limit(b, w, sv, cl, en, ncpu):
+    """Which side limits the case: see the head of this file."""
+    if w >= 20:
+        return "disk"
+    if sv + cl + en >= 85 * ncpu:
+        return "CPU (ours)"
+    if b >= 90:
+        return "CPU (shared)"
+    return "server CPU" if sv >= 90 else "client CPU" if cl >= 90 else "server waits"
+
+
+def where_table(raw, ncpu):
+    if not raw.perg:
+        return
+    print("\n### Where the time went (medians): the bottleneck per case\n")
+    print("| server | case | dir | MiB/s | CPU % of a core: server / client / pipe end "
+          "| CPU-s per GiB (all three) | machine busy % | iowait % | limit |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for k in (k for k in raw.order if k in raw.perg):
+        b, w = median(raw.busy[k]), median(raw.iow[k])
+        sv, cl, en = (median(raw.core[(k, who)]) for who in ("server", "client", "ends"))
+        print("| %s | %s | %s | %.0f | %.0f / %.0f / %.0f | %.1f | %.0f | %.0f | %s |" % (
+            k + (median(raw.series(k)), sv, cl, en, median(raw.perg[k]), b, w,
+                 limit(b, w, sv, cl, en, ncpu))))
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("--runs", type=int, required=True)
+    ap.add_argument("--ncpu", type=int, required=True)
+    ap.add_argument("--plotdata", default="")
+    ap.add_argument("raw")
+    a = ap.parse_args()
+    raw = Raw(a.raw, a.runs)
+    if a.plotdata:
+        with open(a.plotdata, "w") as plot:
+            speed_table(raw, plot)
+    else:
+        speed_table(raw, None)
+    ratio_table(raw)
+    where_table(raw, a.ncpu)
+
+
+if __name__ == "__main__":
+    main()

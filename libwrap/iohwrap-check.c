@@ -226,24 +226,16 @@ find_start(const FdInfo *fi, IohwPlan *plan, GError **error)
     return TRUE;
 }
 
-/* The helper sets O_DIRECT on the file itself: try it now (and put the flags back), so
- * that a file system that refuses it is known before anything runs. */
+/* The helper sets O_DIRECT on the file itself: try it now (ioh_dio_probe() puts the flags
+ * back), so that a file system that refuses it is known before anything runs. */
 static gboolean
 probe_direct(const FdInfo *fi, GError **error)
 {
-    int errsv;
+    int errsv = ioh_dio_probe(fi->fd);
 
-    if (fi->fl & O_DIRECT) {
-        return TRUE;
-    }
-    if (fcntl(fi->fd, F_SETFL, fi->fl | O_DIRECT) < 0) {
-        errsv = errno;
-        return badfd(error, "%s: its file system refuses O_DIRECT (IOH_WRAP_DIRECT): %s",
-                     fi->name, g_strerror(errsv));
-    }
-    if (fcntl(fi->fd, F_SETFL, fi->fl) < 0) {
-        errsv = errno;
-        return badfd(error, "%s: cannot restore its flags: %s", fi->name, g_strerror(errsv));
+    if (errsv) {
+        return badfd(error, "%s: " IOH_DIO_REFUSED " (IOH_WRAP_DIRECT): %s", fi->name,
+                     g_strerror(errsv));
     }
     return TRUE;
 }

@@ -530,10 +530,10 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
             print_error("%s", err->message);
             return 1;
         }
-        if (!ev || g_strcmp0(qg_json_get_string(ev, "event"), "MIGRATION") != 0) {
+        if (!ev || g_strcmp0(ioh_json_get_string(ev, "event"), "MIGRATION") != 0) {
             continue;
         }
-        st = qg_json_get_string(qg_json_get_object(ev, "data"), "status") ?: "";
+        st = ioh_json_get_string(ioh_json_get_object(ev, "data"), "status") ?: "";
         if (g_str_equal(st, "completed") || g_str_equal(st, "failed") ||
             g_str_equal(st, "cancelled")) {
             g_autoptr(JsonBuilder) b = json_builder_new();

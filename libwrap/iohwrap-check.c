@@ -8,6 +8,7 @@
 
 #include "iohwrap-check.h"
 #include "ioh-dio.h"
+#include "ioh-option-rules.h"
 #include "ioh-fd.h"
 
 #include <errno.h>
@@ -57,11 +58,15 @@ static gboolean
 check_flags(IohWrapFlags flags, GError **error)
 {
     const guint known = IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE;
+    IohOptionSet set = { 0 };
 
     if ((guint)flags & ~known) {
         return invalid(error, "unknown flags 0x%x", (guint)flags & ~known);
     }
-    if ((flags & IOH_WRAP_DIRECT) && (flags & IOH_WRAP_FADVISE)) {
+    /* the helper's rule (ioh-option-rules.h), in this API's words */
+    set.direct = (flags & IOH_WRAP_DIRECT) != 0;
+    set.fadvise = (flags & IOH_WRAP_FADVISE) != 0;
+    if (ioh_option_rules_check(&set) == IOH_OPTION_RULE_DIRECT_AND_FADVISE) {
         return invalid(error, "IOH_WRAP_DIRECT and IOH_WRAP_FADVISE cannot be combined");
     }
     return TRUE;

@@ -12,8 +12,6 @@
 #include "ioh-number.h"
 #include "ioh-opt.h"
 
-#define usage_error ioh_args_usage_error
-
 static const char usage_text[] =
     "Usage: iohelper [OPTION...] IN OUT\n"
     "       iohelper [OPTION...] PATH FD      (libvirt's libvirt_iohelper form)\n"
@@ -220,11 +218,11 @@ apply_compress(IohArgs *a, const char *val, GError **error)
     gint64 v = IOH_ZSTD_LEVEL_DEFAULT;
 
     if (!level && !g_str_equal(val, "zstd")) {
-        return usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
+        return ioh_args_usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
     }
     if (level && !ioh_number_signed(level, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &v)) {
-        return usage_error(error, "--compress: level '%s' is not a number from %d to %d",
-                           level, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
+        return ioh_args_usage_error(error, "--compress: level '%s' is not a number from %d "
+                                    "to %d", level, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
     }
     a->compress = TRUE;
     a->copy.compress_level = (int)v;
@@ -260,8 +258,8 @@ apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
     if (g_str_equal(name, "checksum")) {
         f = ioh_filter_lookup(val);
         if (!f || !f->checksum) {
-            return usage_error(error, "--checksum: '%s' is not a known algorithm (%s)", val,
-                               ioh_filter_checksum_names());
+            return ioh_args_usage_error(error, "--checksum: '%s' is not a known algorithm "
+                                        "(%s)", val, ioh_filter_checksum_names());
         }
         a->checksum_filters[0] = f->name;
         a->copy.filters = a->checksum_filters;
@@ -271,8 +269,8 @@ apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
         n++;
     }
     if (n != 16 || val[n] || !ioh_number_unsigned(val, 16, 0, G_MAXUINT64, &v)) {
-        return usage_error(error, "--verify-checksum: '%s' is not an xxh3 checksum (16 hex "
-                           "digits)", val);
+        return ioh_args_usage_error(error, "--verify-checksum: '%s' is not an xxh3 checksum "
+                                    "(16 hex digits)", val);
     }
     a->checksum_filters[0] = "xxh3";
     a->copy.filters = a->checksum_filters;
@@ -289,7 +287,7 @@ apply_stats(IohArgs *a, const char *val, GError **error)
     } else if (g_str_equal(val, "json")) {
         a->stats = IOH_STATS_JSON;
     } else {
-        return usage_error(error, "--stats: '%s' is not 'text' or 'json'", val);
+        return ioh_args_usage_error(error, "--stats: '%s' is not 'text' or 'json'", val);
     }
     return TRUE;
 }
@@ -298,7 +296,7 @@ static gboolean
 apply_record(IohArgs *a, const char *val, GError **error)
 {
     if (!*val) {
-        return usage_error(error, "--record: empty file name");
+        return ioh_args_usage_error(error, "--record: empty file name");
     }
     g_free(a->record);
     a->record = g_strdup(val);
@@ -377,13 +375,13 @@ check_nbd_uri(const char *spec, GError **error)
     if (!uri) {
         /* GLib's message may quote the URI whole: the secrets out of it */
         g_autofree char *cause = ioh_nbd_redact(spec, err->message);
-        return usage_error(error, "'%s' is not a valid NBD URI: %s", name, cause);
+        return ioh_args_usage_error(error, "'%s' is not a valid NBD URI: %s", name, cause);
     }
     query = g_uri_get_query(uri);
     if (strstr(g_uri_get_scheme(uri), "+unix") &&
         (!query || (!g_str_has_prefix(query, "socket=") && !strstr(query, "&socket=")))) {
-        return usage_error(error, "'%s' is not a valid NBD URI: +unix needs ?socket=PATH",
-                           name);
+        return ioh_args_usage_error(error, "'%s' is not a valid NBD URI: +unix needs "
+                                    "?socket=PATH", name);
     }
     return TRUE;
 }
@@ -402,16 +400,17 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
     } else if (g_str_has_prefix(spec, "fd:")) {
         if (!is_fd_number(spec + 3) ||
             !ioh_number_unsigned(spec + 3, 10, 0, G_MAXINT, &n)) {
-            return usage_error(error, "'%s': not a file descriptor number (write './%s' "
-                               "for a file of that name)", spec, spec);
+            return ioh_args_usage_error(error, "'%s': not a file descriptor number (write "
+                                        "'./%s' for a file of that name)", spec, spec);
         }
         ret->kind = IOH_OPERAND_FD;
         ret->fd = (int)n;
     } else if (ioh_nbd_is_legacy(spec)) {
         /* libnbd does not take it, and a file of that name is rarely what was meant */
-        return usage_error(error, "'%s' is QEMU's legacy NBD syntax: use an NBD URI "
-                           "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH), or "
-                           "'./%s' for a file of that name", spec, spec);
+        return ioh_args_usage_error(error, "'%s' is QEMU's legacy NBD syntax: use an NBD "
+                                    "URI (nbd://HOST[:PORT]/EXPORT, "
+                                    "nbd+unix:///EXPORT?socket=PATH), or './%s' for a file of "
+                                    "that name", spec, spec);
     } else if (ioh_nbd_is_uri(spec)) {
         ret->kind = IOH_OPERAND_NBD;
         return check_nbd_uri(spec, error);
@@ -427,27 +426,27 @@ take_operands(IohArgs *a, GPtrArray *operands, GError **error)
     guint64 fd;
 
     if (operands->len != 2) {
-        return usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
-                           operands->len, operands->len == 1 ? "" : "s");
+        return ioh_args_usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
+                                    operands->len, operands->len == 1 ? "" : "s");
     }
     second = g_ptr_array_index(operands, 1);
     if (!is_fd_number(second)) {
         a->in = g_strdup(g_ptr_array_index(operands, 0));
         a->out = g_strdup(second);
         if (!*a->in || !*a->out) {
-            return usage_error(error, "empty file name");
+            return ioh_args_usage_error(error, "empty file name");
         }
         return parse_operand(a->in, 0, &a->in_op, error) &&
                parse_operand(a->out, 1, &a->out_op, error);
     }
     if (!ioh_number_unsigned(second, 10, 0, G_MAXINT, &fd)) {
-        return usage_error(error, "malformed fd '%s'", second);
+        return ioh_args_usage_error(error, "malformed fd '%s'", second);
     }
     a->libvirt = TRUE;
     a->path = g_strdup(g_ptr_array_index(operands, 0));
     a->fd = (int)fd;
     if (!*a->path) {
-        return usage_error(error, "empty PATH");
+        return ioh_args_usage_error(error, "empty PATH");
     }
     return TRUE;
 }
@@ -465,7 +464,7 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
 
     if (!ioh_opt_parse(entries, argc, argv, apply_option, a, operands, &err)) {
         /* a grammar error is a usage error like any other */
-        return usage_error(error, "%s", err->message);
+        return ioh_args_usage_error(error, "%s", err->message);
     }
     if (a->help || a->version) {
         return TRUE;

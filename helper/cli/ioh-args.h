@@ -57,7 +57,7 @@ typedef struct {
     gboolean compress;       /* --compress=zstd[:LEVEL] (a save) */
     gboolean decompress;     /* --decompress (a restore) */
     const char *filters[3];  /* with either: the checksum on the stream side of (un)zstd */
-    gboolean nbd_option;     /* --connections, --requests or --request-size given */
+    gboolean nbd_option;     /* --connections, --requests, --request-size or --stall-timeout */
     gboolean has_memory_budget;  /* --memory-budget, or memory-budget in the config file */
     guint64 memory_budget;
 } IohArgs;

@@ -136,7 +136,8 @@ check_channel(const Part *ch, const Part *in, const Part *out, const char *why,
     const Part *hit = part_same(ch, out) ? out : part_same(ch, in) ? in : NULL;
 
     if (hit && !part_is_null(ch)) {
-        return ioh_args_usage_error(error, "%s is the same file as %s: %s", ch->label, hit->label, why);
+        return ioh_args_usage_error(error, "%s is the same file as %s: %s", ch->label,
+                                    hit->label, why);
     }
     return TRUE;
 }
@@ -178,17 +179,17 @@ check_options(const IohArgs *a, const Part *in, const Part *out, GError **error)
                       : a->fadvise ? "--fadvise" : NULL;
 
     if (opt && !in_st && !out_st && in->known && out->known) {
-        return ioh_args_usage_error(error, "%s applies to a file or block device, and neither %s nor %s "
-                     "is one", opt, in->label, out->label);
+        return ioh_args_usage_error(error, "%s applies to a file or block device, and "
+                                    "neither %s nor %s is one", opt, in->label, out->label);
     }
     if (a->copy.has_offset && in_st && out_st) {
-        return ioh_args_usage_error(error, "--offset: %s and %s are both files or devices: say which "
-                     "side it means by passing the other as '-' or 'fd:N'", in->label,
-                     out->label);
+        return ioh_args_usage_error(error, "--offset: %s and %s are both files or devices: "
+                                    "say which side it means by passing the other as '-' "
+                                    "or 'fd:N'", in->label, out->label);
     }
     if (a->copy.has_offset && out_st && (out->flags & O_APPEND)) {
-        return ioh_args_usage_error(error, "--offset: %s is open with O_APPEND: every write lands at its "
-                     "end, whatever the offset", out->label);
+        return ioh_args_usage_error(error, "--offset: %s is open with O_APPEND: every write "
+                                    "lands at its end, whatever the offset", out->label);
     }
     return TRUE;
 }
@@ -203,8 +204,8 @@ ioh_clash_check(const IohArgs *a, GError **error)
         return TRUE;
     }
     if (part_is_data_clash(&in, &out)) {
-        return ioh_args_usage_error(error, "%s and %s are the same file: a copy onto itself", in.label,
-                     out.label);
+        return ioh_args_usage_error(error, "%s and %s are the same file: a copy onto itself",
+                                    in.label, out.label);
     }
     return check_channels(a, &in, &out, error) && check_options(a, &in, &out, error);
 }

@@ -153,7 +153,8 @@ check_bool(JsonObject *o, const char *name, GError **error)
 {
     JsonNode *n = json_object_get_member(o, name);
 
-    return !n || ioh_json_node_is(n, IOH_JSON_BOOLEAN) || bad(error, "member \"%s\" is not a boolean", name);
+    return !n || ioh_json_node_is(n, IOH_JSON_BOOLEAN) ||
+           bad(error, "member \"%s\" is not a boolean", name);
 }
 
 /* ---- line types ----------------------------------------------------------------- */

@@ -10,11 +10,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ioh-args.h"
 #include "ioh-clash.h"
+#include "ioh-conf.h"
 #include "ioh-copy.h"
 #include "ioh-error.h"
 #include "ioh-escape.h"
@@ -120,73 +120,6 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     return TRUE;
 }
 
-/* A file, a block device or an NBD export: where an image is kept. */
-static gboolean
-holds_image(const IohEnd *end)
-{
-    return ioh_end_is_storage(end) || end->kind == IOH_KIND_NBD;
-}
-
-/* --compress is for a save (pipe to storage), --decompress for a restore: known once the
- * ends are open, before anything is written. */
-static gboolean
-check_compression(const IohArgs *a, const IohEnd *src, const IohEnd *dst, GError **error)
-{
-    gboolean save = holds_image(dst) && !holds_image(src);
-    gboolean restore = holds_image(src) && !holds_image(dst);
-
-    if (a->compress && !save) {
-        g_set_error(error, IOH_ARGS_ERROR, 0, "--compress is for a save (a pipe into a "
-                    "file), not a copy from %s to %s", src->name, dst->name);
-        return FALSE;
-    }
-    if (a->decompress && !restore) {
-        g_set_error(error, IOH_ARGS_ERROR, 0, "--decompress is for a restore (a file into "
-                    "a pipe), not a copy from %s to %s", src->name, dst->name);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-/* Before opening (which creates OUT): is a standalone operand storage? A path that does
- * not exist yet will be a regular file. */
-static gboolean
-operand_is_storage(const IohOperand *op, const char *spec)
-{
-    struct stat st;
-    int r = op->kind == IOH_OPERAND_PATH ? stat(spec, &st) : fstat(op->fd, &st);
-
-    if (r < 0) {
-        return op->kind == IOH_OPERAND_PATH;
-    }
-    return S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
-}
-
-/* The same check as check_compression(), before a standalone OUT is created. */
-static gboolean
-precheck_compression(const IohArgs *a, GError **error)
-{
-    IohEnd in = { .fd = -1, .name = a->in_op.kind == IOH_OPERAND_PATH ? a->in : "stdin" };
-    IohEnd out = { .fd = -1, .name = a->out_op.kind == IOH_OPERAND_PATH ? a->out : "stdout" };
-    g_autofree char *in_name = NULL;
-    g_autofree char *out_name = NULL;
-
-    if (a->libvirt || (!a->compress && !a->decompress)) {
-        return TRUE;
-    }
-    in.kind = operand_is_storage(&a->in_op, a->in) ? IOH_KIND_FILE : IOH_KIND_PIPE;
-    out.kind = operand_is_storage(&a->out_op, a->out) ? IOH_KIND_FILE : IOH_KIND_PIPE;
-    if (a->in_op.kind == IOH_OPERAND_NBD) {
-        in.kind = IOH_KIND_NBD;
-        in.name = in_name = ioh_nbd_safe_name(a->in);
-    }
-    if (a->out_op.kind == IOH_OPERAND_NBD) {
-        out.kind = IOH_KIND_NBD;
-        out.name = out_name = ioh_nbd_safe_name(a->out);
-    }
-    return check_compression(a, &in, &out, error);
-}
-
 static gboolean
 run(IohArgs *a, IohStats *stats, GError **error)
 {
@@ -201,7 +134,7 @@ run(IohArgs *a, IohStats *stats, GError **error)
                     a->status_fd);
         return FALSE;
     }
-    if (!precheck_compression(a, error)) {
+    if (!ioh_clash_check_direction(a, error)) {
         return FALSE;
     }
     if (a->libvirt) {
@@ -222,9 +155,6 @@ run(IohArgs *a, IohStats *stats, GError **error)
     if (ioh_clash_same_data(src->fd, dst->fd)) {
         g_set_error(error, IOH_ARGS_ERROR, 0, "%s and %s are the same file: a copy onto "
                     "itself", src->name, dst->name);
-        return FALSE;
-    }
-    if (!check_compression(a, src, dst, error)) {
         return FALSE;
     }
     rep.tty = a->progress && isatty(STDERR_FILENO);
@@ -330,7 +260,7 @@ main(int argc, char **argv)
         ioh_args_clear(&args);
         return 2;
     }
-    if (!ioh_args_read_config(&args, &error)) {
+    if (!ioh_conf_read(&args, &error)) {
         return usage_failure(&args, &stats, error);
     }
     /* The host's budget for buffers (ioh-budget.h): a lease given back at exit. */

@@ -8,6 +8,7 @@
 
 #include "iohwrap-check.h"
 #include "ioh-dio.h"
+#include "ioh-option-rules.h"
 #include "ioh-fd.h"
 
 #include <errno.h>
@@ -57,11 +58,15 @@ static gboolean
 check_flags(IohWrapFlags flags, GError **error)
 {
     const guint known = IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE;
+    IohOptionSet set = { 0 };
 
     if ((guint)flags & ~known) {
         return invalid(error, "unknown flags 0x%x", (guint)flags & ~known);
     }
-    if ((flags & IOH_WRAP_DIRECT) && (flags & IOH_WRAP_FADVISE)) {
+    /* the helper's rule (ioh-option-rules.h), in this API's words */
+    set.direct = (flags & IOH_WRAP_DIRECT) != 0;
+    set.fadvise = (flags & IOH_WRAP_FADVISE) != 0;
+    if (ioh_option_rules_check(&set) == IOH_OPTION_RULE_DIRECT_AND_FADVISE) {
         return invalid(error, "IOH_WRAP_DIRECT and IOH_WRAP_FADVISE cannot be combined");
     }
     return TRUE;
@@ -226,24 +231,16 @@ find_start(const FdInfo *fi, IohwPlan *plan, GError **error)
     return TRUE;
 }
 
-/* The helper sets O_DIRECT on the file itself: try it now (and put the flags back), so
- * that a file system that refuses it is known before anything runs. */
+/* The helper sets O_DIRECT on the file itself: try it now (ioh_dio_probe() puts the flags
+ * back), so that a file system that refuses it is known before anything runs. */
 static gboolean
 probe_direct(const FdInfo *fi, GError **error)
 {
-    int errsv;
+    int errsv = ioh_dio_probe(fi->fd);
 
-    if (fi->fl & O_DIRECT) {
-        return TRUE;
-    }
-    if (fcntl(fi->fd, F_SETFL, fi->fl | O_DIRECT) < 0) {
-        errsv = errno;
-        return badfd(error, "%s: its file system refuses O_DIRECT (IOH_WRAP_DIRECT): %s",
-                     fi->name, g_strerror(errsv));
-    }
-    if (fcntl(fi->fd, F_SETFL, fi->fl) < 0) {
-        errsv = errno;
-        return badfd(error, "%s: cannot restore its flags: %s", fi->name, g_strerror(errsv));
+    if (errsv) {
+        return badfd(error, "%s: " IOH_DIO_REFUSED " (IOH_WRAP_DIRECT): %s", fi->name,
+                     g_strerror(errsv));
     }
     return TRUE;
 }

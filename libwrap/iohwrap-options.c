@@ -10,6 +10,7 @@
 #include "iohwrap.h"
 #include "iohwrap-private.h"
 #include "ioh-number.h"
+#include "ioh-option-rules.h"
 
 IohWrapOptions *
 ioh_wrap_options_new(void)
@@ -146,25 +147,41 @@ ioh_wrap_options_set_threads(IohWrapOptions *options, guint threads, GError **er
     return TRUE;
 }
 
-/* Why @options cannot serve a wrap in this direction, or NULL. */
+/* Why @options cannot serve a wrap in this direction, or NULL: the helper's rules
+ * (ioh-option-rules.h), in the words of this API. */
 static const char *
 options_misfit(const IohWrapOptions *options, gboolean save, gboolean uri)
 {
-    if (options->connections && !uri) {
+    IohOptionSet set = {
+        .compress = options->compress,
+        .decompress = options->decompress,
+        .threads = options->threads,
+        .nbd_options = options->connections != 0,
+        .nbd = uri,
+        .direction_known = TRUE,
+        .direction = save ? IOH_DIRECTION_SAVE : IOH_DIRECTION_RESTORE,
+    };
+
+    switch (ioh_option_rules_check(&set)) {
+    case IOH_OPTION_RULE_NBD_OPTIONS_NEED_NBD:
         return "connections apply to an NBD URI (ioh_wrap_new_uri())";
-    }
-    if (options->compress && !save) {
+    case IOH_OPTION_RULE_COMPRESS_AND_DECOMPRESS:
+        /* one of the two is for the other direction: say which */
+        return save ? (uri ? "decompress is for a restore (save is TRUE)"
+                           : "decompress is for a restore (the fd is open for writing)")
+                    : (uri ? "compress is for a save (save is FALSE)"
+                           : "compress is for a save (the fd is open for reading)");
+    case IOH_OPTION_RULE_COMPRESS_NEEDS_SAVE:
         return uri ? "compress is for a save (save is FALSE)"
                    : "compress is for a save (the fd is open for reading)";
-    }
-    if (options->decompress && save) {
+    case IOH_OPTION_RULE_DECOMPRESS_NEEDS_RESTORE:
         return uri ? "decompress is for a restore (save is TRUE)"
                    : "decompress is for a restore (the fd is open for writing)";
-    }
-    if (options->threads && !options->compress) {
+    case IOH_OPTION_RULE_THREADS_NEED_COMPRESS:
         return "threads are compression threads: they need compress";
+    default:
+        return NULL;
     }
-    return NULL;
 }
 
 gboolean

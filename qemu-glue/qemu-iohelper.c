@@ -22,6 +22,9 @@
 #include <glib-unix.h>
 
 #include "ioh-nbd-uri.h"
+#include "ioh-number.h"
+#include "ioh-opt.h"
+#include "ioh-option-rules.h"
 #include "qg-image.h"
 #include "qg-migrate.h"
 #include "qg-qmp.h"
@@ -121,10 +124,8 @@ signal_watch_free(SignalWatch *sw)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SignalWatch, signal_watch_free)
 
 static gboolean
-parse_cache(const char *name, const char *value, gpointer data, GError **error)
+parse_cache(const char *value, GError **error)
 {
-    (void)name;
-    (void)data;
     if (!value) {
         opts.cache = IOH_CACHE_DIRECT;
     } else if (g_str_equal(value, "none")) {
@@ -139,10 +140,8 @@ parse_cache(const char *name, const char *value, gpointer data, GError **error)
 }
 
 static gboolean
-parse_stats(const char *name, const char *value, gpointer data, GError **error)
+parse_stats(const char *value, GError **error)
 {
-    (void)name;
-    (void)data;
     if (!value || g_str_equal(value, "text")) {
         opts.stats = g_strdup("text");
     } else if (g_str_equal(value, "json")) {
@@ -158,12 +157,10 @@ parse_stats(const char *name, const char *value, gpointer data, GError **error)
 /* --compress alone is zstd at the helper's default level; the value is checked here, so
  * that a bad one is a usage error before QEMU is asked anything. */
 static gboolean
-parse_compress(const char *name, const char *value, gpointer data, GError **error)
+parse_compress(const char *value, GError **error)
 {
     g_autoptr(QgImageInfo) probe = qg_image_info_new();
 
-    (void)name;
-    (void)data;
     if (!qg_image_set_compression(probe, value ? value : "zstd", error)) {
         return FALSE;
     }
@@ -172,33 +169,128 @@ parse_compress(const char *name, const char *value, gpointer data, GError **erro
     return TRUE;
 }
 
-static const GOptionEntry entries[] = {
-    { "qmp", 0, 0, G_OPTION_ARG_FILENAME, &opts.qmp_path,
-      "QEMU's QMP unix socket (required)", "SOCK" },
-    { "bypass-cache", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_cache,
-      "bypass the page cache: direct (O_DIRECT, the default) or fadvise", "MODE" },
-    { "live", 0, 0, G_OPTION_ARG_NONE, &opts.live,
-      "save: do not pause the guest before the migration", NULL },
-    { "max-bandwidth", 0, 0, G_OPTION_ARG_INT64, &opts.max_bandwidth_mib,
-      "save: cap QEMU's send rate at MIB MiB/s (default: unlimited)", "MIB" },
-    { "progress", 0, 0, G_OPTION_ARG_NONE, &opts.progress,
-      "show bytes on disk, MiB/s and ETA on stderr", NULL },
-    { "stats", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_stats,
-      "print a summary at the end on stdout (text or json)", "FORMAT" },
-    { "wait-migration", 0, 0, G_OPTION_ARG_NONE, &opts.wait_migration,
-      "qmp: then wait for the migration to end; print its status and seconds", NULL },
-    { "timeout", 0, 0, G_OPTION_ARG_INT, &opts.timeout_s,
-      "seconds to wait for any one QMP reply (default 120)", "S" },
-    { "stall-timeout", 0, 0, G_OPTION_ARG_INT, &opts.stall_timeout_s,
-      "fail when no byte of the stream moved for S seconds (default 120; 0: never)", "S" },
-    { "compress", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_compress,
-      "save: store the stream as zstd frames (LEVEL -7 to 19, default 1); a restore reads "
-      "it from the header", "zstd[:LEVEL]" },
-    { "threads", 0, 0, G_OPTION_ARG_INT, &opts.threads,
-      "save --compress: zstd's compression threads (1 to 64; default: the online CPUs)",
-      "N" },
-    { NULL, 0, 0, 0, NULL, NULL, NULL },
+/* A whole decimal number of option @name; the ranges are checked with the command. */
+static gboolean
+parse_int(const char *name, const char *value, gint64 min, gint64 max, gint64 *ret,
+          GError **error)
+{
+    if (!ioh_number_signed(value, 10, min, max, ret)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--%s: '%s' is not a whole number", name, value);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+typedef enum {
+    OPT_QMP, OPT_BYPASS_CACHE, OPT_LIVE, OPT_MAX_BANDWIDTH, OPT_PROGRESS, OPT_STATS,
+    OPT_WAIT_MIGRATION, OPT_TIMEOUT, OPT_STALL_TIMEOUT, OPT_COMPRESS, OPT_THREADS, OPT_HELP,
+} OptId;
+
+static const char *const cache_words[] = { "direct", "fadvise", "none", NULL };
+static const char *const stats_words[] = { "text", "json", NULL };
+static const char *const compress_words[] = { "zstd", NULL };
+
+/* The grammar is the helper's (ioh-opt.h): an optional value follows '='. */
+static const IohOptEntry entries[] = {
+    { "qmp", OPT_QMP, 0, IOH_OPT_REQUIRED, NULL },
+    { "bypass-cache", OPT_BYPASS_CACHE, 0, IOH_OPT_OPTIONAL, cache_words },
+    { "live", OPT_LIVE, 0, IOH_OPT_NONE, NULL },
+    { "max-bandwidth", OPT_MAX_BANDWIDTH, 0, IOH_OPT_REQUIRED, NULL },
+    { "progress", OPT_PROGRESS, 0, IOH_OPT_NONE, NULL },
+    { "stats", OPT_STATS, 0, IOH_OPT_OPTIONAL, stats_words },
+    { "wait-migration", OPT_WAIT_MIGRATION, 0, IOH_OPT_NONE, NULL },
+    { "timeout", OPT_TIMEOUT, 0, IOH_OPT_REQUIRED, NULL },
+    { "stall-timeout", OPT_STALL_TIMEOUT, 0, IOH_OPT_REQUIRED, NULL },
+    { "compress", OPT_COMPRESS, 0, IOH_OPT_OPTIONAL, compress_words },
+    { "threads", OPT_THREADS, 0, IOH_OPT_REQUIRED, NULL },
+    { "help", OPT_HELP, 'h', IOH_OPT_NONE, NULL },
+    { NULL, 0, 0, 0, NULL },
 };
+
+static const char usage_text[] =
+    "Usage: qemu-iohelper [OPTION...] save|restore FILE | qmp COMMAND [ARGS]\n"
+    "Save a QEMU guest to FILE through iohelper, or restore it into a QEMU started\n"
+    "with -incoming defer. The image is a 4 KiB header of ours (checked on restore)\n"
+    "followed by QEMU's migration stream.\n"
+    "\n"
+    "  --qmp=SOCK               QEMU's QMP unix socket (required)\n"
+    "  --bypass-cache[=MODE]    bypass the page cache: direct (O_DIRECT, the default) or\n"
+    "                           fadvise\n"
+    "  --live                   save: do not pause the guest before the migration\n"
+    "  --max-bandwidth=MIB      save: cap QEMU's send rate at MIB MiB/s (default:\n"
+    "                           unlimited)\n"
+    "  --progress               show bytes on disk, MiB/s and ETA on stderr\n"
+    "  --stats[=FORMAT]         print a summary at the end on stdout (text or json)\n"
+    "  --wait-migration         qmp: then wait for the migration to end; print its status\n"
+    "                           and seconds\n"
+    "  --timeout=S              seconds to wait for any one QMP reply (default 120)\n"
+    "  --stall-timeout=S        fail when no byte of the stream moved for S seconds\n"
+    "                           (default 120; 0: never)\n"
+    "  --compress[=zstd[:LEVEL]]  save: store the stream as zstd frames (LEVEL -7 to 19,\n"
+    "                           default 1); a restore reads it from the header\n"
+    "  --threads=N              save --compress: zstd's compression threads (1 to 64;\n"
+    "                           default: the online CPUs)\n"
+    "  -h, --help               show this help\n"
+    "\n"
+    "An optional value follows '=' (--stats=json).\n";
+
+static gboolean help;
+
+static gboolean
+apply_number(const IohOptEntry *e, const char *value, GError **error)
+{
+    gint64 v;
+
+    if (e->id == OPT_MAX_BANDWIDTH) {
+        return parse_int(e->name, value, G_MININT64, G_MAXINT64, &opts.max_bandwidth_mib,
+                         error);
+    }
+    if (!parse_int(e->name, value, G_MININT, G_MAXINT, &v, error)) {
+        return FALSE;
+    }
+    if (e->id == OPT_TIMEOUT) {
+        opts.timeout_s = (gint)v;
+    } else if (e->id == OPT_STALL_TIMEOUT) {
+        opts.stall_timeout_s = (gint)v;
+    } else {
+        opts.threads = (gint)v;
+    }
+    return TRUE;
+}
+
+/* ioh_opt_parse()'s callback: one option of @entries. */
+static gboolean
+apply_option(const IohOptEntry *e, const char *value, gpointer data, GError **error)
+{
+    (void)data;
+    switch ((OptId)e->id) {
+    case OPT_QMP:
+        g_free(opts.qmp_path);
+        opts.qmp_path = g_strdup(value);
+        return TRUE;
+    case OPT_BYPASS_CACHE:
+        return parse_cache(value, error);
+    case OPT_STATS:
+        return parse_stats(value, error);
+    case OPT_COMPRESS:
+        return parse_compress(value, error);
+    case OPT_LIVE:
+        opts.live = TRUE;
+        return TRUE;
+    case OPT_PROGRESS:
+        opts.progress = TRUE;
+        return TRUE;
+    case OPT_WAIT_MIGRATION:
+        opts.wait_migration = TRUE;
+        return TRUE;
+    case OPT_HELP:
+        help = TRUE;
+        return TRUE;
+    default:
+        return apply_number(e, value, error);
+    }
+}
 
 /* The only way a message reaches stderr: "qemu-iohelper: " and one line, control
  * characters (from paths, commands, QEMU's own words) shown as '?'. */
@@ -438,10 +530,10 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
             print_error("%s", err->message);
             return 1;
         }
-        if (!ev || g_strcmp0(qg_json_get_string(ev, "event"), "MIGRATION") != 0) {
+        if (!ev || g_strcmp0(ioh_json_get_string(ev, "event"), "MIGRATION") != 0) {
             continue;
         }
-        st = qg_json_get_string(qg_json_get_object(ev, "data"), "status") ?: "";
+        st = ioh_json_get_string(ioh_json_get_object(ev, "data"), "status") ?: "";
         if (g_str_equal(st, "completed") || g_str_equal(st, "failed") ||
             g_str_equal(st, "cancelled")) {
             g_autoptr(JsonBuilder) b = json_builder_new();
@@ -456,16 +548,29 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
     }
 }
 
-/* --compress and --threads belong to a save; --threads to --compress. */
+/* --compress and --threads belong to a save; --threads to --compress: the helper's rules
+ * (ioh-option-rules.h), in this tool's words. */
 static gboolean
 check_compress_args(const char *cmd)
 {
-    if ((opts.compress || opts.threads) && !g_str_equal(cmd, "save")) {
+    gboolean save = g_str_equal(cmd, "save");
+    IohOptionSet set = {
+        .compress = opts.compress != NULL,
+        .threads = opts.threads != 0,
+        .direction_known = TRUE,
+        .direction = save                          ? IOH_DIRECTION_SAVE
+                     : g_str_equal(cmd, "restore") ? IOH_DIRECTION_RESTORE
+                                                   : IOH_DIRECTION_COPY,
+    };
+    IohOptionRule rule = ioh_option_rules_check(&set);
+
+    if (rule == IOH_OPTION_RULE_COMPRESS_NEEDS_SAVE ||
+        (rule == IOH_OPTION_RULE_THREADS_NEED_COMPRESS && !save)) {
         print_error("--compress and --threads are for save (a restore reads the "
                     "compression from the image's header)");
         return FALSE;
     }
-    if (opts.threads && !opts.compress) {
+    if (rule == IOH_OPTION_RULE_THREADS_NEED_COMPRESS) {
         print_error("--threads needs --compress (they are zstd's compression threads)");
         return FALSE;
     }
@@ -476,24 +581,28 @@ check_compress_args(const char *cmd)
     return TRUE;
 }
 
-/* Parses and checks the command line: 0, or the exit status of a usage error. */
+/* Parses and checks the command line: 0, -1 when the help was asked for (and printed),
+ * or the exit status of a usage error. */
 static int
 parse_args(int *argc, char ***argv)
 {
-    g_autoptr(GOptionContext) ctx = g_option_context_new("save|restore FILE | qmp COMMAND [ARGS]");
+    g_autoptr(GPtrArray) operands = g_ptr_array_new();
     g_autoptr(GError) err = NULL;
     char **av;
 
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    g_option_context_set_summary(ctx,
-        "Save a QEMU guest to FILE through iohelper, or restore it into a QEMU started\n"
-        "with -incoming defer. The image is a 4 KiB header of ours (checked on restore)\n"
-        "followed by QEMU's migration stream.");
-    if (!g_option_context_parse(ctx, argc, argv, &err)) {
-        print_error("%s", err->message);
+    g_ptr_array_add(operands, (*argv)[0]);
+    if (!ioh_opt_parse(entries, *argc, *argv, apply_option, NULL, operands, &err)) {
+        print_error("%s (see --help)", err->message);
         return 2;
     }
-    av = *argv;
+    if (help) {
+        fputs(usage_text, stdout);
+        return -1;
+    }
+    g_ptr_array_add(operands, NULL);
+    /* the operands, in order, after the program's name (they live as long as argv) */
+    *argc = (int)operands->len - 1;
+    *argv = av = (char **)g_ptr_array_steal(operands, NULL);
     if (*argc >= 3 && *argc <= 4 && g_str_equal(av[1], "qmp")) {
         /* checked below */
     } else if (*argc != 3 || (!g_str_equal(av[1], "save") && !g_str_equal(av[1], "restore"))) {
@@ -580,7 +689,7 @@ main(int argc, char **argv)
     signals = signal_watch_new();
     status = parse_args(&argc, &argv);
     if (status) {
-        return status;
+        return status < 0 ? 0 : status;
     }
     opts.tty = isatty(STDERR_FILENO);
     qmp = qg_qmp_connect(opts.qmp_path, (guint)opts.timeout_s * 1000, &err);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <gio/gio.h>
 
+#include "ioh-dio.h"
 #include "ioh-error.h"
 #include "ioh-fd.h"
 
@@ -131,17 +132,19 @@ qg_file_open_image(const char *path, GError **error)
 gboolean
 qg_file_probe_direct(const char *path, int access, GError **error)
 {
-    int fd = open(path, access | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+    int fd = open(path, access | O_CLOEXEC | O_NOCTTY);
+    int e = fd < 0 ? errno : ioh_dio_probe(fd);
 
-    if (fd < 0) {
-        int e = errno;
-        g_autofree char *msg = e == EINVAL
-            ? g_strdup_printf("its file system refuses O_DIRECT (%s)", g_strerror(e))
-            : g_strdup(g_strerror(e));
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (e) {
+        g_autofree char *msg = e == EINVAL ? g_strdup_printf(IOH_DIO_REFUSED " (%s)",
+                                                             g_strerror(e))
+                                           : g_strdup(g_strerror(e));
 
         g_propagate_error(error, ioh_error_new_literal(e, "open", path, msg));
         return FALSE;
     }
-    close(fd);
     return TRUE;
 }

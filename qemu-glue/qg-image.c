@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <json-glib/json-glib.h>
-#include "qg-json.h"
+#include "ioh-json.h"
 #include <xxhash.h>
 
 #include "ioh-limits.h"
@@ -171,11 +171,11 @@ qg_image_parse_checksum(const char *s, guint64 *ret)
 static gboolean
 qg_image_decode_compression(JsonObject *stream, QgImageInfo *info)
 {
-    JsonObject *c = qg_json_get_object(stream, "compression");
-    gint64 level = c ? qg_json_get_int(c, "level", G_MININT64) : G_MININT64;
-    gint64 stored = qg_json_get_int(stream, "stored-length", -1);
+    JsonObject *c = ioh_json_get_object(stream, "compression");
+    gint64 level = c ? ioh_json_get_int(c, "level", G_MININT64) : G_MININT64;
+    gint64 stored = ioh_json_get_int(stream, "stored-length", -1);
 
-    if (!c || g_strcmp0(qg_json_get_string(c, "method"), "zstd") != 0 ||
+    if (!c || g_strcmp0(ioh_json_get_string(c, "method"), "zstd") != 0 ||
         level < IOH_ZSTD_LEVEL_MIN || level > IOH_ZSTD_LEVEL_MAX || stored < 0) {
         return FALSE;
     }
@@ -191,15 +191,15 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                        QgImageInfo *info, const char *path, GError **error)
 {
     if (!stream ||
-        !qg_image_parse_checksum(qg_json_get_string(stream, "checksum"), &info->checksum) ||
-        qg_json_get_int(stream, "length", -1) < 0 ||
-        qg_json_get_int(stream, "offset", -1) != hsize) {
+        !qg_image_parse_checksum(ioh_json_get_string(stream, "checksum"), &info->checksum) ||
+        ioh_json_get_int(stream, "length", -1) < 0 ||
+        ioh_json_get_int(stream, "offset", -1) != hsize) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                     "corrupt image header %s: stream description missing or invalid", path);
         return FALSE;
     }
     info->stream_offset = hsize;
-    info->stream_length = (guint64)qg_json_get_int(stream, "length", 0);
+    info->stream_length = (guint64)ioh_json_get_int(stream, "length", 0);
     info->stored_length = info->stream_length;
     /* a damaged version byte must not make zstd frames pass for QEMU's stream */
     if (version == QG_IMAGE_FORMAT_VERSION && (json_object_has_member(stream, "compression") ||
@@ -278,15 +278,15 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
         return NULL;
     }
     root = json_node_get_object(node);
-    if (!qg_image_decode_stream(qg_json_get_object(root, "stream"), hsize, version, info,
+    if (!qg_image_decode_stream(ioh_json_get_object(root, "stream"), hsize, version, info,
                                 path, error)) {
         return NULL;
     }
-    info->qemu_version = g_strdup(qg_json_get_string(root, "qemu-version") ?: "");
-    info->machine = g_strdup(qg_json_get_string(root, "machine") ?: "");
-    info->ram_size = (guint64)qg_json_get_int(root, "ram-size", 0);
-    info->running = qg_json_get_boolean(root, "running", FALSE);
-    dt = g_date_time_new_from_iso8601(qg_json_get_string(root, "time") ?: "", NULL);
+    info->qemu_version = g_strdup(ioh_json_get_string(root, "qemu-version") ?: "");
+    info->machine = g_strdup(ioh_json_get_string(root, "machine") ?: "");
+    info->ram_size = (guint64)ioh_json_get_int(root, "ram-size", 0);
+    info->running = ioh_json_get_boolean(root, "running", FALSE);
+    dt = g_date_time_new_from_iso8601(ioh_json_get_string(root, "time") ?: "", NULL);
     info->time = dt ? g_date_time_to_unix(dt) : 0;
     return g_steal_pointer(&info);
 }

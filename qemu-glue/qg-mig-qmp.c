@@ -3,11 +3,11 @@
 
 #include <string.h>
 
-#include "qg-json.h"
+#include "ioh-json.h"
 
-static const QgJsonMember qg_status_shape[] = {
-    { "status", QG_JSON_STRING, TRUE },
-    { "running", QG_JSON_BOOLEAN, TRUE },
+static const IohJsonMember qg_status_shape[] = {
+    { "status", IOH_JSON_STRING, TRUE },
+    { "running", IOH_JSON_BOOLEAN, TRUE },
     { NULL, 0, FALSE },
 };
 
@@ -51,8 +51,8 @@ qg_mig_set_bandwidth(QgQmp *qmp, guint64 bw, GError **error)
     return qg_qmp_run(qmp, "migrate-set-parameters", args, error);
 }
 
-static const QgJsonMember qg_parameters_shape[] = {
-    { "max-bandwidth", QG_JSON_INT, FALSE },
+static const IohJsonMember qg_parameters_shape[] = {
+    { "max-bandwidth", IOH_JSON_INT, FALSE },
     { NULL, 0, FALSE },
 };
 
@@ -63,7 +63,7 @@ qg_mig_get_bandwidth(QgQmp *qmp, guint64 *ret_bw, GError **error)
     g_autoptr(JsonObject) o = qg_qmp_call(qmp, "query-migrate-parameters", NULL, -1,
                                           qg_parameters_shape, 0, &local);
 
-    *ret_bw = o ? (guint64)MAX(qg_json_get_int(o, "max-bandwidth", 0), 0) : 0;
+    *ret_bw = o ? (guint64)MAX(ioh_json_get_int(o, "max-bandwidth", 0), 0) : 0;
     if (!o && !g_error_matches(local, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND)) {
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
@@ -107,11 +107,11 @@ qg_mig_start(QgQmp *qmp, gboolean save, const char *name, GError **error)
     return TRUE;
 }
 
-static const QgJsonMember qg_migrate_info_shape[] = {
-    { "status", QG_JSON_STRING, FALSE },
-    { "error-desc", QG_JSON_STRING, FALSE },
-    { "downtime", QG_JSON_INT, FALSE },
-    { "ram", QG_JSON_OBJECT, FALSE },
+static const IohJsonMember qg_migrate_info_shape[] = {
+    { "status", IOH_JSON_STRING, FALSE },
+    { "error-desc", IOH_JSON_STRING, FALSE },
+    { "downtime", IOH_JSON_INT, FALSE },
+    { "ram", IOH_JSON_OBJECT, FALSE },
     { NULL, 0, FALSE },
 };
 
@@ -127,7 +127,7 @@ qg_mig_error_desc(QgQmp *qmp)
 {
     g_autoptr(JsonObject) m = qg_mig_query_migrate(qmp, 0, NULL);
 
-    return g_strdup(qg_json_get_string(m, "error-desc"));
+    return g_strdup(ioh_json_get_string(m, "error-desc"));
 }
 
 /* The machine type ("pc-i440fx-7.2", without "-machine"), unknown when QEMU refuses. */
@@ -150,10 +150,10 @@ qg_mig_machine_type(QgQmp *qmp, QgImageInfo *info, GError **error)
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
     }
-    if (!qg_json_node_is(t, QG_JSON_STRING)) {
+    if (!ioh_json_node_is(t, IOH_JSON_STRING)) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
                     "unexpected reply from QEMU to 'qom-get' of the machine type: it is %s, "
-                    "not a string", qg_json_describe(t));
+                    "not a string", ioh_json_describe(t));
         return FALSE;
     }
     s = json_node_get_string(t);
@@ -162,9 +162,9 @@ qg_mig_machine_type(QgQmp *qmp, QgImageInfo *info, GError **error)
     return TRUE;
 }
 
-static const QgJsonMember qg_memory_shape[] = {
-    { "base-memory", QG_JSON_INT, TRUE },
-    { "plugged-memory", QG_JSON_INT, FALSE },
+static const IohJsonMember qg_memory_shape[] = {
+    { "base-memory", IOH_JSON_INT, TRUE },
+    { "plugged-memory", IOH_JSON_INT, FALSE },
     { NULL, 0, FALSE },
 };
 
@@ -184,7 +184,7 @@ qg_mig_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error)
     }
     if (m) {
         info->ram_size = json_object_get_int_member(m, "base-memory") +
-                         qg_json_get_int(m, "plugged-memory", 0);
+                         ioh_json_get_int(m, "plugged-memory", 0);
     }
     info->qemu_version = g_strdup(qg_qmp_get_version(qmp));
     g_debug("QMP: machine %s, RAM %" G_GUINT64_FORMAT " bytes, QEMU %s",

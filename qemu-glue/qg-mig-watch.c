@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "ioh-error.h"
-#include "qg-json.h"
+#include "ioh-json.h"
 
 static void
 qg_mig_watch_progress(QgWatch *w, gboolean save)
@@ -22,9 +22,9 @@ qg_mig_watch_progress(QgWatch *w, gboolean save)
         /* Not longer than a progress period: a QEMU that went silent is the stall
          * timeout's to judge, not this figure's. */
         g_autoptr(JsonObject) m = qg_mig_query_migrate(w->qmp, QG_PROGRESS_QUERY_MS, NULL);
-        JsonObject *ram = qg_json_get_object(m, "ram");
-        double tot = (double)qg_json_get_int(ram, "total", 0);
-        double rem = (double)qg_json_get_int(ram, "remaining", 0);
+        JsonObject *ram = ioh_json_get_object(m, "ram");
+        double tot = (double)ioh_json_get_int(ram, "total", 0);
+        double rem = (double)ioh_json_get_int(ram, "remaining", 0);
 
         p.fraction = tot > 0 ? CLAMP(1.0 - rem / tot, 0.0, 1.0) : 0;
     }
@@ -95,10 +95,10 @@ qg_mig_watch_event(QgWatch *w, gboolean save, JsonObject *ev, GError **error)
 {
     const char *st;
 
-    if (g_strcmp0(qg_json_get_string(ev, "event"), "MIGRATION") != 0) {
+    if (g_strcmp0(ioh_json_get_string(ev, "event"), "MIGRATION") != 0) {
         return 0;
     }
-    st = qg_json_get_string(qg_json_get_object(ev, "data"), "status");
+    st = ioh_json_get_string(ioh_json_get_object(ev, "data"), "status");
     if (!st) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
                     "%s failed: malformed MIGRATION event from QEMU: no status string",

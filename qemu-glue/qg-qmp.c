@@ -4,7 +4,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <glib/gstdio.h>
-#include "qg-json.h"
+#include "ioh-json.h"
+#include "ioh-lines.h"
 #include "qg-text.h"
 #include <gio/gio.h>
 #include <gio/gunixfdmessage.h>
@@ -17,7 +18,7 @@ struct _QgQmp {
     GSocket *socket;
     char *path;
     char *version;
-    GString *inbuf;      /* bytes received, not yet split into lines */
+    IohLines *lines;     /* bytes received, cut into bounded lines */
     GQueue events;       /* JsonObject*, oldest first */
     guint reply_timeout_ms;
     guint64 next_id;
@@ -37,9 +38,7 @@ qg_qmp_free(QgQmp *qmp)
         g_object_unref(qmp->socket);
     }
     g_queue_clear_full(&qmp->events, (GDestroyNotify)json_object_unref);
-    if (qmp->inbuf) {
-        g_string_free(qmp->inbuf, TRUE);
-    }
+    ioh_lines_free(qmp->lines);
     g_free(qmp->path);
     g_free(qmp->version);
     g_free(qmp);
@@ -51,20 +50,20 @@ qg_qmp_get_version(QgQmp *qmp)
     return qmp->version;
 }
 
-/* Takes one complete line out of inbuf, or returns NULL. */
+/* Takes one complete line, or returns NULL: then *@ret_overlong when a line longer than
+ * QG_QMP_MAX_LINE came, or is coming. */
 static char *
-qg_qmp_take_line(QgQmp *qmp)
+qg_qmp_take_line(QgQmp *qmp, gboolean *ret_overlong)
 {
-    char *nl = memchr(qmp->inbuf->str, '\n', qmp->inbuf->len);
+    g_autoptr(GString) got = NULL;
+    int r = ioh_lines_take(qmp->lines, &got);
     char *line;
-    gsize len;
 
-    if (!nl) {
+    *ret_overlong = r < 0 || (r == 0 && ioh_lines_overlong(qmp->lines));
+    if (r <= 0) {
         return NULL;
     }
-    len = nl - qmp->inbuf->str;
-    line = g_strndup(qmp->inbuf->str, len);
-    g_string_erase(qmp->inbuf, 0, len + 1);
+    line = g_strndup(got->str, got->len);
     g_strchomp(line);   /* QMP ends lines with \r\n */
     return line;
 }
@@ -78,7 +77,8 @@ qg_qmp_read_line(QgQmp *qmp, gint64 deadline, GError **error)
 
     for (;;) {
         g_autoptr(GError) local = NULL;
-        char *line = qg_qmp_take_line(qmp);
+        gboolean overlong;
+        char *line = qg_qmp_take_line(qmp, &overlong);
         gint64 wait;
         gssize n;
 
@@ -90,7 +90,7 @@ qg_qmp_read_line(QgQmp *qmp, gint64 deadline, GError **error)
                         "QEMU closed the QMP connection %s", qmp->path);
             return NULL;
         }
-        if (qmp->inbuf->len > QG_QMP_MAX_LINE) {
+        if (overlong) {
             g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
                         "QMP message on %s longer than %d bytes", qmp->path,
                         QG_QMP_MAX_LINE);
@@ -123,21 +123,21 @@ qg_qmp_read_line(QgQmp *qmp, gint64 deadline, GError **error)
             qmp->closed = TRUE;
             continue;
         }
-        g_string_append_len(qmp->inbuf, buf, n);
+        ioh_lines_feed(qmp->lines, buf, (gsize)n);
     }
 }
 
 /* The members every QMP message may carry, with the types QEMU gives them: an event
  * names itself with a string and carries an object; an error is an object of strings. */
-static const QgJsonMember qg_qmp_message_shape[] = {
-    { "event", QG_JSON_STRING, FALSE },
-    { "data", QG_JSON_OBJECT, FALSE },
-    { "error", QG_JSON_OBJECT, FALSE },
+static const IohJsonMember qg_qmp_message_shape[] = {
+    { "event", IOH_JSON_STRING, FALSE },
+    { "data", IOH_JSON_OBJECT, FALSE },
+    { "error", IOH_JSON_OBJECT, FALSE },
     { NULL, 0, FALSE },
 };
-static const QgJsonMember qg_qmp_error_shape[] = {
-    { "class", QG_JSON_STRING, FALSE },
-    { "desc", QG_JSON_STRING, FALSE },
+static const IohJsonMember qg_qmp_error_shape[] = {
+    { "class", IOH_JSON_STRING, FALSE },
+    { "desc", IOH_JSON_STRING, FALSE },
     { NULL, 0, FALSE },
 };
 
@@ -147,8 +147,8 @@ qg_qmp_check_message(QgQmp *qmp, JsonNode *root, GError **error)
     g_autoptr(GError) local = NULL;
     JsonNode *err = json_object_get_member(json_node_get_object(root), "error");
 
-    if (!qg_json_check_shape(root, qg_qmp_message_shape, &local) ||
-        (err && !qg_json_check_shape(err, qg_qmp_error_shape, &local))) {
+    if (!ioh_json_check_shape(root, qg_qmp_message_shape, &local) ||
+        (err && !ioh_json_check_shape(err, qg_qmp_error_shape, &local))) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
                     "malformed QMP message on %s: %s", qmp->path, local->message);
         return FALSE;
@@ -235,8 +235,8 @@ qg_qmp_send(QgQmp *qmp, const char *data, gsize len, int fd, GError **error)
 static char *
 qg_qmp_error_desc(JsonObject *err)
 {
-    const char *desc = qg_json_get_string(err, "desc");
-    const char *cls = qg_json_get_string(err, "class");
+    const char *desc = ioh_json_get_string(err, "desc");
+    const char *cls = ioh_json_get_string(err, "class");
     g_autofree char *text = g_strdup_printf("%s (%s)", desc ? desc : "no description",
                                             cls ? cls : "?");
 
@@ -296,12 +296,12 @@ qg_qmp_execute_within(QgQmp *qmp, const char *command, JsonObject *args, int fd,
             g_queue_push_tail(&qmp->events, g_steal_pointer(&msg));
             continue;
         }
-        rid = qg_json_get_string(msg, "id");
+        rid = ioh_json_get_string(msg, "id");
         if (g_strcmp0(rid, id) != 0) {
             continue;   /* a reply to an earlier, abandoned command */
         }
         if (json_object_has_member(msg, "error")) {
-            g_autofree char *desc = qg_qmp_error_desc(qg_json_get_object(msg, "error"));
+            g_autofree char *desc = qg_qmp_error_desc(ioh_json_get_object(msg, "error"));
             g_autofree char *cmd = qg_text_one_line(command);
             g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_COMMAND,
                         "QEMU refused '%s': %s", cmd, desc);
@@ -333,11 +333,11 @@ qg_qmp_execute(QgQmp *qmp, const char *command, JsonObject *args, GError **error
 /* @ret is the reply to @command: TRUE if it fits @shape, else a PROTOCOL error. */
 static gboolean
 qg_qmp_check_reply(QgQmp *qmp, const char *command, JsonNode *ret,
-                   const QgJsonMember *shape, GError **error)
+                   const IohJsonMember *shape, GError **error)
 {
     g_autoptr(GError) local = NULL;
 
-    if (qg_json_check_shape(ret, shape, &local)) {
+    if (ioh_json_check_shape(ret, shape, &local)) {
         return TRUE;
     }
     g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_PROTOCOL,
@@ -348,7 +348,7 @@ qg_qmp_check_reply(QgQmp *qmp, const char *command, JsonNode *ret,
 
 JsonObject *
 qg_qmp_call(QgQmp *qmp, const char *command, JsonObject *args, int fd,
-            const QgJsonMember *shape, guint timeout_ms, GError **error)
+            const IohJsonMember *shape, guint timeout_ms, GError **error)
 {
     g_autoptr(JsonNode) ret = qg_qmp_execute_within(
         qmp, command, args, fd, timeout_ms ? timeout_ms : qmp->reply_timeout_ms, error);
@@ -393,20 +393,20 @@ qg_qmp_next_event(QgQmp *qmp, guint timeout_ms, GError **error)
     }
 }
 
-static const QgJsonMember qg_qmp_greeting_shape[] = {
-    { "version", QG_JSON_OBJECT, FALSE },
-    { "capabilities", QG_JSON_ARRAY, FALSE },
+static const IohJsonMember qg_qmp_greeting_shape[] = {
+    { "version", IOH_JSON_OBJECT, FALSE },
+    { "capabilities", IOH_JSON_ARRAY, FALSE },
     { NULL, 0, FALSE },
 };
-static const QgJsonMember qg_qmp_version_shape[] = {
-    { "qemu", QG_JSON_OBJECT, FALSE },
-    { "package", QG_JSON_STRING, FALSE },
+static const IohJsonMember qg_qmp_version_shape[] = {
+    { "qemu", IOH_JSON_OBJECT, FALSE },
+    { "package", IOH_JSON_STRING, FALSE },
     { NULL, 0, FALSE },
 };
-static const QgJsonMember qg_qmp_qemu_version_shape[] = {
-    { "major", QG_JSON_INT, FALSE },
-    { "minor", QG_JSON_INT, FALSE },
-    { "micro", QG_JSON_INT, FALSE },
+static const IohJsonMember qg_qmp_qemu_version_shape[] = {
+    { "major", IOH_JSON_INT, FALSE },
+    { "minor", IOH_JSON_INT, FALSE },
+    { "micro", IOH_JSON_INT, FALSE },
     { NULL, 0, FALSE },
 };
 
@@ -420,7 +420,7 @@ qg_qmp_debug_greeting(QgQmp *qmp, JsonArray *caps)
     for (guint i = 0; i < n; i++) {
         JsonNode *c = json_array_get_element(caps, i);
 
-        if (qg_json_node_is(c, QG_JSON_STRING)) {
+        if (ioh_json_node_is(c, IOH_JSON_STRING)) {
             g_string_append_printf(list, "%s%s", list->len ? ", " : "",
                                    json_node_get_string(c));
         }
@@ -440,9 +440,9 @@ qg_qmp_debug_greeting(QgQmp *qmp, JsonArray *caps)
 static gboolean
 qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
 {
-    JsonObject *qmpobj = qg_json_get_object(msg, "QMP");
-    JsonObject *ver = qg_json_get_object(qmpobj, "version");
-    JsonObject *q = qg_json_get_object(ver, "qemu");
+    JsonObject *qmpobj = ioh_json_get_object(msg, "QMP");
+    JsonObject *ver = ioh_json_get_object(qmpobj, "version");
+    JsonObject *q = ioh_json_get_object(ver, "qemu");
     g_autoptr(GError) local = NULL;
 
     if (!qmpobj) {
@@ -451,11 +451,11 @@ qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
                     qmp->path);
         return FALSE;
     }
-    if (!qg_json_check_shape(json_object_get_member(msg, "QMP"), qg_qmp_greeting_shape,
+    if (!ioh_json_check_shape(json_object_get_member(msg, "QMP"), qg_qmp_greeting_shape,
                              &local) ||
-        (ver && !qg_json_check_shape(json_object_get_member(qmpobj, "version"),
+        (ver && !ioh_json_check_shape(json_object_get_member(qmpobj, "version"),
                                      qg_qmp_version_shape, &local)) ||
-        (q && !qg_json_check_shape(json_object_get_member(ver, "qemu"),
+        (q && !ioh_json_check_shape(json_object_get_member(ver, "qemu"),
                                    qg_qmp_qemu_version_shape, &local))) {
         g_set_error(error, QG_QMP_ERROR, QG_QMP_ERROR_NOT_QMP,
                     "malformed QMP greeting on %s: %s", qmp->path, local->message);
@@ -464,8 +464,8 @@ qg_qmp_parse_greeting(QgQmp *qmp, JsonObject *msg, GError **error)
     if (q) {
         qmp->version = g_strdup_printf(
             "%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
-            qg_json_get_int(q, "major", 0), qg_json_get_int(q, "minor", 0),
-            qg_json_get_int(q, "micro", 0));
+            ioh_json_get_int(q, "major", 0), ioh_json_get_int(q, "minor", 0),
+            ioh_json_get_int(q, "micro", 0));
     } else {
         qmp->version = g_strdup("unknown");
     }
@@ -486,7 +486,7 @@ qg_qmp_connect(const char *path, guint reply_timeout_ms, GError **error)
     GStatBuf st;
 
     qmp->path = g_strdup(path);
-    qmp->inbuf = g_string_new(NULL);
+    qmp->lines = ioh_lines_new(QG_QMP_MAX_LINE + 1);
     qmp->reply_timeout_ms = reply_timeout_ms ? reply_timeout_ms : QG_QMP_REPLY_TIMEOUT_MS;
     g_queue_init(&qmp->events);
 

@@ -13,7 +13,7 @@
 
 #include <glib.h>
 #include <json-glib/json-glib.h>
-#include "qg-json.h"
+#include "ioh-json.h"
 
 G_BEGIN_DECLS
 
@@ -81,7 +81,7 @@ JsonNode *qg_qmp_execute_with_fd(QgQmp *qmp, const char *command, JsonObject *ar
  * boolean"). Returns a new reference to the reply object, or NULL with @error.
  */
 JsonObject *qg_qmp_call(QgQmp *qmp, const char *command, JsonObject *args, int fd,
-                        const QgJsonMember *shape, guint timeout_ms,
+                        const IohJsonMember *shape, guint timeout_ms,
                         GError **error) G_GNUC_WARN_UNUSED_RESULT;
 
 /* Runs a command that returns nothing (QEMU's `{}`): TRUE on success; a reply that is

@@ -14,7 +14,7 @@
 #include "ioh-number.h"
 #include "qg-file.h"
 #include "qg-image-nbd.h"
-#include "qg-json.h"
+#include "ioh-json.h"
 
 /* Device state besides RAM in a stream (QEMU's vmstate of every device): generous; the
  * RAM blocks are counted from QEMU itself. */
@@ -126,7 +126,7 @@ qg_save_ram_blocks(QgSave *s, guint64 *ret_bytes, guint *ret_blocks)
     g_autoptr(GError) local = NULL;
     g_autoptr(JsonNode) ret = qg_qmp_execute(s->job.qmp, "x-query-ramblock", NULL, &local);
     JsonObject *o = ret && JSON_NODE_HOLDS_OBJECT(ret) ? json_node_get_object(ret) : NULL;
-    const char *text = o ? qg_json_get_string(o, "human-readable-text") : NULL;
+    const char *text = o ? ioh_json_get_string(o, "human-readable-text") : NULL;
     g_auto(GStrv) lines = text ? g_strsplit(text, "\n", -1) : NULL;
 
     *ret_bytes = 0;
@@ -330,7 +330,7 @@ qg_save_complete(QgSave *s, GError **error)
     s->job.stats.seconds = (g_get_monotonic_time() - s->job.w.start) / 1e6;
     s->job.stats.qemu_seconds = (t_qemu - s->job.w.start) / 1e6;
     s->job.stats.running = s->info->running;
-    s->job.stats.downtime_ms = mig ? qg_json_get_int(mig, "downtime", -1) : -1;
+    s->job.stats.downtime_ms = mig ? ioh_json_get_int(mig, "downtime", -1) : -1;
     s->done = TRUE;
     return TRUE;
 }

@@ -1,20 +1,16 @@
-/* ioh-args.c - the iohelper command line */
+/* ioh-args.c - the iohelper command line: its options (ioh-opt.h's grammar), operands
+ * and help text */
 #include "ioh-args.h"
-#include "ioh-filter.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 
-#include "ioh-error.h"
-#include "ioh-escape.h"
+#include "ioh-clash.h"
+#include "ioh-filter.h"
 #include "ioh-limits.h"
-#include "ioh-number.h"
-#include "ioh-untrusted.h"
 #include "ioh-nbd.h"
-
-G_DEFINE_QUARK(ioh-args-error-quark, ioh_args_error)
+#include "ioh-number.h"
+#include "ioh-opt.h"
 
 static const char usage_text[] =
     "Usage: iohelper [OPTION...] IN OUT\n"
@@ -69,113 +65,286 @@ ioh_args_usage(void)
     return usage_text;
 }
 
-static gboolean usage_error(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+typedef enum {
+    OPT_DIRECT, OPT_FADVISE, OPT_PIPE_SIZE, OPT_BUFFER_SIZE, OPT_RING, OPT_OFFSET,
+    OPT_LENGTH, OPT_FADVISE_WINDOW, OPT_STATS, OPT_PROGRESS, OPT_STATUS_FD,
+    OPT_STATUS_INTERVAL, OPT_RECORD, OPT_HELP, OPT_VERSION, OPT_CHECKSUM,
+    OPT_VERIFY_CHECKSUM, OPT_COMPRESS, OPT_DECOMPRESS, OPT_THREADS, OPT_CONNECTIONS,
+    OPT_REQUESTS, OPT_REQUEST_SIZE, OPT_STALL_TIMEOUT, OPT_MEMORY_BUDGET,
+} OptId;
 
-static gboolean
-usage_error(GError **error, const char *fmt, ...)
+static const char *const stats_words[] = { "text", "json", NULL };
+
+#define FLAG(n, id, s) { n, id, s, IOH_OPT_NONE, NULL }
+#define VALUE(n, id) { n, id, 0, IOH_OPT_REQUIRED, NULL }
+
+static const IohOptEntry entries[] = {
+    FLAG("direct", OPT_DIRECT, 0),
+    FLAG("fadvise", OPT_FADVISE, 0),
+    VALUE("pipe-size", OPT_PIPE_SIZE),
+    VALUE("buffer-size", OPT_BUFFER_SIZE),
+    VALUE("ring", OPT_RING),
+    VALUE("offset", OPT_OFFSET),
+    VALUE("length", OPT_LENGTH),
+    VALUE("fadvise-window", OPT_FADVISE_WINDOW),
+    { "stats", OPT_STATS, 0, IOH_OPT_OPTIONAL, stats_words },
+    FLAG("progress", OPT_PROGRESS, 0),
+    VALUE("status-fd", OPT_STATUS_FD),
+    VALUE("status-interval", OPT_STATUS_INTERVAL),
+    VALUE("record", OPT_RECORD),
+    FLAG("help", OPT_HELP, 'h'),
+    FLAG("version", OPT_VERSION, 'V'),
+    VALUE("checksum", OPT_CHECKSUM),
+    VALUE("verify-checksum", OPT_VERIFY_CHECKSUM),
+    VALUE("compress", OPT_COMPRESS),
+    FLAG("decompress", OPT_DECOMPRESS, 0),
+    VALUE("threads", OPT_THREADS),
+    VALUE("connections", OPT_CONNECTIONS),
+    VALUE("requests", OPT_REQUESTS),
+    VALUE("request-size", OPT_REQUEST_SIZE),
+    VALUE("stall-timeout", OPT_STALL_TIMEOUT),
+    VALUE("memory-budget", OPT_MEMORY_BUDGET),
+    { NULL, 0, 0, 0, NULL },
+};
+
+/* The options that take a number: a size (suffixes allowed) or a decimal count. */
+typedef struct {
+    gboolean size;
+    guint64 min;
+    guint64 max;
+} Bound;
+
+static const Bound bounds[] = {
+    [OPT_PIPE_SIZE] = { TRUE, IOH_PIPE_SIZE_MIN, IOH_PIPE_SIZE_MAX },
+    [OPT_BUFFER_SIZE] = { TRUE, IOH_BUFFER_SIZE_MIN, IOH_BUFFER_SIZE_MAX },
+    [OPT_RING] = { FALSE, IOH_RING_MIN, IOH_RING_MAX },
+    [OPT_OFFSET] = { TRUE, 0, IOH_OFFSET_MAX },
+    [OPT_LENGTH] = { TRUE, 0, IOH_LENGTH_MAX },
+    [OPT_FADVISE_WINDOW] = { TRUE, IOH_FADVISE_WINDOW_MIN, IOH_FADVISE_WINDOW_MAX },
+    [OPT_STATUS_FD] = { FALSE, 0, INT_MAX },
+    [OPT_STATUS_INTERVAL] = { FALSE, IOH_STATUS_INTERVAL_MIN_MS, IOH_STATUS_INTERVAL_MAX_MS },
+    [OPT_THREADS] = { FALSE, IOH_THREADS_MIN, IOH_THREADS_MAX },
+    [OPT_CONNECTIONS] = { FALSE, 1, 16 },
+    [OPT_REQUESTS] = { FALSE, 1, 256 },
+    [OPT_REQUEST_SIZE] = { TRUE, 4096, 32ULL << 20 },
+    [OPT_STALL_TIMEOUT] = { FALSE, 1, 86400 },
+    [OPT_MEMORY_BUDGET] = { TRUE, 0, IOH_LENGTH_MAX },
+};
+
+/* --connections, --requests, --request-size, --stall-timeout: the NBD end's. */
+static void
+store_nbd_number(IohArgs *a, OptId id, guint64 v)
 {
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    /* The message quotes what the user typed: keep it one line, free of escapes. */
-    ioh_escape_line_in_place(msg);
-    g_set_error_literal(error, IOH_ARGS_ERROR, 0, msg);
-    return FALSE;
-}
-
-gboolean
-ioh_args_parse_size(const char *text, gboolean allow_zero, guint64 *ret_size, GError **error)
-{
-    guint64 v = 0, mult = 1;
-    const char *p = text;
-
-    if (!g_ascii_isdigit(*p)) {
-        return usage_error(error, "invalid size '%s'", text);
-    }
-    while (g_ascii_isdigit(*p)) {
-        guint d = (guint)(*p - '0');
-        if (v > (G_MAXUINT64 - d) / 10) {
-            return usage_error(error, "size '%s' is too large", text);
-        }
-        v = v * 10 + d;
-        p++;
-    }
-    switch (g_ascii_toupper(*p)) {
-    case '\0':
+    switch (id) {
+    case OPT_CONNECTIONS:
+        a->copy.nbd_connections = (guint)v;
         break;
-    case 'K':
-        mult = 1ULL << 10;
+    case OPT_REQUESTS:
+        a->copy.nbd_requests = (guint)v;
         break;
-    case 'M':
-        mult = 1ULL << 20;
+    case OPT_REQUEST_SIZE:
+        a->copy.nbd_request_size = (gsize)v;
         break;
-    case 'G':
-        mult = 1ULL << 30;
-        break;
-    case 'T':
-        mult = 1ULL << 40;
+    case OPT_STALL_TIMEOUT:
+        a->copy.nbd_stall_timeout = (guint)v;
         break;
     default:
-        return usage_error(error, "invalid size '%s'", text);
+        return;
     }
-    if (*p) {
-        p++;
-        if (g_str_equal(p, "B") || g_str_equal(p, "b")) {
-            /* 1MB is 10^6 to some and 2^20 to others: make the user say which. */
-            return usage_error(error, "size '%s' is ambiguous: write %.*s%c or %.*s%ciB "
-                               "(powers of 1024), or the number of bytes", text,
-                               (int)(p - text - 1), text, g_ascii_toupper(p[-1]),
-                               (int)(p - text - 1), text, g_ascii_toupper(p[-1]));
+    a->nbd_option = TRUE;
+}
+
+/* A number within the bounds of option @e. */
+static gboolean
+parse_number(const IohOptEntry *e, const char *val, guint64 *ret, GError **error)
+{
+    const Bound *b = &bounds[e->id];
+    g_autofree char *opt = g_strdup_printf("--%s", e->name);
+
+    return b->size ? ioh_args_parse_bounded(opt, val, b->min, b->max, ret, error)
+                   : ioh_args_parse_count(opt, val, b->min, b->max, ret, error);
+}
+
+/* Where the number of option @id goes. */
+static void
+store_number(IohArgs *a, OptId id, guint64 v)
+{
+    switch (id) {
+    case OPT_PIPE_SIZE:
+        a->copy.pipe_size = (guint)v;
+        break;
+    case OPT_BUFFER_SIZE:
+        a->copy.buffer_size = (gsize)v;
+        break;
+    case OPT_RING:
+        a->copy.ring = (guint)v;
+        break;
+    case OPT_OFFSET:
+        a->copy.has_offset = TRUE;
+        a->copy.offset = v;
+        break;
+    case OPT_LENGTH:
+        a->copy.has_length = TRUE;
+        a->copy.length = v;
+        break;
+    case OPT_FADVISE_WINDOW:
+        a->copy.fadvise_window = (gsize)v;
+        break;
+    case OPT_STATUS_FD:
+        a->status_fd = (int)v;
+        break;
+    case OPT_STATUS_INTERVAL:
+        a->copy.progress_interval_us = (gint64)v * 1000;
+        break;
+    case OPT_THREADS:
+        a->copy.threads = (guint)v;
+        break;
+    case OPT_MEMORY_BUDGET:
+        a->has_memory_budget = TRUE;
+        a->memory_budget = v;
+        break;
+    default:
+        store_nbd_number(a, id, v);
+        break;
+    }
+}
+
+/* --compress=zstd[:LEVEL], LEVEL within ioh-limits.h's bounds (negative: zstd's fast
+ * levels). */
+static gboolean
+apply_compress(IohArgs *a, const char *val, GError **error)
+{
+    const char *level = g_str_has_prefix(val, "zstd:") ? val + 5 : NULL;
+    gint64 v = IOH_ZSTD_LEVEL_DEFAULT;
+
+    if (!level && !g_str_equal(val, "zstd")) {
+        return ioh_args_usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
+    }
+    if (level && !ioh_number_signed(level, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &v)) {
+        return ioh_args_usage_error(error, "--compress: level '%s' is not a number from %d "
+                                    "to %d", level, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
+    }
+    a->compress = TRUE;
+    a->copy.compress_level = (int)v;
+    return TRUE;
+}
+
+/* The filters: the checksum is over the stream, so before zstd and after unzstd. */
+static void
+apply_compression(IohArgs *a)
+{
+    const char *sum = a->copy.filters ? a->copy.filters[0] : NULL;
+
+    if (a->compress) {
+        a->filters[0] = sum ? sum : "zstd";
+        a->filters[1] = sum ? "zstd" : NULL;
+        a->copy.filters = a->filters;
+    } else if (a->decompress) {
+        a->filters[0] = "unzstd";
+        a->filters[1] = sum;
+        a->copy.filters = a->filters;
+    }
+}
+
+/* --checksum=ALG and --verify-checksum=HEX (which implies --checksum=xxh3): the stream
+ * passes through the checksum filter of that name. */
+static gboolean
+apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
+{
+    const IohFilterClass *f;
+    guint64 v;
+    gsize n = 0;
+
+    if (g_str_equal(name, "checksum")) {
+        f = ioh_filter_lookup(val);
+        if (!f || !f->checksum) {
+            return ioh_args_usage_error(error, "--checksum: '%s' is not a known algorithm "
+                                        "(%s)", val, ioh_filter_checksum_names());
         }
-        if (g_str_equal(p, "iB")) {
-            p += strlen(p);
-        }
-        if (*p) {
-            return usage_error(error, "invalid size '%s'", text);
-        }
+        a->checksum_filters[0] = f->name;
+        a->copy.filters = a->checksum_filters;
+        return TRUE;
     }
-    if (v > G_MAXINT64 / mult) {
-        return usage_error(error, "size '%s' is too large", text);
+    while (g_ascii_isxdigit(val[n])) {
+        n++;
     }
-    v *= mult;
-    if (v == 0 && !allow_zero) {
-        return usage_error(error, "size '%s' must not be zero", text);
+    if (n != 16 || val[n] || !ioh_number_unsigned(val, 16, 0, G_MAXUINT64, &v)) {
+        return ioh_args_usage_error(error, "--verify-checksum: '%s' is not an xxh3 checksum "
+                                    "(16 hex digits)", val);
     }
-    *ret_size = v;
+    a->checksum_filters[0] = "xxh3";
+    a->copy.filters = a->checksum_filters;
+    a->copy.has_expected_checksum = TRUE;
+    a->copy.expected_checksum = v;
     return TRUE;
 }
 
 static gboolean
-parse_bounded(const char *opt, const char *val, guint64 min, guint64 max, guint64 *ret,
-              GError **error)
+apply_stats(IohArgs *a, const char *val, GError **error)
 {
-    g_autoptr(GError) err = NULL;
-
-    if (!ioh_args_parse_size(val, TRUE, ret, &err)) {
-        return usage_error(error, "%s: %s", opt, err->message);
-    }
-    if (*ret < min || *ret > max) {
-        return usage_error(error, "%s: '%s' is out of range (%" G_GUINT64_FORMAT
-                           " to %" G_GUINT64_FORMAT ")", opt, val, min, max);
+    if (!val || g_str_equal(val, "text")) {
+        a->stats = IOH_STATS_TEXT;
+    } else if (g_str_equal(val, "json")) {
+        a->stats = IOH_STATS_JSON;
+    } else {
+        return ioh_args_usage_error(error, "--stats: '%s' is not 'text' or 'json'", val);
     }
     return TRUE;
 }
 
 static gboolean
-parse_count(const char *opt, const char *val, guint64 min, guint64 max, guint64 *ret,
-            GError **error)
+apply_record(IohArgs *a, const char *val, GError **error)
 {
+    if (!*val) {
+        return ioh_args_usage_error(error, "--record: empty file name");
+    }
+    g_free(a->record);
+    a->record = g_strdup(val);
+    return TRUE;
+}
+
+/* ioh_opt_parse()'s callback: one option of @entries. */
+static gboolean
+apply_option(const IohOptEntry *e, const char *val, gpointer data, GError **error)
+{
+    IohArgs *a = data;
     guint64 v;
 
-    if (!ioh_number_unsigned(val, 10, min, max, &v)) {
-        return usage_error(error, "%s: '%s' is not a number from %" G_GUINT64_FORMAT
-                           " to %" G_GUINT64_FORMAT, opt, val, min, max);
+    switch ((OptId)e->id) {
+    case OPT_DIRECT:
+        a->direct = TRUE;
+        return TRUE;
+    case OPT_FADVISE:
+        a->fadvise = TRUE;
+        return TRUE;
+    case OPT_PROGRESS:
+        a->progress = TRUE;
+        return TRUE;
+    case OPT_HELP:
+        a->help = TRUE;
+        return TRUE;
+    case OPT_VERSION:
+        a->version = TRUE;
+        return TRUE;
+    case OPT_DECOMPRESS:
+        a->decompress = TRUE;
+        return TRUE;
+    case OPT_STATS:
+        return apply_stats(a, val, error);
+    case OPT_RECORD:
+        return apply_record(a, val, error);
+    case OPT_COMPRESS:
+        return apply_compress(a, val, error);
+    case OPT_CHECKSUM:
+    case OPT_VERIFY_CHECKSUM:
+        return apply_checksum(a, e->name, val, error);
+    default:
+        if (!parse_number(e, val, &v, error)) {
+            return FALSE;
+        }
+        store_number(a, (OptId)e->id, v);
+        return TRUE;
     }
-    *ret = v;
-    return TRUE;
 }
 
 /* Bare decimal: the libvirt form's FD operand (range-checked by the caller, so that a
@@ -206,13 +375,13 @@ check_nbd_uri(const char *spec, GError **error)
     if (!uri) {
         /* GLib's message may quote the URI whole: the secrets out of it */
         g_autofree char *cause = ioh_nbd_redact(spec, err->message);
-        return usage_error(error, "'%s' is not a valid NBD URI: %s", name, cause);
+        return ioh_args_usage_error(error, "'%s' is not a valid NBD URI: %s", name, cause);
     }
     query = g_uri_get_query(uri);
     if (strstr(g_uri_get_scheme(uri), "+unix") &&
         (!query || (!g_str_has_prefix(query, "socket=") && !strstr(query, "&socket=")))) {
-        return usage_error(error, "'%s' is not a valid NBD URI: +unix needs ?socket=PATH",
-                           name);
+        return ioh_args_usage_error(error, "'%s' is not a valid NBD URI: +unix needs "
+                                    "?socket=PATH", name);
     }
     return TRUE;
 }
@@ -231,16 +400,17 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
     } else if (g_str_has_prefix(spec, "fd:")) {
         if (!is_fd_number(spec + 3) ||
             !ioh_number_unsigned(spec + 3, 10, 0, G_MAXINT, &n)) {
-            return usage_error(error, "'%s': not a file descriptor number (write './%s' "
-                               "for a file of that name)", spec, spec);
+            return ioh_args_usage_error(error, "'%s': not a file descriptor number (write "
+                                        "'./%s' for a file of that name)", spec, spec);
         }
         ret->kind = IOH_OPERAND_FD;
         ret->fd = (int)n;
     } else if (ioh_nbd_is_legacy(spec)) {
         /* libnbd does not take it, and a file of that name is rarely what was meant */
-        return usage_error(error, "'%s' is QEMU's legacy NBD syntax: use an NBD URI "
-                           "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH), or "
-                           "'./%s' for a file of that name", spec, spec);
+        return ioh_args_usage_error(error, "'%s' is QEMU's legacy NBD syntax: use an NBD "
+                                    "URI (nbd://HOST[:PORT]/EXPORT, "
+                                    "nbd+unix:///EXPORT?socket=PATH), or './%s' for a file of "
+                                    "that name", spec, spec);
     } else if (ioh_nbd_is_uri(spec)) {
         ret->kind = IOH_OPERAND_NBD;
         return check_nbd_uri(spec, error);
@@ -248,465 +418,35 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
     return TRUE;
 }
 
-typedef enum { OPT_FLAG, OPT_VALUE, OPT_OPTIONAL } OptArg;
-
-static const struct {
-    const char *name;
-    OptArg arg;
-} long_opts[] = {
-    { "direct", OPT_FLAG },          { "fadvise", OPT_FLAG },
-    { "pipe-size", OPT_VALUE },      { "buffer-size", OPT_VALUE },
-    { "ring", OPT_VALUE },           { "offset", OPT_VALUE },
-    { "length", OPT_VALUE },         { "fadvise-window", OPT_VALUE },
-    { "stats", OPT_OPTIONAL },       { "progress", OPT_FLAG },
-    { "status-fd", OPT_VALUE },      { "status-interval", OPT_VALUE },
-    { "record", OPT_VALUE },         { "help", OPT_FLAG },
-    { "version", OPT_FLAG },         { "checksum", OPT_VALUE },
-    { "verify-checksum", OPT_VALUE },
-    { "compress", OPT_VALUE },       { "decompress", OPT_FLAG },
-    { "threads", OPT_VALUE },
-    { "connections", OPT_VALUE },    { "requests", OPT_VALUE },
-    { "request-size", OPT_VALUE },   { "stall-timeout", OPT_VALUE },
-    { "memory-budget", OPT_VALUE },
-};
-
-/* --compress=zstd[:LEVEL], LEVEL within ioh-limits.h's bounds (negative: zstd's fast
- * levels); --decompress; --threads=N. */
+/* PATH FD (the second a bare decimal number) or IN OUT. */
 static gboolean
-apply_compress(IohArgs *a, const char *name, const char *val, GError **error)
+take_operands(IohArgs *a, GPtrArray *operands, GError **error)
 {
-    const char *level = val && g_str_has_prefix(val, "zstd:") ? val + 5 : NULL;
-    gint64 v = IOH_ZSTD_LEVEL_DEFAULT;
-    guint64 n = 0;
+    const char *second;
+    guint64 fd;
 
-    if (g_str_equal(name, "decompress")) {
-        a->decompress = TRUE;
-        return TRUE;
+    if (operands->len != 2) {
+        return ioh_args_usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
+                                    operands->len, operands->len == 1 ? "" : "s");
     }
-    if (g_str_equal(name, "threads")) {
-        if (!parse_count("--threads", val, IOH_THREADS_MIN, IOH_THREADS_MAX, &n, error)) {
-            return FALSE;
+    second = g_ptr_array_index(operands, 1);
+    if (!is_fd_number(second)) {
+        a->in = g_strdup(g_ptr_array_index(operands, 0));
+        a->out = g_strdup(second);
+        if (!*a->in || !*a->out) {
+            return ioh_args_usage_error(error, "empty file name");
         }
-        a->copy.threads = (guint)n;
-        return TRUE;
+        return parse_operand(a->in, 0, &a->in_op, error) &&
+               parse_operand(a->out, 1, &a->out_op, error);
     }
-    if (!level && !g_str_equal(val, "zstd")) {
-        return usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
+    if (!ioh_number_unsigned(second, 10, 0, G_MAXINT, &fd)) {
+        return ioh_args_usage_error(error, "malformed fd '%s'", second);
     }
-    if (level && !ioh_number_signed(level, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &v)) {
-        return usage_error(error, "--compress: level '%s' is not a number from %d to %d",
-                           level, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
-    }
-    a->compress = TRUE;
-    a->copy.compress_level = (int)v;
-    return TRUE;
-}
-
-/* The filters: the checksum is over the stream, so before zstd and after unzstd. */
-static gboolean
-apply_compression(IohArgs *a, GError **error)
-{
-    const char *sum = a->copy.filters ? a->copy.filters[0] : NULL;
-
-    if (a->compress && a->decompress) {
-        return usage_error(error, "--compress and --decompress cannot be combined");
-    }
-    if (a->compress) {
-        a->filters[0] = sum ? sum : "zstd";
-        a->filters[1] = sum ? "zstd" : NULL;
-        a->copy.filters = a->filters;
-    } else if (a->decompress) {
-        a->filters[0] = "unzstd";
-        a->filters[1] = sum;
-        a->copy.filters = a->filters;
-    }
-    return TRUE;
-}
-
-/* --checksum=ALG and --verify-checksum=HEX (which implies --checksum=xxh3): the stream
- * passes through the checksum filter of that name. */
-static gboolean
-apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
-{
-    const IohFilterClass *f;
-    guint64 v;
-    gsize n = 0;
-
-    if (g_str_equal(name, "checksum")) {
-        f = ioh_filter_lookup(val);
-        if (!f || !f->checksum) {
-            return usage_error(error, "--checksum: '%s' is not a known algorithm (%s)", val,
-                               ioh_filter_checksum_names());
-        }
-        a->checksum_filters[0] = f->name;
-        a->copy.filters = a->checksum_filters;
-        return TRUE;
-    }
-    while (g_ascii_isxdigit(val[n])) {
-        n++;
-    }
-    if (n != 16 || val[n] || !ioh_number_unsigned(val, 16, 0, G_MAXUINT64, &v)) {
-        return usage_error(error, "--verify-checksum: '%s' is not an xxh3 checksum (16 hex "
-                           "digits)", val);
-    }
-    a->checksum_filters[0] = "xxh3";
-    a->copy.filters = a->checksum_filters;
-    a->copy.has_expected_checksum = TRUE;
-    a->copy.expected_checksum = v;
-    return TRUE;
-}
-
-/* --connections, --requests, --request-size, --stall-timeout: the NBD end's. */
-static gboolean
-apply_nbd_option(IohArgs *a, const char *name, const char *val, GError **error)
-{
-    guint64 v;
-
-    if (g_str_equal(name, "connections")) {
-        if (!parse_count("--connections", val, 1, 16, &v, error)) {
-            return FALSE;
-        }
-        a->copy.nbd_connections = (guint)v;
-    } else if (g_str_equal(name, "requests")) {
-        if (!parse_count("--requests", val, 1, 256, &v, error)) {
-            return FALSE;
-        }
-        a->copy.nbd_requests = (guint)v;
-    } else if (g_str_equal(name, "stall-timeout")) {
-        if (!parse_count("--stall-timeout", val, 1, 86400, &v, error)) {
-            return FALSE;
-        }
-        a->copy.nbd_stall_timeout = (guint)v;
-    } else {
-        if (!parse_bounded("--request-size", val, 4096, 32ULL << 20, &v, error)) {
-            return FALSE;
-        }
-        a->copy.nbd_request_size = (gsize)v;
-    }
-    a->nbd_option = TRUE;
-    return TRUE;
-}
-
-/* The options that take a size or a count of the copy engine. */
-static const char *const size_options[] = {
-    "pipe-size", "buffer-size", "ring", "offset", "length", "fadvise-window", NULL,
-};
-
-static gboolean
-apply_size(IohArgs *a, const char *name, const char *val, GError **error)
-{
-    guint64 v;
-
-    if (g_str_equal(name, "pipe-size")) {
-        if (!parse_bounded("--pipe-size", val, IOH_PIPE_SIZE_MIN, IOH_PIPE_SIZE_MAX, &v,
-                           error)) {
-            return FALSE;
-        }
-        a->copy.pipe_size = (guint)v;
-    } else if (g_str_equal(name, "buffer-size")) {
-        if (!parse_bounded("--buffer-size", val, IOH_BUFFER_SIZE_MIN, IOH_BUFFER_SIZE_MAX,
-                           &v, error)) {
-            return FALSE;
-        }
-        a->copy.buffer_size = (gsize)v;
-    } else if (g_str_equal(name, "ring")) {
-        if (!parse_count("--ring", val, IOH_RING_MIN, IOH_RING_MAX, &v, error)) {
-            return FALSE;
-        }
-        a->copy.ring = (guint)v;
-    } else if (g_str_equal(name, "offset")) {
-        if (!parse_bounded("--offset", val, 0, IOH_OFFSET_MAX, &v, error)) {
-            return FALSE;
-        }
-        a->copy.has_offset = TRUE;
-        a->copy.offset = v;
-    } else if (g_str_equal(name, "length")) {
-        if (!parse_bounded("--length", val, 0, IOH_LENGTH_MAX, &v, error)) {
-            return FALSE;
-        }
-        a->copy.has_length = TRUE;
-        a->copy.length = v;
-    } else if (g_str_equal(name, "fadvise-window")) {
-        if (!parse_bounded("--fadvise-window", val, IOH_FADVISE_WINDOW_MIN,
-                           IOH_FADVISE_WINDOW_MAX, &v, error)) {
-            return FALSE;
-        }
-        a->copy.fadvise_window = (gsize)v;
-    }
-    return TRUE;
-}
-
-static gboolean
-apply_option(IohArgs *a, const char *name, const char *val, GError **error)
-{
-    guint64 v;
-
-    if (g_str_equal(name, "checksum") || g_str_equal(name, "verify-checksum")) {
-        return apply_checksum(a, name, val, error);
-    } else if (g_str_equal(name, "compress") || g_str_equal(name, "decompress") ||
-               g_str_equal(name, "threads")) {
-        return apply_compress(a, name, val, error);
-    } else if (g_str_equal(name, "connections") || g_str_equal(name, "requests") ||
-               g_str_equal(name, "request-size") || g_str_equal(name, "stall-timeout")) {
-        return apply_nbd_option(a, name, val, error);
-    } else if (g_str_equal(name, "direct")) {
-        a->direct = TRUE;
-    } else if (g_str_equal(name, "fadvise")) {
-        a->fadvise = TRUE;
-    } else if (g_str_equal(name, "progress")) {
-        a->progress = TRUE;
-    } else if (g_str_equal(name, "help")) {
-        a->help = TRUE;
-    } else if (g_str_equal(name, "version")) {
-        a->version = TRUE;
-    } else if (g_strv_contains(size_options, name)) {
-        return apply_size(a, name, val, error);
-    } else if (g_str_equal(name, "stats")) {
-        if (!val || g_str_equal(val, "text")) {
-            a->stats = IOH_STATS_TEXT;
-        } else if (g_str_equal(val, "json")) {
-            a->stats = IOH_STATS_JSON;
-        } else {
-            return usage_error(error, "--stats: '%s' is not 'text' or 'json'", val);
-        }
-    } else if (g_str_equal(name, "status-fd")) {
-        if (!parse_count("--status-fd", val, 0, INT_MAX, &v, error)) {
-            return FALSE;
-        }
-        a->status_fd = (int)v;
-    } else if (g_str_equal(name, "status-interval")) {
-        if (!parse_count("--status-interval", val, IOH_STATUS_INTERVAL_MIN_MS,
-                         IOH_STATUS_INTERVAL_MAX_MS, &v, error)) {
-            return FALSE;
-        }
-        a->copy.progress_interval_us = (gint64)v * 1000;
-    } else if (g_str_equal(name, "memory-budget")) {
-        if (!parse_bounded("--memory-budget", val, 0, IOH_LENGTH_MAX, &v, error)) {
-            return FALSE;
-        }
-        a->has_memory_budget = TRUE;
-        a->memory_budget = v;
-    } else if (g_str_equal(name, "record")) {
-        if (!*val) {
-            return usage_error(error, "--record: empty file name");
-        }
-        g_free(a->record);
-        a->record = g_strdup(val);
-    }
-    return TRUE;
-}
-
-/* "--stats json": an optional value must follow '=', and a word that looks like one is
- * not silently taken for an operand. */
-static gboolean
-check_optional_word(const char *name, const char *next, GError **error)
-{
-    if (next && (g_str_equal(next, "text") || g_str_equal(next, "json"))) {
-        return usage_error(error, "option '--%s' takes its value after '=': write "
-                           "'--%s=%s' (or './%s' for a file of that name)", name, name,
-                           next, next);
-    }
-    return TRUE;
-}
-
-static gboolean
-parse_long(IohArgs *a, int argc, char **argv, int *i, GError **error)
-{
-    const char *arg = argv[*i] + 2;
-    const char *eq = strchr(arg, '=');
-    g_autofree char *name = eq ? g_strndup(arg, (gsize)(eq - arg)) : g_strdup(arg);
-    const char *val = eq ? eq + 1 : NULL;
-
-    for (gsize k = 0; k < G_N_ELEMENTS(long_opts); k++) {
-        if (!g_str_equal(name, long_opts[k].name)) {
-            continue;
-        }
-        switch (long_opts[k].arg) {
-        case OPT_FLAG:
-            if (val) {
-                return usage_error(error, "option '--%s' takes no value", name);
-            }
-            break;
-        case OPT_VALUE:
-            if (!val) {
-                if (*i + 1 >= argc) {
-                    return usage_error(error, "option '--%s' needs a value", name);
-                }
-                val = argv[++(*i)];
-            }
-            break;
-        case OPT_OPTIONAL:
-            if (!val && !check_optional_word(name, *i + 1 < argc ? argv[*i + 1] : NULL,
-                                             error)) {
-                return FALSE;
-            }
-            break;
-        }
-        return apply_option(a, name, val, error);
-    }
-    return usage_error(error, "unknown option '--%s'", name);
-}
-
-/* The cause in @cause's message, without its "WHAT PATH: " when PATH is @path or its
- * last part (the untrusted read names the file within its directory). */
-static const char *
-conf_cause(const GError *cause, const char *path)
-{
-    const char *op = ioh_error_get_operation(cause);
-    const char *where = ioh_error_get_path(cause);
-    g_autofree char *prefix = NULL;
-
-    if (op && where && *where && g_str_has_suffix(path, where)) {
-        prefix = g_strdup_printf("%s %s: ", op, where);
-        if (g_str_has_prefix(cause->message, prefix)) {
-            return cause->message + strlen(prefix);
-        }
-    }
-    return cause->message;
-}
-
-/* A config file the helper cannot use: IOH_ERROR with the file as its path and operation
- * "config" (the helper sends both on its status fd), "config file PATH: CAUSE". */
-static gboolean
-conf_error(GError **error, const char *path, const GError *cause)
-{
-    int errsv = ioh_error_get_errno(cause);
-    g_autofree char *msg = g_strdup_printf("config file %s: %s", path,
-                                           conf_cause(cause, path));
-
-    g_propagate_error(error, ioh_error_new_literal(errsv ? errsv : EINVAL, "config", path,
-                                                   msg));
-    return FALSE;
-}
-
-/* The most a config file may hold: a few lines are expected. */
-#define CONF_MAX (64 * 1024)
-
-/* The line number of the first line of @text the key-file parser refuses (neither
- * blank, a comment, a [group] nor key=value), 0 if none: what a parse error names in
- * place of the line itself, which GKeyFile quotes (the file may be one of root's
- * reached by mistake: its first line a password hash). */
-static guint
-conf_bad_line(const char *text)
-{
-    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-
-    for (guint i = 0; lines[i]; i++) {
-        const char *l = lines[i] + strspn(lines[i], " \t");
-
-        if (*l && *l != '#' && *l != '[' && !strchr(l, '=')) {
-            return i + 1;
-        }
-    }
-    return 0;
-}
-
-/* @text of @path into @kf: a usage error without the file's words. */
-static gboolean
-conf_parse(const char *path, const char *text, gsize len, GKeyFile *kf, GError **error)
-{
-    g_autoptr(GError) err = NULL;
-    guint line;
-
-    if (g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, NULL)) {
-        return TRUE;
-    }
-    line = conf_bad_line(text);
-    if (line > 0) {
-        err = g_error_new(G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE,
-                          "line %u is neither [group], key=value nor a comment", line);
-    } else {
-        err = g_error_new_literal(G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE,
-                                  "not a key file of [group] and key=value lines");
-    }
-    return conf_error(error, path, err);
-}
-
-/* Loads the key file @path into @kf, read as an untrusted file (ioh-untrusted.h): a
- * regular file (a FIFO would hang the helper, /dev/zero never end), at most CONF_MAX
- * bytes, owned by root or the caller and writable by no one else, as sudo and sshd
- * check theirs, reached through directories and symbolic links of root's or the
- * caller's only (ioh_untrusted_path_parent(): a user's directory could hold a link to a
- * file of root's). The path may be a symbolic link (an admin's link in /etc, to a file
- * that passes the same checks). *@ret_found FALSE when there is no such file. */
-static gboolean
-load_conf(const char *path, GKeyFile *kf, gboolean *ret_found, GError **error)
-{
-    g_autoptr(GError) err = NULL;
-    g_autofree char *name = NULL;
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    int dirfd = ioh_untrusted_path_parent(path, &name, &err);
-
-    if (dirfd >= 0) {
-        text = ioh_untrusted_read(dirfd, name, CONF_MAX, IOH_UNTRUSTED_TRUSTED_OWNER, &len,
-                                  &err);
-        close(dirfd);
-    }
-    *ret_found = text || !g_error_matches(err, IOH_ERROR, ENOENT);
-    if (!text) {
-        return !*ret_found || conf_error(error, path, err);
-    }
-    return conf_parse(path, text, len, kf, error);
-}
-
-/* Without --memory-budget: memory-budget in [iohelper] of the config file, if any (libvirt
- * passes no options, so its form reads it too). A missing file or key: no budget. */
-static gboolean
-read_conf(IohArgs *a, GError **error)
-{
-    const char *env = g_getenv("IOHELPER_CONF");
-    const char *path = env && *env ? env : IOH_ARGS_CONF;
-    g_autoptr(GKeyFile) kf = g_key_file_new();
-    g_autoptr(GError) err = NULL;
-    g_autofree char *val = NULL;
-    gboolean found;
-    guint64 v;
-
-    if (a->has_memory_budget) {
-        return TRUE;
-    }
-    if (!load_conf(path, kf, &found, error)) {
-        return FALSE;
-    }
-    if (!found) {
-        return TRUE;
-    }
-    val = g_key_file_get_string(kf, "iohelper", "memory-budget", NULL);
-    if (!val) {
-        return TRUE;
-    }
-    g_strstrip(val);
-    if (!parse_bounded("memory-budget", val, 0, IOH_LENGTH_MAX, &v, &err)) {
-        return conf_error(error, path, err);
-    }
-    a->has_memory_budget = TRUE;
-    a->memory_budget = v;
-    return TRUE;
-}
-
-/* An NBD URI on one side: the other is the stream; an export has no end of stream. */
-static gboolean
-check_nbd(const IohArgs *a, GError **error)
-{
-    gboolean in = !a->libvirt && a->in_op.kind == IOH_OPERAND_NBD;
-    gboolean out = !a->libvirt && a->out_op.kind == IOH_OPERAND_NBD;
-
-    if (!in && !out) {
-        return !a->nbd_option ||
-               usage_error(error, "--connections, --requests, --request-size and "
-                           "--stall-timeout need an NBD URI as IN or OUT");
-    }
-    if (in && out) {
-        return usage_error(error, "IN and OUT are both NBD URIs: one side must be the stream");
-    }
-    if (a->direct || a->fadvise) {
-        return usage_error(error, "--direct and --fadvise apply to a file, not to an NBD "
-                           "export");
-    }
-    if (in && !a->copy.has_length) {
-        return usage_error(error, "reading an NBD export needs --length (an export has a "
-                           "fixed size, the stream has no end mark)");
+    a->libvirt = TRUE;
+    a->path = g_strdup(g_ptr_array_index(operands, 0));
+    a->fd = (int)fd;
+    if (!*a->path) {
+        return ioh_args_usage_error(error, "empty PATH");
     }
     return TRUE;
 }
@@ -715,78 +455,24 @@ static gboolean
 parse_args(int argc, char **argv, IohArgs *a, GError **error)
 {
     g_autoptr(GPtrArray) operands = g_ptr_array_new();
-    gboolean options_done = FALSE;
+    g_autoptr(GError) err = NULL;
 
     memset(a, 0, sizeof(*a));
     ioh_copy_options_init(&a->copy);
     a->status_fd = -1;
     a->fd = -1;
 
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-
-        if (options_done || arg[0] != '-' || g_str_equal(arg, "-")) {
-            g_ptr_array_add(operands, (gpointer)arg);
-        } else if (g_str_equal(arg, "--")) {
-            options_done = TRUE;
-        } else if (g_str_has_prefix(arg, "--")) {
-            if (!parse_long(a, argc, argv, &i, error)) {
-                return FALSE;
-            }
-        } else if (g_str_equal(arg, "-h")) {
-            a->help = TRUE;
-        } else if (g_str_equal(arg, "-V")) {
-            a->version = TRUE;
-        } else {
-            return usage_error(error, "unknown option '%s'", arg);
-        }
+    if (!ioh_opt_parse(entries, argc, argv, apply_option, a, operands, &err)) {
+        /* a grammar error is a usage error like any other */
+        return ioh_args_usage_error(error, "%s", err->message);
     }
     if (a->help || a->version) {
         return TRUE;
     }
-    if (a->direct && a->fadvise) {
-        return usage_error(error, "--direct and --fadvise cannot be combined");
-    }
     a->copy.mode = a->direct ? IOH_CACHE_DIRECT
                              : a->fadvise ? IOH_CACHE_FADVISE : IOH_CACHE_BUFFERED;
-    if (!apply_compression(a, error)) {
-        return FALSE;
-    }
-    if (operands->len != 2) {
-        return usage_error(error, "expected IN and OUT (or PATH FD), got %u operand%s",
-                           operands->len, operands->len == 1 ? "" : "s");
-    }
-    if (is_fd_number(g_ptr_array_index(operands, 1))) {
-        const char *fd_text = g_ptr_array_index(operands, 1);
-        guint64 fd;
-
-        if (!ioh_number_unsigned(fd_text, 10, 0, G_MAXINT, &fd)) {
-            return usage_error(error, "malformed fd '%s'", fd_text);
-        }
-        a->libvirt = TRUE;
-        a->path = g_strdup(g_ptr_array_index(operands, 0));
-        a->fd = (int)fd;
-        if (!*a->path) {
-            return usage_error(error, "empty PATH");
-        }
-    } else {
-        a->in = g_strdup(g_ptr_array_index(operands, 0));
-        a->out = g_strdup(g_ptr_array_index(operands, 1));
-        if (!*a->in || !*a->out) {
-            return usage_error(error, "empty file name");
-        }
-        if (!parse_operand(a->in, 0, &a->in_op, error) ||
-            !parse_operand(a->out, 1, &a->out_op, error)) {
-            return FALSE;
-        }
-    }
-    return check_nbd(a, error);
-}
-
-gboolean
-ioh_args_read_config(IohArgs *args, GError **error)
-{
-    return read_conf(args, error);
+    apply_compression(a);
+    return take_operands(a, operands, error) && ioh_clash_check_options(a, error);
 }
 
 gboolean

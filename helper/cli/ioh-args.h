@@ -13,12 +13,10 @@
 
 #include <glib.h>
 
+#include "ioh-args-value.h"
 #include "ioh-copy.h"
 
 G_BEGIN_DECLS
-
-#define IOH_ARGS_ERROR (ioh_args_error_quark())
-GQuark ioh_args_error_quark(void);
 
 typedef enum {
     IOH_STATS_NONE,
@@ -59,32 +57,15 @@ typedef struct {
     gboolean compress;       /* --compress=zstd[:LEVEL] (a save) */
     gboolean decompress;     /* --decompress (a restore) */
     const char *filters[3];  /* with either: the checksum on the stream side of (un)zstd */
-    gboolean nbd_option;     /* --connections, --requests or --request-size given */
+    gboolean nbd_option;     /* --connections, --requests, --request-size or --stall-timeout */
     gboolean has_memory_budget;  /* --memory-budget, or memory-budget in the config file */
     guint64 memory_budget;
 } IohArgs;
 
-/* The host's config file: $IOHELPER_CONF, else this. A key file; its group [iohelper]
- * may set memory-budget=SIZE, the default of --memory-budget (read in both forms). */
-#define IOH_ARGS_CONF "/etc/iohelper.conf"
-
-/* Parses @argv (not modified). On a usage error returns FALSE with a one-line message.
- * Reads no file: the config file is ioh_args_read_config()'s. */
+/* Parses @argv (not modified) with the grammar of ioh-opt.h, and checks the options
+ * against each other (ioh_clash_check_options()). On a usage error returns FALSE with a
+ * one-line message. Reads no file: the config file is ioh-conf.h's. */
 gboolean ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error);
-
-/* Without --memory-budget, takes memory-budget from the config file (a missing file or
- * key: no budget). A file that cannot be read or holds a bad value is IOH_ERROR (errno,
- * EINVAL for a bad value) with operation "config" and the file as its path: "config file
- * PATH: CAUSE". Separate from parsing so that the helper reads it once its status fd is
- * known not to collide with the data, and can report it there (a usage error, exit 2). */
-gboolean ioh_args_read_config(IohArgs *args, GError **error);
-
-/* Parses a size: digits with an optional K, M, G or T suffix, or KiB, MiB, GiB, TiB: powers
- * of 1024 either way (lower-case k, m, g, t too). "KB", "MB", "GB", "TB" are refused as
- * ambiguous (decimal or binary?). Rejects signs, junk, zero when !@allow_zero, and
- * overflow. */
-gboolean ioh_args_parse_size(const char *text, gboolean allow_zero, guint64 *ret_size,
-                             GError **error);
 
 /* Releases the strings held by @args (the struct itself is the caller's). */
 void ioh_args_clear(IohArgs *args);

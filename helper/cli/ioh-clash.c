@@ -8,6 +8,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "ioh-nbd.h"
+#include "ioh-option-rules.h"
+
 /* One part of the command line, as the file system sees it. */
 typedef struct {
     char *label;         /* for messages: "OUT (fd 5)", "--record /x" */
@@ -100,22 +103,6 @@ part_is_null(const Part *p)
     return p->known && S_ISCHR(p->st.st_mode) && p->st.st_rdev == makedev(1, 3);
 }
 
-static gboolean
-clash(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-clash(GError **error, const char *fmt, ...)
-{
-    va_list ap;
-    g_autofree char *msg = NULL;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_set_error_literal(error, IOH_ARGS_ERROR, 0, msg);
-    return FALSE;
-}
-
 /* The two data sides: IN and OUT, or in the libvirt form FD and the stream's stdio.
  * FALSE (no error) when the libvirt FD is unusable: opening it says why, as stock does. */
 static gboolean
@@ -149,7 +136,8 @@ check_channel(const Part *ch, const Part *in, const Part *out, const char *why,
     const Part *hit = part_same(ch, out) ? out : part_same(ch, in) ? in : NULL;
 
     if (hit && !part_is_null(ch)) {
-        return clash(error, "%s is the same file as %s: %s", ch->label, hit->label, why);
+        return ioh_args_usage_error(error, "%s is the same file as %s: %s", ch->label,
+                                    hit->label, why);
     }
     return TRUE;
 }
@@ -191,29 +179,17 @@ check_options(const IohArgs *a, const Part *in, const Part *out, GError **error)
                       : a->fadvise ? "--fadvise" : NULL;
 
     if (opt && !in_st && !out_st && in->known && out->known) {
-        return clash(error, "%s applies to a file or block device, and neither %s nor %s "
-                     "is one", opt, in->label, out->label);
+        return ioh_args_usage_error(error, "%s applies to a file or block device, and "
+                                    "neither %s nor %s is one", opt, in->label, out->label);
     }
     if (a->copy.has_offset && in_st && out_st) {
-        return clash(error, "--offset: %s and %s are both files or devices: say which "
-                     "side it means by passing the other as '-' or 'fd:N'", in->label,
-                     out->label);
+        return ioh_args_usage_error(error, "--offset: %s and %s are both files or devices: "
+                                    "say which side it means by passing the other as '-' "
+                                    "or 'fd:N'", in->label, out->label);
     }
     if (a->copy.has_offset && out_st && (out->flags & O_APPEND)) {
-        return clash(error, "--offset: %s is open with O_APPEND: every write lands at its "
-                     "end, whatever the offset", out->label);
-    }
-    return TRUE;
-}
-
-/* Options that only mean something beside another one. */
-static gboolean
-check_option_pairs(const IohArgs *a, GError **error)
-{
-    if (a->copy.threads && !a->compress) {
-        /* the words of qemu-iohelper and libwrap's refusal of the same */
-        return clash(error, "--threads needs --compress (they are zstd's compression "
-                     "threads)");
+        return ioh_args_usage_error(error, "--offset: %s is open with O_APPEND: every write "
+                                    "lands at its end, whatever the offset", out->label);
     }
     return TRUE;
 }
@@ -224,15 +200,12 @@ ioh_clash_check(const IohArgs *a, GError **error)
     g_auto(Part) in = { 0 };
     g_auto(Part) out = { 0 };
 
-    if (!check_option_pairs(a, error)) {
-        return FALSE;
-    }
     if (!data_parts(a, &in, &out)) {
         return TRUE;
     }
     if (part_is_data_clash(&in, &out)) {
-        return clash(error, "%s and %s are the same file: a copy onto itself", in.label,
-                     out.label);
+        return ioh_args_usage_error(error, "%s and %s are the same file: a copy onto itself",
+                                    in.label, out.label);
     }
     return check_channels(a, &in, &out, error) && check_options(a, &in, &out, error);
 }
@@ -246,4 +219,184 @@ ioh_clash_same_data(int in_fd, int out_fd)
     part_from_fd(&in, in_fd, NULL);
     part_from_fd(&out, out_fd, NULL);
     return part_is_data_clash(&in, &out);
+}
+
+/* ---- the rules between options (ioh-option-rules.h), in the helper's words -------- */
+
+/* The helper's words for @rule; @src and @dst name the ends when the direction is known. */
+static gboolean
+rule_error(IohOptionRule rule, const char *src, const char *dst, GError **error)
+{
+    switch (rule) {
+    case IOH_OPTION_RULE_OK:
+        return TRUE;
+    case IOH_OPTION_RULE_DIRECT_AND_FADVISE:
+        return ioh_args_usage_error(error, "--direct and --fadvise cannot be combined");
+    case IOH_OPTION_RULE_COMPRESS_AND_DECOMPRESS:
+        return ioh_args_usage_error(error, "--compress and --decompress cannot be combined");
+    case IOH_OPTION_RULE_NBD_OPTIONS_NEED_NBD:
+        return ioh_args_usage_error(error, "--connections, --requests, --request-size and "
+                                    "--stall-timeout need an NBD URI as IN or OUT");
+    case IOH_OPTION_RULE_COMPRESS_NEEDS_SAVE:
+        return ioh_args_usage_error(error, "--compress is for a save (a pipe into a file), "
+                                    "not a copy from %s to %s", src, dst);
+    case IOH_OPTION_RULE_DECOMPRESS_NEEDS_RESTORE:
+        return ioh_args_usage_error(error, "--decompress is for a restore (a file into a "
+                                    "pipe), not a copy from %s to %s", src, dst);
+    case IOH_OPTION_RULE_THREADS_NEED_COMPRESS:
+    default:
+        /* the words of qemu-iohelper's refusal of the same */
+        return ioh_args_usage_error(error, "--threads needs --compress (they are zstd's "
+                                    "compression threads)");
+    }
+}
+
+/* @direction: NULL when not known yet. */
+static void
+option_set(const IohArgs *a, const IohDirection *direction, IohOptionSet *ret)
+{
+    *ret = (IohOptionSet){
+        .direct = a->direct,
+        .fadvise = a->fadvise,
+        .compress = a->compress,
+        .decompress = a->decompress,
+        .threads = a->copy.threads,
+        .nbd_options = a->nbd_option,
+        .nbd = !a->libvirt && (a->in_op.kind == IOH_OPERAND_NBD ||
+                               a->out_op.kind == IOH_OPERAND_NBD),
+        .direction_known = direction != NULL,
+        .direction = direction ? *direction : IOH_DIRECTION_COPY,
+    };
+}
+
+/* An NBD URI on one side: the other is the stream; an export has no end of stream. */
+static gboolean
+check_nbd(const IohArgs *a, GError **error)
+{
+    gboolean in = !a->libvirt && a->in_op.kind == IOH_OPERAND_NBD;
+    gboolean out = !a->libvirt && a->out_op.kind == IOH_OPERAND_NBD;
+
+    if (!in && !out) {
+        return TRUE;
+    }
+    if (in && out) {
+        return ioh_args_usage_error(error, "IN and OUT are both NBD URIs: one side must be "
+                                    "the stream");
+    }
+    if (a->direct || a->fadvise) {
+        return ioh_args_usage_error(error, "--direct and --fadvise apply to a file, not to "
+                                    "an NBD export");
+    }
+    if (in && !a->copy.has_length) {
+        return ioh_args_usage_error(error, "reading an NBD export needs --length (an export "
+                                    "has a fixed size, the stream has no end mark)");
+    }
+    return TRUE;
+}
+
+gboolean
+ioh_clash_check_options(const IohArgs *a, GError **error)
+{
+    IohOptionSet set;
+
+    option_set(a, NULL, &set);
+    return rule_error(ioh_option_rules_check(&set), NULL, NULL, error) &&
+           check_nbd(a, error);
+}
+
+/* Where an image stays: a file (a path that does not exist yet will be one), a block
+ * device, an NBD export; known before anything is opened (which creates OUT). */
+static gboolean
+fd_is_storage(int fd)
+{
+    struct stat st;
+
+    return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
+static gboolean
+operand_is_image(const IohOperand *op, const char *spec)
+{
+    struct stat st;
+
+    if (op->kind == IOH_OPERAND_NBD) {
+        return TRUE;
+    }
+    if (op->kind != IOH_OPERAND_PATH) {
+        return fd_is_storage(op->fd);
+    }
+    return stat(spec, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
+}
+
+/* The name an end goes by in messages: its path, stdin or stdout, "fd N", or an NBD URI
+ * without the secrets of its query. */
+static char *
+operand_name(const IohOperand *op, const char *spec)
+{
+    switch (op->kind) {
+    case IOH_OPERAND_STDIO:
+        return g_strdup(op->fd == 0 ? "stdin" : "stdout");
+    case IOH_OPERAND_FD:
+        return g_strdup_printf("fd %d", op->fd);
+    case IOH_OPERAND_NBD:
+        return ioh_nbd_safe_name(spec);
+    case IOH_OPERAND_PATH:
+    default:
+        return g_strdup(spec);
+    }
+}
+
+static IohDirection
+direction_of(gboolean src_image, gboolean dst_image)
+{
+    return dst_image && !src_image   ? IOH_DIRECTION_SAVE
+           : src_image && !dst_image ? IOH_DIRECTION_RESTORE
+                                     : IOH_DIRECTION_COPY;
+}
+
+/* The libvirt form: FD's access mode gives the direction. FALSE when FD is not usable
+ * (opening it says why). */
+static gboolean
+libvirt_direction(const IohArgs *a, IohDirection *ret, char **ret_src, char **ret_dst)
+{
+    int mode = fcntl(a->fd, F_GETFL);
+
+    if (mode < 0 || (mode & O_ACCMODE) == O_RDWR) {
+        return FALSE;
+    }
+    if ((mode & O_ACCMODE) == O_WRONLY) {
+        *ret = direction_of(fd_is_storage(0), fd_is_storage(a->fd));
+        *ret_src = g_strdup("stdin");
+        *ret_dst = g_strdup(a->path);
+    } else {
+        *ret = direction_of(fd_is_storage(a->fd), fd_is_storage(1));
+        *ret_src = g_strdup(a->path);
+        *ret_dst = g_strdup("stdout");
+    }
+    return TRUE;
+}
+
+gboolean
+ioh_clash_check_direction(const IohArgs *a, GError **error)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *dst = NULL;
+    IohDirection direction;
+    IohOptionSet set;
+
+    if (!a->compress && !a->decompress) {
+        return TRUE;
+    }
+    if (a->libvirt) {
+        if (!libvirt_direction(a, &direction, &src, &dst)) {
+            return TRUE;
+        }
+    } else {
+        direction = direction_of(operand_is_image(&a->in_op, a->in),
+                                 operand_is_image(&a->out_op, a->out));
+        src = operand_name(&a->in_op, a->in);
+        dst = operand_name(&a->out_op, a->out);
+    }
+    option_set(a, &direction, &set);
+    return rule_error(ioh_option_rules_check(&set), src, dst, error);
 }

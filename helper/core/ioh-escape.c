@@ -43,3 +43,13 @@ ioh_escape_line(const char *text)
     ioh_escape_line_in_place(copy);
     return copy;
 }
+
+void
+ioh_escape_set_error_valist(GError **error, GQuark domain, int code, const char *fmt,
+                            va_list ap)
+{
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+
+    ioh_escape_line_in_place(msg);
+    g_set_error_literal(error, domain, code, msg);
+}

@@ -23,4 +23,9 @@ char *ioh_escape_line(const char *text);
 /* The same, in place, on a NUL-terminated string (it may get shorter). */
 void ioh_escape_line_in_place(char *text);
 
+/* Sets @error to @domain and @code with the message made by @fmt, escaped as above (a
+ * message quoting what a user typed). */
+void ioh_escape_set_error_valist(GError **error, GQuark domain, int code, const char *fmt,
+                                 va_list ap) G_GNUC_PRINTF(4, 0);
+
 G_END_DECLS

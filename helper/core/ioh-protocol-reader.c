@@ -14,6 +14,8 @@
 #include <json-glib/json-glib.h>
 
 #include "ioh-error.h"
+#include "ioh-json.h"
+#include "ioh-lines.h"
 
 #define MAX_ERRNO 4095
 #define MAX_CHECKSUM_HEX 128
@@ -79,12 +81,6 @@ check_shape(const char *s, gsize len, GError **error)
 
 /* ---- members -------------------------------------------------------------------- */
 
-static gboolean
-holds(JsonNode *n, GType type)
-{
-    return JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == type;
-}
-
 /* A member that must be absent (FALSE, nothing set) or of the right type. */
 static JsonNode *
 member(JsonObject *o, const char *name, gboolean required, GError **error)
@@ -107,7 +103,7 @@ get_count(JsonObject *o, const char *name, gboolean required, guint64 max, guint
         return !required;
     }
     /* json-glib reads an integer beyond 64 bits as -1: the sign check catches it too */
-    if (!holds(n, G_TYPE_INT64) || json_node_get_int(n) < 0 ||
+    if (!ioh_json_node_is(n, IOH_JSON_INT) || json_node_get_int(n) < 0 ||
         (guint64)json_node_get_int(n) > max) {
         return bad(error, "member \"%s\" is not an integer from 0 to %" G_GUINT64_FORMAT,
                    name, max);
@@ -125,10 +121,10 @@ get_seconds(JsonObject *o, const char *name, gboolean required, double *ret, GEr
     if (!n) {
         return !required;
     }
-    if (!holds(n, G_TYPE_INT64) && !holds(n, G_TYPE_DOUBLE)) {
+    if (!ioh_json_node_is(n, IOH_JSON_NUMBER)) {
         return bad(error, "member \"%s\" is not a number", name);
     }
-    v = holds(n, G_TYPE_INT64) ? (double)json_node_get_int(n) : json_node_get_double(n);
+    v = ioh_json_node_is(n, IOH_JSON_INT) ? (double)json_node_get_int(n) : json_node_get_double(n);
     if (!isfinite(v) || v < 0) {
         return bad(error, "member \"%s\" is not a finite number >= 0", name);
     }
@@ -144,7 +140,7 @@ get_string(JsonObject *o, const char *name, gboolean required, char **ret, GErro
     if (!n) {
         return !required;
     }
-    if (!holds(n, G_TYPE_STRING)) {
+    if (!ioh_json_node_is(n, IOH_JSON_STRING)) {
         return bad(error, "member \"%s\" is not a string", name);
     }
     g_free(*ret);
@@ -157,7 +153,8 @@ check_bool(JsonObject *o, const char *name, GError **error)
 {
     JsonNode *n = json_object_get_member(o, name);
 
-    return !n || holds(n, G_TYPE_BOOLEAN) || bad(error, "member \"%s\" is not a boolean", name);
+    return !n || ioh_json_node_is(n, IOH_JSON_BOOLEAN) ||
+           bad(error, "member \"%s\" is not a boolean", name);
 }
 
 /* ---- line types ----------------------------------------------------------------- */
@@ -201,7 +198,7 @@ read_compression(JsonObject *o, IohProtocolMsg *m, GError **error)
 {
     JsonNode *level = json_object_get_member(o, "compression_level");
 
-    if (level && (!holds(level, G_TYPE_INT64) || json_node_get_int(level) < G_MININT ||
+    if (level && (!ioh_json_node_is(level, IOH_JSON_INT) || json_node_get_int(level) < G_MININT ||
                   json_node_get_int(level) > G_MAXINT)) {
         return bad(error, "member \"compression_level\" is not an integer");
     }
@@ -265,7 +262,7 @@ read_version(JsonObject *o, IohProtocolMsg *m, GError **error)
     if (!v) {
         return FALSE;
     }
-    if (!holds(v, G_TYPE_INT64)) {
+    if (!ioh_json_node_is(v, IOH_JSON_INT)) {
         return bad(error, "member \"v\" is not an integer");
     }
     if (json_node_get_int(v) != IOH_PROTOCOL_VERSION) {
@@ -330,7 +327,7 @@ ioh_protocol_decode(const char *line, gsize len, IohProtocolMsg *ret_msg, GError
         return bad(error, "not JSON: %s", json_error->message);
     }
     root = json_parser_get_root(parser);
-    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+    if (!ioh_json_node_is(root, IOH_JSON_OBJECT)) {
         return bad(error, "not a JSON object");
     }
     if (!read_object(json_node_get_object(root), ret_msg, error)) {
@@ -343,9 +340,7 @@ ioh_protocol_decode(const char *line, gsize len, IohProtocolMsg *ret_msg, GError
 /* ---- the line reader ------------------------------------------------------------ */
 
 struct _IohProtocolReader {
-    GString *partial;    /* the unfinished line */
-    gboolean overlong;   /* it passed the limit: bytes are dropped up to its newline */
-    GQueue lines;        /* whole lines (GString, newline removed); NULL: an overlong one */
+    IohLines *lines;     /* the status fd's bytes, cut into bounded lines */
 };
 
 IohProtocolReader *
@@ -353,17 +348,8 @@ ioh_protocol_reader_new(void)
 {
     IohProtocolReader *r = g_new0(IohProtocolReader, 1);
 
-    r->partial = g_string_new(NULL);
-    g_queue_init(&r->lines);
+    r->lines = ioh_lines_new(IOH_PROTOCOL_MAX_LINE);
     return r;
-}
-
-static void
-free_line(gpointer line)
-{
-    if (line) {
-        g_string_free(line, TRUE);
-    }
 }
 
 void
@@ -372,64 +358,32 @@ ioh_protocol_reader_free(IohProtocolReader *reader)
     if (!reader) {
         return;
     }
-    g_queue_clear_full(&reader->lines, free_line);
-    g_string_free(reader->partial, TRUE);
+    ioh_lines_free(reader->lines);
     g_free(reader);
-}
-
-/* Adds @n bytes of the unfinished line, dropping the line once it passes the limit. */
-static void
-append_partial(IohProtocolReader *r, const char *p, gsize n)
-{
-    if (r->overlong) {
-        return;
-    }
-    if (r->partial->len + n >= IOH_PROTOCOL_MAX_LINE) {
-        r->overlong = TRUE;
-        g_string_free(r->partial, TRUE);    /* give the memory back, not just the length */
-        r->partial = g_string_new(NULL);
-        return;
-    }
-    g_string_append_len(r->partial, p, (gssize)n);
 }
 
 void
 ioh_protocol_reader_feed(IohProtocolReader *reader, const void *data, gsize len)
 {
-    const char *p = data;
-    const char *end = p + len;
-
     g_return_if_fail(reader != NULL);
 
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (gsize)(end - p));
-
-        append_partial(reader, p, (gsize)((nl ? nl : end) - p));
-        if (!nl) {
-            break;
-        }
-        g_queue_push_tail(&reader->lines, reader->overlong ? NULL : reader->partial);
-        if (!reader->overlong) {
-            reader->partial = g_string_new(NULL);
-        }
-        reader->overlong = FALSE;
-        p = nl + 1;
-    }
+    ioh_lines_feed(reader->lines, data, len);
 }
 
 int
 ioh_protocol_reader_next(IohProtocolReader *reader, IohProtocolMsg *ret_msg, GError **error)
 {
-    GString *line;
+    GString *line = NULL;
     gboolean ok;
+    int got;
 
     g_return_val_if_fail(reader != NULL, -1);
 
-    if (g_queue_is_empty(&reader->lines)) {
+    got = ioh_lines_take(reader->lines, &line);
+    if (got == 0) {
         return 0;
     }
-    line = g_queue_pop_head(&reader->lines);
-    if (!line) {
+    if (got < 0) {
         ioh_protocol_msg_clear(ret_msg);
         bad(error, "longer than %d bytes", IOH_PROTOCOL_MAX_LINE - 1);
         return -1;
@@ -442,14 +396,9 @@ ioh_protocol_reader_next(IohProtocolReader *reader, IohProtocolMsg *ret_msg, GEr
 gboolean
 ioh_protocol_reader_finish(IohProtocolReader *reader, GError **error)
 {
-    gboolean torn;
-
     g_return_val_if_fail(reader != NULL, FALSE);
 
-    torn = reader->overlong || reader->partial->len > 0;
-    g_string_truncate(reader->partial, 0);
-    reader->overlong = FALSE;
-    if (torn) {
+    if (ioh_lines_finish(reader->lines)) {
         return bad(error, "the stream ended inside a line");
     }
     return TRUE;

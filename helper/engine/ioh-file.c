@@ -114,18 +114,8 @@ ioh_end_is_storage(const IohEnd *end)
 gboolean
 ioh_end_set_direct(IohEnd *end, gboolean direct, GError **error)
 {
-    int fl = fcntl(end->fd, F_GETFL);
-
-    if (fl < 0) {
-        return ioh_error_set_errno(error, errno, "fcntl", end->name);
-    }
-    fl = direct ? (fl | O_DIRECT) : (fl & ~O_DIRECT);
-    if (fcntl(end->fd, F_SETFL, fl) < 0) {
-        if (direct && errno == EINVAL) {
-            return ioh_error_set(error, EINVAL, "open", end->name,
-                                 "O_DIRECT not supported by its file system");
-        }
-        return ioh_error_set_errno(error, errno, "fcntl", end->name);
+    if (!ioh_dio_set(end->fd, direct, end->name, error)) {
+        return FALSE;
     }
     end->direct = direct;
     return TRUE;

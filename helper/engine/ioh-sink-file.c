@@ -2,6 +2,7 @@
  * in the cache mode asked, and makes it durable: the file ends where the stream ends,
  * then fdatasync (the cache policy, ioh-cache-policy.c, writes back behind the head) */
 #include "ioh-layer.h"
+#include "ioh-dio.h"
 #include "ioh-error.h"
 
 #include <errno.h>
@@ -47,8 +48,8 @@ direct_einval(IohEnd *dst, gsize chunk, GError **error)
          * not a wrong "O_DIRECT refused". */
         return ioh_end_set_direct(dst, FALSE, error);
     }
-    return ioh_error_set(error, EINVAL, "write", dst->name,
-                         "O_DIRECT refused by its file system (%s)", g_strerror(EINVAL));
+    return ioh_error_set(error, EINVAL, "write", dst->name, IOH_DIO_REFUSED " (%s)",
+                         g_strerror(EINVAL));
 }
 
 /* How much of @len bytes at @buf one write may take: O_DIRECT writes aligned lengths

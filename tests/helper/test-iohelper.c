@@ -609,6 +609,8 @@ test_error_direct_refused(void)
     }
     unmount_scratch(mnt);
     assert_one_line(err, "O_DIRECT");
+    /* the one message of the three parts (helper/core/ioh-dio.h) */
+    g_assert_nonnull(strstr(err, "its file system refuses O_DIRECT"));
     g_assert_nonnull(strstr(err, img));
     g_unlink(src);
 }

@@ -516,6 +516,16 @@ test_usage(void)
           "--threads needs --compress" },
         { { "save", "--qmp", "/nonexistent", "x.img", "--compress", "--threads=65", NULL },
           "--threads takes 1 to 64" },
+        /* the helper's grammar (ioh-opt.h): a flag takes no value, an optional value
+         * follows '=' */
+        { { "save", "--qmp", "/nonexistent", "x.img", "--live=no", NULL },
+          "option '--live' takes no value" },
+        { { "save", "--qmp", "/nonexistent", "x.img", "--stats", "json", NULL },
+          "write '--stats=json'" },
+        { { "save", "--qmp", "/nonexistent", "--bypass-cache", "fadvise", "x.img", NULL },
+          "write '--bypass-cache=fadvise'" },
+        { { "save", "--qmp", "/nonexistent", "x.img", "--bypass", NULL },
+          "unknown option '--bypass'" },
     };
 
     for (gsize i = 0; i < G_N_ELEMENTS(cases_); i++) {

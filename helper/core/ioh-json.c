@@ -1,18 +1,19 @@
-/* qg-json.c - reading JSON from a peer we do not trust */
-#include "qg-json.h"
+/* ioh-json.c - reading JSON from a peer we do not trust */
+#include "ioh-json.h"
 
 #include <gio/gio.h>
 
 static const char *const type_names[] = {
-    [QG_JSON_STRING] = "a string",
-    [QG_JSON_INT] = "an integer",
-    [QG_JSON_BOOLEAN] = "a boolean",
-    [QG_JSON_OBJECT] = "an object",
-    [QG_JSON_ARRAY] = "an array",
+    [IOH_JSON_STRING] = "a string",
+    [IOH_JSON_INT] = "an integer",
+    [IOH_JSON_BOOLEAN] = "a boolean",
+    [IOH_JSON_OBJECT] = "an object",
+    [IOH_JSON_ARRAY] = "an array",
+    [IOH_JSON_NUMBER] = "a number",
 };
 
 const char *
-qg_json_describe(JsonNode *node)
+ioh_json_describe(JsonNode *node)
 {
     if (!node) {
         return "missing";
@@ -43,35 +44,38 @@ qg_json_describe(JsonNode *node)
 }
 
 gboolean
-qg_json_node_is(JsonNode *node, QgJsonType type)
+ioh_json_node_is(JsonNode *node, IohJsonType type)
 {
     if (!node) {
         return FALSE;
     }
     switch (type) {
-    case QG_JSON_OBJECT:
+    case IOH_JSON_OBJECT:
         return JSON_NODE_HOLDS_OBJECT(node);
-    case QG_JSON_ARRAY:
+    case IOH_JSON_ARRAY:
         return JSON_NODE_HOLDS_ARRAY(node);
-    case QG_JSON_STRING:
+    case IOH_JSON_STRING:
         return JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING;
-    case QG_JSON_INT:
+    case IOH_JSON_INT:
         return JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_INT64;
-    case QG_JSON_BOOLEAN:
+    case IOH_JSON_BOOLEAN:
         return JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_BOOLEAN;
+    case IOH_JSON_NUMBER:
+        return JSON_NODE_HOLDS_VALUE(node) && (json_node_get_value_type(node) == G_TYPE_INT64 ||
+                                               json_node_get_value_type(node) == G_TYPE_DOUBLE);
     default:
         return FALSE;
     }
 }
 
 gboolean
-qg_json_check_shape(JsonNode *node, const QgJsonMember *shape, GError **error)
+ioh_json_check_shape(JsonNode *node, const IohJsonMember *shape, GError **error)
 {
     JsonObject *o;
 
-    if (!qg_json_node_is(node, QG_JSON_OBJECT)) {
+    if (!ioh_json_node_is(node, IOH_JSON_OBJECT)) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "it is %s, not an object",
-                    qg_json_describe(node));
+                    ioh_json_describe(node));
         return FALSE;
     }
     o = json_node_get_object(node);
@@ -86,9 +90,9 @@ qg_json_check_shape(JsonNode *node, const QgJsonMember *shape, GError **error)
                         "'%s' is missing (%s expected)", shape->name, type_names[shape->type]);
             return FALSE;
         }
-        if (!qg_json_node_is(m, shape->type)) {
+        if (!ioh_json_node_is(m, shape->type)) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "'%s' is %s, not %s",
-                        shape->name, qg_json_describe(m), type_names[shape->type]);
+                        shape->name, ioh_json_describe(m), type_names[shape->type]);
             return FALSE;
         }
     }
@@ -96,33 +100,33 @@ qg_json_check_shape(JsonNode *node, const QgJsonMember *shape, GError **error)
 }
 
 JsonObject *
-qg_json_get_object(JsonObject *o, const char *key)
+ioh_json_get_object(JsonObject *o, const char *key)
 {
     JsonNode *n = o ? json_object_get_member(o, key) : NULL;
 
-    return qg_json_node_is(n, QG_JSON_OBJECT) ? json_node_get_object(n) : NULL;
+    return ioh_json_node_is(n, IOH_JSON_OBJECT) ? json_node_get_object(n) : NULL;
 }
 
 const char *
-qg_json_get_string(JsonObject *o, const char *key)
+ioh_json_get_string(JsonObject *o, const char *key)
 {
     JsonNode *n = o ? json_object_get_member(o, key) : NULL;
 
-    return qg_json_node_is(n, QG_JSON_STRING) ? json_node_get_string(n) : NULL;
+    return ioh_json_node_is(n, IOH_JSON_STRING) ? json_node_get_string(n) : NULL;
 }
 
 gint64
-qg_json_get_int(JsonObject *o, const char *key, gint64 def)
+ioh_json_get_int(JsonObject *o, const char *key, gint64 def)
 {
     JsonNode *n = o ? json_object_get_member(o, key) : NULL;
 
-    return qg_json_node_is(n, QG_JSON_INT) ? json_node_get_int(n) : def;
+    return ioh_json_node_is(n, IOH_JSON_INT) ? json_node_get_int(n) : def;
 }
 
 gboolean
-qg_json_get_boolean(JsonObject *o, const char *key, gboolean def)
+ioh_json_get_boolean(JsonObject *o, const char *key, gboolean def)
 {
     JsonNode *n = o ? json_object_get_member(o, key) : NULL;
 
-    return qg_json_node_is(n, QG_JSON_BOOLEAN) ? json_node_get_boolean(n) : def;
+    return ioh_json_node_is(n, IOH_JSON_BOOLEAN) ? json_node_get_boolean(n) : def;
 }

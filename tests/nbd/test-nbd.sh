@@ -468,6 +468,26 @@ test_stall() {
     stop str
 }
 
+# The end of a save is bounded too. A server whose flush never answers (nbdkit's eval
+# plugin, 60 s per flush): the last flush fails after --stall-timeout (it waited for the
+# answer, --stall-timeout or not). A server that keeps its end open after NBD_CMD_DISC
+# (nbdkit's delay filter, delay-close): the helper exits once the save is flushed (it
+# waited for the server to close each connection, one after the other).
+test_end_bounded() {
+    start_nbdkit mfl eval get_size='echo 16777216' can_write='exit 0' can_flush='exit 0' \
+        pwrite='cat >/dev/null' pread='head -c $3 /dev/zero' flush='sleep 60' || return
+    check "flush never answered: --stall-timeout=1 fails the save, one line naming the URI" \
+        fails 1 "^iohelper: flush nbd\+unix:///\?socket=.*mfl.sock: the server did not answer in 1 s$" \
+        timeout 40 "$IOH" --stall-timeout=1 - "$(unix_uri mfl)" <"$work/1m"
+    stop mfl
+    start_nbdkit dcl --filter=delay memory 64M delay-close=60 || return
+    check "server slow to close after NBD_CMD_DISC: the save exits 0 without waiting for it" \
+        timeout 40 "$IOH" --stall-timeout=1 - "$(unix_uri dcl)" <"$work/1m"
+    check "server slow to close, no --stall-timeout: exit 0 without waiting" \
+        timeout 40 "$IOH" --connections=1 - "$(unix_uri dcl)" <"$work/1m"
+    stop dcl
+}
+
 # docs/nbd.md's worked example (the sh block after "Paste-able:"), run as a user would
 # paste it, with /tmp/ turned into this test's directory.
 test_readme() {
@@ -635,5 +655,6 @@ test_min_block
 test_mute
 test_killed
 test_stall
+test_end_bounded
 echo "1..$n"
 exit $failed

@@ -387,6 +387,51 @@ test_mute_restore_sigterm(void)
     server_free(s);
 }
 
+/* A server that completes the handshake and then does not answer the header's commands
+ * (nbdkit's delay filter, 60 s per write, per read): the save fails after its
+ * --stall-timeout on the placeholder's write, the guest untouched; the restore after its
+ * --stall-timeout on the header's read. They waited for each answer before (blocking
+ * nbd_pwrite(), nbd_pread()), --stall-timeout and SIGTERM alike. */
+static void
+test_slow_header(void)
+{
+    Server *s = server_new("slowhdr.sock");
+    g_autofree char *err = NULL, *err2 = NULL, *status = NULL;
+    QgtQemu *q;
+
+    if (!nbdkit(s, "memory", "300M", "delay", "delay-write=60")) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    {
+        const char *args[] = { "save", "--qmp", q->sock, s->uri, "--stall-timeout=3", NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 40, NULL, &err), ==, 1);
+    }
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, s->sock));
+    g_assert_nonnull(strstr(err, "write "));
+    g_assert_nonnull(strstr(err, "the server did not answer in 3 s"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");
+    qgt_qemu_stop(q);
+    server_kill(s);
+    g_assert_true(nbdkit(s, "memory", "300M", "delay", "delay-read=60"));
+    q = qgt_qemu_start(other_file, TRUE);
+    {
+        const char *args[] = { "restore", "--qmp", q->sock, s->uri, "--stall-timeout=3",
+                               NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 40, NULL, &err2), ==, 1);
+    }
+    qgt_assert_one_line(err2);
+    g_assert_nonnull(strstr(err2, "read "));
+    g_assert_nonnull(strstr(err2, "the server did not answer in 3 s"));
+    qgt_qemu_stop(q);
+    server_free(s);
+}
+
 /* A server that does not advertise flush (nbdkit eval without a flush method; its
  * writes fail, so that a write would show): refused before the placeholder is written,
  * one line naming the URI, the guest untouched. */
@@ -593,6 +638,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/nbd/error/mute-server-save", test_mute_save);
     g_test_add_func("/qemu/nbd/error/mute-server-restore-sigterm", test_mute_restore_sigterm);
     g_test_add_func("/qemu/nbd/error/no-flush", test_no_flush);
+    g_test_add_func("/qemu/nbd/error/slow-header", test_slow_header);
     g_test_add_func("/qemu/nbd/error/legacy-syntax", test_legacy_syntax);
     g_test_add_func("/qemu/nbd/error/stream-bound-keeps-old-image", test_bound_keeps_old_image);
     ret = g_test_run();

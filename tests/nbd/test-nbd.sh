@@ -631,6 +631,29 @@ test_secrets() {
     no_secret "an invalid URI: no password in the usage error" "$work/err"
 }
 
+# env:NAME: the URI from the environment, out of the command line that every local user
+# reads (libwrap passes its URIs so); an unset variable, or one that holds no NBD URI, is
+# a usage error that does not quote the value.
+test_env_operand() {
+    head -c $((1 << 20)) /dev/urandom >"$work/1m"
+    cd "$work" || return    # where a helper taking env:X for a path would make the file
+    start_nbdkit env memory 16M || return
+    check "env:NAME: a save through a URI in the environment reaches the export" \
+        bash -c "IOH_URI='$(unix_uri env)' '$IOH' - env:IOH_URI <'$work/1m' &&
+                 '$IOH' --length=1M '$(unix_uri env)' - | cmp -s - '$work/1m'"
+    check "env:NAME: a restore through it, no file of that name made" \
+        bash -c "IOH_URI='$(unix_uri env)' '$IOH' --length=1M env:IOH_URI - |
+                 cmp -s - '$work/1m' && [ ! -e '$work/env:IOH_URI' ]"
+    stop env
+    check "env:NAME unset: usage error naming the variable" \
+        fails 2 "^iohelper: 'env:IOH_NONE': no environment variable IOH_NONE" \
+        env -u IOH_NONE "$IOH" - env:IOH_NONE <"$work/1m"
+    check "env:NAME not an NBD URI: usage error, the value not quoted" \
+        fails 2 "does not hold an NBD URI" env IOH_X=/etc/KEYFILE "$IOH" - env:IOH_X <"$work/1m"
+    no_secret "env:NAME not an NBD URI: the value is not in the line" "$work/err"
+    cd - >/dev/null || return
+}
+
 # QEMU's legacy "nbd:HOST" is refused as a usage error, and no file of that name is made.
 test_legacy() {
     (cd "$work" && fails 2 "legacy NBD syntax: use an NBD URI" "$IOH" - "nbd:127.0.0.1" </dev/null)
@@ -644,6 +667,7 @@ test_readme
 test_memory_unix
 test_tls
 test_secrets
+test_env_operand
 test_legacy
 test_memory_tcp
 test_file_plugin

@@ -20,7 +20,8 @@ gboolean ioh_nbd_is_legacy(const char *spec);
 #define IOH_NBD_UNPARSABLE "(unparsable URI)"
 
 /* @uri reduced to what is safe to print: scheme://HOST[:PORT]/EXPORT?socket=PATH.
- * Dropped: the user information (libnbd takes all of it, "user:password" too, as the
+ * Bytes of the host and export that are not printable ASCII are percent-encoded
+ * (libnbd refuses them raw). Dropped: the user information (libnbd takes all of it, "user:password" too, as the
  * TLS user name), every query parameter but the last socket= (the one libnbd uses;
  * its value percent-encoded again), and the fragment. The query is split as libnbd
  * 1.14 splits it, on '&' or, when none is left, ';' (lib/uri.c parse_uri_queries()).

@@ -29,6 +29,10 @@ static const struct {
     /* an authority libxml2 refuses or reads otherwise: the scheme only */
     { "nbd://a@b@host/x", "nbd://" IOH_NBD_UNPARSABLE },
     { "nbd://[::1@x/?socket=s]", "nbd://" IOH_NBD_UNPARSABLE },
+    /* raw bytes libxml2 refuses: encoded, a control or C1 character never printed raw */
+    { "nbd+unix:///a\033[31mX b?socket=/s", "nbd+unix:///a%1B[31mX%20b?socket=/s" },
+    { "nbd+unix:///a\302\233X?socket=/s\302\233", "nbd+unix:///a%C2%9BX?socket=/s%C2%9B" },
+    { "nbd://h/\177\n", "nbd://h/%7F%0A" },
     { "/not/a/uri", "/not/a/uri" },
 };
 

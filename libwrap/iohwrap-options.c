@@ -41,6 +41,7 @@ iohw_options_copy(const IohWrapOptions *options)
         copy->decompress = options->decompress;
         copy->threads = options->threads;
         copy->connections = options->connections;
+        copy->stall_timeout = options->stall_timeout;
     }
     return copy;
 }
@@ -152,6 +153,9 @@ options_misfit(const IohWrapOptions *options, gboolean save, gboolean uri)
 {
     if (options->connections && !uri) {
         return "connections apply to an NBD URI (ioh_wrap_new_uri())";
+    }
+    if (options->stall_timeout && !uri) {
+        return "a stall timeout applies to an NBD URI (ioh_wrap_new_uri())";
     }
     if (options->compress && !save) {
         return uri ? "compress is for a save (save is FALSE)"

@@ -170,6 +170,10 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
         g_ptr_array_add(argv, g_strdup_printf("--connections=%u",
                                               wrap->options->connections));
     }
+    if (wrap->options->stall_timeout) {
+        g_ptr_array_add(argv, g_strdup_printf("--stall-timeout=%u",
+                                              wrap->options->stall_timeout));
+    }
     g_ptr_array_add(argv, g_strdup("--"));
     if (wrap->uri) {
         g_ptr_array_add(argv, g_strdup(wrap->save ? "-" : "env:" URI_ENV));

@@ -175,6 +175,27 @@ test_uri_not_in_argv(void)
     server_stop(&s);
 }
 
+/* ioh_wrap_options_set_stall_timeout(): the helper's range, and only for a URI. */
+static void
+test_stall_timeout_option(void)
+{
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    g_autoptr(GError) error = NULL;
+    int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+    g_assert_false(ioh_wrap_options_set_stall_timeout(opts, 86401, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_false(ioh_wrap_options_set_stall_timeout(NULL, 3, &error));
+    g_clear_error(&error);
+    g_assert_true(ioh_wrap_options_set_stall_timeout(opts, 86400, &error));
+    g_assert_true(ioh_wrap_options_set_stall_timeout(opts, 3, &error));
+    g_assert_null(ioh_wrap_new_with_options(&fd, "/dev/null", 0, NULL, opts, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    ioht_assert_contains(error->message, "a stall timeout applies to an NBD URI");
+    close(fd);
+}
+
 typedef struct {
     GMainLoop *loop;
     IohWrap *wrap;
@@ -390,6 +411,7 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/nbd/refuses-options", test_refuses_options);
     g_test_add_func("/libwrap/nbd/roundtrip", test_roundtrip);
     g_test_add_func("/libwrap/nbd/uri-not-in-argv", test_uri_not_in_argv);
+    g_test_add_func("/libwrap/nbd/stall-timeout-option", test_stall_timeout_option);
     g_test_add_func("/libwrap/nbd/progress-async", test_progress_async);
     g_test_add_func("/libwrap/nbd/too-small", test_too_small);
     g_test_add_func("/libwrap/nbd/no-server", test_no_server);

@@ -203,16 +203,14 @@ check_nbd_uri(const char *spec, GError **error)
     g_autoptr(GError) err = NULL;
     g_autoptr(GUri) uri = g_uri_parse(spec, G_URI_FLAGS_ENCODED_QUERY, &err);
     g_autofree char *name = ioh_nbd_safe_name(spec);
-    const char *query;
 
     if (!uri) {
         /* GLib's message may quote the URI whole: the secrets out of it */
         g_autofree char *cause = ioh_nbd_redact(spec, err->message);
         return usage_error(error, "'%s' is not a valid NBD URI: %s", name, cause);
     }
-    query = g_uri_get_query(uri);
-    if (strstr(g_uri_get_scheme(uri), "+unix") &&
-        (!query || (!g_str_has_prefix(query, "socket=") && !strstr(query, "&socket=")))) {
+    /* libnbd's reading of the query, not GLib's: "?tls-psk-file=K;socket=S" has one */
+    if (strstr(g_uri_get_scheme(uri), "+unix") && !ioh_nbd_has_socket(spec)) {
         return usage_error(error, "'%s' is not a valid NBD URI: +unix needs ?socket=PATH",
                            name);
     }

@@ -217,6 +217,20 @@ append_printable(GString *s, const char *text, gsize len)
     }
 }
 
+gboolean
+ioh_nbd_has_socket(const char *uri)
+{
+    UriParts p;
+    g_autoptr(GArray) params = NULL;
+
+    if (!ioh_nbd_is_uri(uri)) {
+        return FALSE;
+    }
+    uri_cut(uri, &p);
+    params = query_split(uri + p.query_start, p.query_end - p.query_start);
+    return query_socket(params) != NULL;
+}
+
 char *
 ioh_nbd_safe_name(const char *uri)
 {

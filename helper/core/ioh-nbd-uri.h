@@ -29,6 +29,10 @@ gboolean ioh_nbd_is_legacy(const char *spec);
  * scheme and IOH_NBD_UNPARSABLE; text that is not an NBD URI is returned as it is. */
 char *ioh_nbd_safe_name(const char *uri);
 
+/* TRUE when @uri has a socket= parameter as libnbd reads its query (split on '&', else
+ * ';', names percent-decoded): what nbd+unix:// needs. */
+gboolean ioh_nbd_has_socket(const char *uri);
+
 /* @text (a message from libnbd about @uri) with every secret of @uri replaced: the whole
  * URI by its safe name, and the user information, the query and fragment, each query
  * parameter's raw and decoded value but socket's, by "<hidden>". libnbd quotes the URI

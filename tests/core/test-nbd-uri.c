@@ -36,6 +36,19 @@ static const struct {
     { "/not/a/uri", "/not/a/uri" },
 };
 
+/* nbd+unix:// needs socket=, found as libnbd splits and decodes the query */
+static void
+test_has_socket(void)
+{
+    g_assert_true(ioh_nbd_has_socket("nbd+unix:///?socket=/s"));
+    g_assert_true(ioh_nbd_has_socket("nbd+unix:///?tls-psk-file=/k;socket=/s"));
+    g_assert_true(ioh_nbd_has_socket("nbd+unix:///e?x=1&%73ocket=/s"));
+    g_assert_false(ioh_nbd_has_socket("nbd+unix:///?xsocket=/s"));
+    g_assert_false(ioh_nbd_has_socket("nbd+unix:///?a=1;socket=/s&b=2"));
+    g_assert_false(ioh_nbd_has_socket("nbd+unix:///#?socket=/s"));
+    g_assert_false(ioh_nbd_has_socket("/not/a/uri?socket=/s"));
+}
+
 static void
 test_safe_name(void)
 {
@@ -78,6 +91,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/nbd-uri/safe-name", test_safe_name);
     g_test_add_func("/nbd-uri/redact", test_redact);
+    g_test_add_func("/nbd-uri/has-socket", test_has_socket);
     g_test_add_func("/nbd-uri/legacy", test_legacy);
     return g_test_run();
 }

@@ -42,6 +42,7 @@ iohw_options_copy(const IohWrapOptions *options)
         copy->decompress = options->decompress;
         copy->threads = options->threads;
         copy->connections = options->connections;
+        copy->stall_timeout = options->stall_timeout;
     }
     return copy;
 }
@@ -162,6 +163,9 @@ options_misfit(const IohWrapOptions *options, gboolean save, gboolean uri)
         .direction = save ? IOH_DIRECTION_SAVE : IOH_DIRECTION_RESTORE,
     };
 
+    if (options->stall_timeout && !uri) {
+        return "a stall timeout applies to an NBD URI (ioh_wrap_new_uri())";
+    }
     switch (ioh_option_rules_check(&set)) {
     case IOH_OPTION_RULE_NBD_OPTIONS_NEED_NBD:
         return "connections apply to an NBD URI (ioh_wrap_new_uri())";

@@ -126,6 +126,7 @@ struct _IohWrapOptions {
     gboolean decompress;      /* the helper's --decompress (restore) */
     guint threads;            /* the helper's --threads (with compress), 0: its default */
     guint connections;        /* the helper's --connections (NBD), 0: its default */
+    guint stall_timeout;      /* the helper's --stall-timeout (NBD), 0: none */
 };
 
 /* A copy of @options (NULL: the defaults); never NULL. */

@@ -5,7 +5,10 @@
  *   restore: 0 = the file, 1 = write end of the data pipe, 2 = stderr pipe, 3 = status pipe
  * and runs in its libvirt form `iohelper [OPTIONS] -- PATH FD`, so that its messages
  * name the file by its path. A wrap of a URI (iohwrap-uri.c) has no file: fd 1 or 0 is
- * /dev/null and the helper runs as `iohelper [OPTIONS] -- - URI` (restore: `URI -`).
+ * /dev/null and the helper runs as `iohelper [OPTIONS] -- - env:IOHELPER_NBD_URI`
+ * (restore: `env:IOHELPER_NBD_URI -`), the URI in its environment: every local user can
+ * read a command line (ps), only the helper's owner its environment, and a URI may hold
+ * secrets (a user name with a password, tls-psk-file=...).
  */
 #include "config.h"
 
@@ -25,6 +28,7 @@
 /* How long the helper may take to say "ready" (it reads its config file and checks its
  * ends; nothing it waits for is an outside party): far beyond a loaded machine's start. */
 #define READY_TIMEOUT_MS 30000
+#define URI_ENV "IOHELPER_NBD_URI"
 
 /* The fds of one spawn until the helper and the wrap own them: whatever is still here
  * when it is freed is closed. */
@@ -166,10 +170,14 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
         g_ptr_array_add(argv, g_strdup_printf("--connections=%u",
                                               wrap->options->connections));
     }
+    if (wrap->options->stall_timeout) {
+        g_ptr_array_add(argv, g_strdup_printf("--stall-timeout=%u",
+                                              wrap->options->stall_timeout));
+    }
     g_ptr_array_add(argv, g_strdup("--"));
     if (wrap->uri) {
-        g_ptr_array_add(argv, g_strdup(wrap->save ? "-" : wrap->uri));
-        g_ptr_array_add(argv, g_strdup(wrap->save ? wrap->uri : "-"));
+        g_ptr_array_add(argv, g_strdup(wrap->save ? "-" : "env:" URI_ENV));
+        g_ptr_array_add(argv, g_strdup(wrap->save ? "env:" URI_ENV : "-"));
     } else {
         g_ptr_array_add(argv, g_strdup(wrap->path));
         g_ptr_array_add(argv, g_strdup(wrap->save ? "1" : "0"));
@@ -183,8 +191,11 @@ run_helper(IohWrap *wrap, GPtrArray *argv, const SpawnFds *f, GError **error)
 {
     int source_fds[] = { f->status[1] };
     int target_fds[] = { HELPER_STATUS_FD };
+    g_auto(GStrv) envp = wrap->uri ? g_environ_setenv(g_get_environ(), URI_ENV, wrap->uri, TRUE)
+                                   : NULL;
 
-    return g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv->pdata, NULL,
+    return g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv->pdata,
+                                            (const char *const *)envp,
                                             G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
                                             wrap->save ? f->data[0] : f->file,
                                             wrap->save ? f->file : f->data[1], f->err[1],

@@ -13,8 +13,9 @@
 
 #include "ioh-nbd-uri.h"
 
-/* The helper's --connections bound (helper/cli/ioh-args.c). */
+/* The helper's --connections and --stall-timeout bounds (helper/cli/ioh-args.c). */
 #define URI_CONNECTIONS_MAX 16
+#define URI_STALL_TIMEOUT_MAX 86400
 
 static IohWrap *
 uri_invalid(GError **error, const char *msg)
@@ -103,5 +104,19 @@ ioh_wrap_options_set_connections(IohWrapOptions *options, guint connections,
         return FALSE;
     }
     options->connections = connections;
+    return TRUE;
+}
+
+gboolean
+ioh_wrap_options_set_stall_timeout(IohWrapOptions *options, guint seconds, GError **error)
+{
+    if (!options || seconds > URI_STALL_TIMEOUT_MAX) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_options_set_stall_timeout: %s", !options
+                        ? "options must not be NULL"
+                        : "seconds is out of range (1 to 86400, or 0 for none)");
+        return FALSE;
+    }
+    options->stall_timeout = seconds;
     return TRUE;
 }

@@ -473,6 +473,24 @@ IohWrap *ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd,
 gboolean ioh_wrap_options_set_connections(IohWrapOptions *options, guint connections,
                                           GError **error);
 
+/**
+ * ioh_wrap_options_set_stall_timeout:
+ * @options: the options.
+ * @seconds: the helper's --stall-timeout (NBD): 1 to 86400, or 0 for none (its default:
+ *     a server that stops answering holds the copy).
+ * @error: return location for a #GError.
+ *
+ * The helper then fails the copy (the finish's error, ETIMEDOUT) when the server is
+ * silent for @seconds with commands in flight, the final flush included, and gives its
+ * handshake @seconds (else 60). Only for ioh_wrap_new_uri(): ioh_wrap_new_with_options()
+ * refuses options with a stall timeout (IOH_WRAP_ERROR_INVALID).
+ *
+ * Returns: FALSE with IOH_WRAP_ERROR_INVALID for a value out of range.
+ * Since: 0.3
+ */
+gboolean ioh_wrap_options_set_stall_timeout(IohWrapOptions *options, guint seconds,
+                                            GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohWrap, ioh_wrap_free)
 
 

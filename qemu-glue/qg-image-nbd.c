@@ -20,6 +20,8 @@ struct _QgImageNbd {
     char *uri;        /* as given: only for ioh_nbd_redact() */
     char *name;
     guint64 size;
+    guint timeout_s;             /* each command's bound, as the handshake's */
+    GCancellable *cancellable;   /* the job's */
 };
 
 /* libnbd's last error as IOH_ERROR naming the URI, without its secrets. */
@@ -47,9 +49,10 @@ qg_image_nbd_free(QgImageNbd *img)
         return;
     }
     if (img->h) {
-        nbd_shutdown(img->h, 0);
+        ioh_nbd_disconnect(img->h, img->timeout_s);
         nbd_close(img->h);
     }
+    g_clear_object(&img->cancellable);
     g_free(img->uri);
     g_free(img->name);
     g_free(img);
@@ -64,6 +67,8 @@ qg_image_nbd_open(const char *uri, gboolean write, guint timeout_s, GCancellable
 
     img->uri = g_strdup(uri);
     img->name = ioh_nbd_safe_name(uri);
+    img->timeout_s = timeout_s ? timeout_s : IOH_NBD_CONNECT_TIMEOUT_S;
+    img->cancellable = cancellable ? g_object_ref(cancellable) : NULL;
     img->h = nbd_create();
     if (!img->h) {
         nbd_failed(error, "connect", img);
@@ -102,16 +107,21 @@ qg_image_nbd_size(const QgImageNbd *img)
     return img->size;
 }
 
+/* Waits for the command @cookie, bounded and cancellable as the handshake: a server
+ * that connects and then never answers held a save or a restore, SIGTERM or not. */
+static gboolean
+wait_command(QgImageNbd *img, int64_t cookie, const char *what, GError **error)
+{
+    return ioh_nbd_wait_command(img->h, cookie, img->uri, what, img->timeout_s,
+                                img->cancellable, error);
+}
+
 static gboolean
 write_flush(QgImageNbd *img, const guint8 *buf, GError **error)
 {
-    if (nbd_pwrite(img->h, buf, QG_IMAGE_HEADER_SIZE, 0, 0) < 0) {
-        return nbd_failed(error, "write", img);
-    }
-    if (nbd_flush(img->h, 0) < 0) {
-        return nbd_failed(error, "flush", img);
-    }
-    return TRUE;
+    return wait_command(img, nbd_aio_pwrite(img->h, buf, QG_IMAGE_HEADER_SIZE, 0,
+                                            NBD_NULL_COMPLETION, 0), "write", error) &&
+           wait_command(img, nbd_aio_flush(img->h, NBD_NULL_COMPLETION, 0), "flush", error);
 }
 
 gboolean
@@ -147,8 +157,8 @@ qg_image_nbd_read_header(QgImageNbd *img, GError **error)
     gsize len = MIN(img->size, QG_IMAGE_HEADER_SIZE);
     g_autoptr(QgImageInfo) info = NULL;
 
-    if (len && nbd_pread(img->h, buf, len, 0, 0) < 0) {
-        nbd_failed(error, "read", img);
+    if (len && !wait_command(img, nbd_aio_pread(img->h, buf, len, 0, NBD_NULL_COMPLETION, 0),
+                             "read", error)) {
         return NULL;
     }
     info = qg_image_header_decode(buf, len, img->name, error);

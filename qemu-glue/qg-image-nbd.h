@@ -22,8 +22,9 @@ typedef struct _QgImageNbd QgImageNbd;
  * *@ret_name (the URI without its secrets), *@ret_uri then a copy of @path. */
 const char *qg_image_nbd_job_path(const char *path, char **ret_uri, char **ret_name);
 
-/* Connects to @uri, the handshake bounded by @timeout_s (0: IOH_NBD_CONNECT_TIMEOUT_S)
- * and ended by @cancellable (may be NULL): ioh_nbd_connect_uri(). @write: a save (a
+/* Connects to @uri, the handshake and each later command (the header's read, write and
+ * flush) bounded by @timeout_s (0: IOH_NBD_CONNECT_TIMEOUT_S) and ended by @cancellable
+ * (may be NULL): ioh_nbd_connect_uri(), ioh_nbd_wait_command(). @write: a save (a
  * read-only export, or a server without flush, is refused before anything is written). */
 QgImageNbd *qg_image_nbd_open(const char *uri, gboolean write, guint timeout_s,
                               GCancellable *cancellable, GError **error);

@@ -211,7 +211,11 @@ qg_save_nbd_plumb(QgSave *s, GError **error)
     g_autoptr(IohWrapOptions) options = qg_mig_wrap_options(s->job.opts, s->info, TRUE, error);
     int fd = -1;
 
-    if (!options) {
+    /* the helper's own bound on the server, the final flush included: QEMU's progress,
+     * which the job watches, says nothing once the stream is sent */
+    if (!options || !ioh_wrap_options_set_stall_timeout(options,
+                                                        MIN(s->job.opts->stall_timeout_s,
+                                                            86400), error)) {
         return FALSE;
     }
     s->wrap = ioh_wrap_new_uri(s->uri, TRUE, &fd, &params, options, error);

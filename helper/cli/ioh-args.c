@@ -17,8 +17,9 @@ static const char usage_text[] =
     "       iohelper [OPTION...] PATH FD      (libvirt's libvirt_iohelper form)\n"
     "Copy a VM save stream between a pipe and a file, fast and durably.\n"
     "IN and OUT are each a path, '-' (stdin/stdout) or 'fd:N'; one of them may be an NBD\n"
-    "URI (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nbds://...);\n"
-    "reading an NBD export needs --length.\n"
+    "URI (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nbds://...), or\n"
+    "'env:NAME' for the NBD URI in environment variable NAME (out of the command line,\n"
+    "which every local user can read); reading an NBD export needs --length.\n"
     "\n"
     "  --direct               open the file side with O_DIRECT (bypass the page cache)\n"
     "  --fadvise              bypass the cache by write-back and POSIX_FADV_DONTNEED\n"
@@ -55,7 +56,8 @@ static const char usage_text[] =
     "\n"
     "SIZE takes a K, M, G or T suffix, or KiB, MiB, GiB, TiB (powers of 1024 either way;\n"
     "KB, MB... are refused as ambiguous). An optional value follows '=' (--stats=json).\n"
-    "Only a bare '-' is stdio and only 'fd:N' an fd: './-' and './fd:1' are paths.\n"
+    "Only a bare '-' is stdio, only 'fd:N' an fd and 'env:NAME' a URI: './-', './fd:1'\n"
+    "and './env:X' are paths.\n"
     "Exit status: 0 when every byte was copied and made durable, 1 on failure, 2 on a\n"
     "usage error.\n";
 
@@ -370,19 +372,43 @@ check_nbd_uri(const char *spec, GError **error)
     g_autoptr(GError) err = NULL;
     g_autoptr(GUri) uri = g_uri_parse(spec, G_URI_FLAGS_ENCODED_QUERY, &err);
     g_autofree char *name = ioh_nbd_safe_name(spec);
-    const char *query;
 
     if (!uri) {
         /* GLib's message may quote the URI whole: the secrets out of it */
         g_autofree char *cause = ioh_nbd_redact(spec, err->message);
         return ioh_args_usage_error(error, "'%s' is not a valid NBD URI: %s", name, cause);
     }
-    query = g_uri_get_query(uri);
-    if (strstr(g_uri_get_scheme(uri), "+unix") &&
-        (!query || (!g_str_has_prefix(query, "socket=") && !strstr(query, "&socket=")))) {
+    /* libnbd's reading of the query, not GLib's: "?tls-psk-file=K;socket=S" has one */
+    if (strstr(g_uri_get_scheme(uri), "+unix") && !ioh_nbd_has_socket(spec)) {
         return ioh_args_usage_error(error, "'%s' is not a valid NBD URI: +unix needs "
                                     "?socket=PATH", name);
     }
+    return TRUE;
+}
+
+/* IN or OUT as given, or for "env:NAME" the NBD URI in that environment variable: a
+ * command line is readable by every local user (/proc/PID/cmdline, ps), a process's
+ * environment only by its owner, and a URI may hold secrets (a user name with a
+ * password, tls-psk-file=...). libwrap passes its URIs so. The value is never quoted. */
+static gboolean
+operand_text(const char *spec, char **ret, GError **error)
+{
+    const char *value;
+
+    if (!g_str_has_prefix(spec, "env:")) {
+        *ret = g_strdup(spec);
+        return TRUE;
+    }
+    value = g_getenv(spec + 4);
+    if (!value) {
+        return ioh_args_usage_error(error, "'%s': no environment variable %s (write './%s' "
+                                    "for a file of that name)", spec, spec + 4, spec);
+    }
+    if (!ioh_nbd_is_uri(value)) {
+        return ioh_args_usage_error(error, "'%s': environment variable %s does not hold an "
+                                    "NBD URI", spec, spec + 4);
+    }
+    *ret = g_strdup(value);
     return TRUE;
 }
 
@@ -431,8 +457,10 @@ take_operands(IohArgs *a, GPtrArray *operands, GError **error)
     }
     second = g_ptr_array_index(operands, 1);
     if (!is_fd_number(second)) {
-        a->in = g_strdup(g_ptr_array_index(operands, 0));
-        a->out = g_strdup(second);
+        if (!operand_text(g_ptr_array_index(operands, 0), &a->in, error) ||
+            !operand_text(second, &a->out, error)) {
+            return FALSE;
+        }
         if (!*a->in || !*a->out) {
             return ioh_args_usage_error(error, "empty file name");
         }

@@ -56,20 +56,20 @@ ioh_nbd_check_save(struct nbd_handle *h, const char *uri, GError **error)
     return TRUE;
 }
 
-/* One wait of the handshake: FALSE once the deadline passed or @cancel_fd is readable
+/* One wait on @h: FALSE once @deadline (0: none) passed or @cancel_fd is readable
  * (*@ret_errno ETIMEDOUT or ECANCELED), or libnbd failed (*@ret_errno 0). */
 static gboolean
-handshake_step(struct nbd_handle *h, int cancel_fd, gint64 deadline, int *ret_errno)
+drive_step(struct nbd_handle *h, int cancel_fd, gint64 deadline, int *ret_errno)
 {
     unsigned dir = nbd_aio_get_direction(h);
-    gint64 left = (deadline - g_get_monotonic_time() + 999) / 1000;
+    gint64 left = deadline ? MAX((deadline - g_get_monotonic_time() + 999) / 1000, 0) : -1;
     struct pollfd p[2] = {
         { .fd = nbd_aio_get_fd(h),
           .events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
                     ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0) },
         { .fd = cancel_fd, .events = POLLIN },
     };
-    int ready = left > 0 ? poll(p, cancel_fd >= 0 ? 2 : 1, (int)MIN(left, G_MAXINT)) : 0;
+    int ready = left != 0 ? poll(p, cancel_fd >= 0 ? 2 : 1, (int)MIN(left, G_MAXINT)) : 0;
 
     *ret_errno = 0;
     if (ready < 0) {
@@ -85,36 +85,100 @@ handshake_step(struct nbd_handle *h, int cancel_fd, gint64 deadline, int *ret_er
     return !(p[0].revents & POLLOUT) || nbd_aio_notify_write(h) >= 0;
 }
 
+/* > 0: done, < 0: failed (libnbd's error set), 0: not yet. */
+typedef int (*DriveDone)(struct nbd_handle *h, int64_t cookie);
+
+/* Drives @h's state machine here until @done says so, @timeout_s (0: no bound) passed or
+ * @cancellable is cancelled: 0, ETIMEDOUT, ECANCELED, or -1 (libnbd's error set). */
+static int
+drive(struct nbd_handle *h, DriveDone done, int64_t cookie, guint timeout_s,
+      GCancellable *cancellable)
+{
+    gint64 deadline = timeout_s ? g_get_monotonic_time() + timeout_s * G_TIME_SPAN_SECOND : 0;
+    int cancel_fd = cancellable ? g_cancellable_get_fd(cancellable) : -1;
+    int errsv = 0, r;
+
+    while ((r = done(h, cookie)) == 0 && drive_step(h, cancel_fd, deadline, &errsv)) {
+    }
+    if (cancellable) {
+        g_cancellable_release_fd(cancellable);
+    }
+    return r > 0 ? 0 : r < 0 ? -1 : errsv ? errsv : -1;
+}
+
+static int
+handshake_done(struct nbd_handle *h, int64_t cookie G_GNUC_UNUSED)
+{
+    if (nbd_aio_is_ready(h)) {
+        return 1;
+    }
+    return nbd_aio_is_dead(h) || nbd_aio_is_closed(h) ? -1 : 0;
+}
+
 gboolean
 ioh_nbd_connect_uri(struct nbd_handle *h, const char *uri, guint timeout_s,
                     GCancellable *cancellable, GError **error)
 {
     guint secs = timeout_s ? timeout_s : IOH_NBD_CONNECT_TIMEOUT_S;
-    gint64 deadline = g_get_monotonic_time() + secs * G_TIME_SPAN_SECOND;
-    int cancel_fd = cancellable ? g_cancellable_get_fd(cancellable) : -1;
     g_autofree char *name = ioh_nbd_safe_name(uri);
-    gboolean ok = nbd_aio_connect_uri(h, uri) == 0;
-    int errsv = 0;
+    int r = nbd_aio_connect_uri(h, uri) == 0 ? drive(h, handshake_done, 0, secs, cancellable)
+                                             : -1;
 
-    while (ok && !nbd_aio_is_ready(h)) {
-        if (nbd_aio_is_dead(h) || nbd_aio_is_closed(h)) {
-            ok = FALSE;
-        } else {
-            ok = handshake_step(h, cancel_fd, deadline, &errsv);
-        }
-    }
-    if (cancellable) {
-        g_cancellable_release_fd(cancellable);
-    }
-    if (ok) {
+    if (r == 0) {
         return TRUE;
     }
-    if (errsv == ECANCELED) {
+    if (r == ECANCELED) {
         return ioh_error_set_cancelled(error, "connect", name);
     }
-    if (errsv == ETIMEDOUT) {
+    if (r == ETIMEDOUT) {
         return ioh_error_set(error, ETIMEDOUT, "connect", name, "the server did not "
                              "complete the NBD handshake in %u s", secs);
     }
     return ioh_nbd_fail(error, uri, "connect");
+}
+
+static int
+command_done(struct nbd_handle *h, int64_t cookie)
+{
+    int r = nbd_aio_command_completed(h, cookie);
+
+    return r != 0 ? r : nbd_aio_is_dead(h) || nbd_aio_is_closed(h) ? -1 : 0;
+}
+
+gboolean
+ioh_nbd_wait_command(struct nbd_handle *h, int64_t cookie, const char *uri, const char *what,
+                     guint timeout_s, GCancellable *cancellable, GError **error)
+{
+    g_autofree char *name = ioh_nbd_safe_name(uri);
+    int r = cookie >= 0 ? drive(h, command_done, cookie, timeout_s, cancellable) : -1;
+
+    if (r == 0) {
+        return TRUE;
+    }
+    if (r == ECANCELED) {
+        return ioh_error_set_cancelled(error, what, name);
+    }
+    if (r == ETIMEDOUT) {
+        return ioh_error_set(error, ETIMEDOUT, what, name, "the server did not answer in "
+                             "%u s", timeout_s);
+    }
+    return ioh_nbd_fail(error, uri, what);
+}
+
+/* NBD_CMD_DISC sent: it has no reply, and what the server does after it (close, or
+ * not) is nothing we wait for. */
+static int
+disc_sent(struct nbd_handle *h, int64_t cookie G_GNUC_UNUSED)
+{
+    return nbd_aio_is_closed(h) || nbd_aio_is_dead(h) ||
+           !(nbd_aio_get_direction(h) & LIBNBD_AIO_DIRECTION_WRITE);
+}
+
+void
+ioh_nbd_disconnect(struct nbd_handle *h, guint timeout_s)
+{
+    if (nbd_aio_is_ready(h) && nbd_aio_disconnect(h, 0) == 0) {
+        (void)drive(h, disc_sent, 0, timeout_s ? timeout_s : IOH_NBD_CONNECT_TIMEOUT_S,
+                    NULL);
+    }
 }

@@ -25,6 +25,21 @@ G_BEGIN_DECLS
 gboolean ioh_nbd_connect_uri(struct nbd_handle *h, const char *uri, guint timeout_s,
                              GCancellable *cancellable, GError **error);
 
+/* Waits for the command @cookie (an nbd_aio_*() call's result; < 0: that call failed)
+ * on @h, driving @h's state machine here (nobody else may drive it meanwhile), never
+ * longer than @timeout_s (0: no bound) nor past @cancellable's cancellation (may be
+ * NULL). FALSE with "WHAT NAME: CAUSE": ETIMEDOUT "the server did not answer in N s",
+ * the cancelled error, or libnbd's cause (the command's error, a lost connection). */
+gboolean ioh_nbd_wait_command(struct nbd_handle *h, int64_t cookie, const char *uri,
+                              const char *what, guint timeout_s, GCancellable *cancellable,
+                              GError **error);
+
+/* Ends @h's connection politely: NBD_CMD_DISC sent (within @timeout_s, 0:
+ * IOH_NBD_CONNECT_TIMEOUT_S), without waiting for the server to close its end, which
+ * nbd_shutdown() waits for without bound (a server that never closes held a save that
+ * had succeeded). The caller still nbd_close()s @h. */
+void ioh_nbd_disconnect(struct nbd_handle *h, guint timeout_s);
+
 /* @msg (a libnbd error) without the name of the call it starts with ("nbd_pwrite: "). */
 const char *ioh_nbd_cause(const char *msg);
 

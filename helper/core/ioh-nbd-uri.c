@@ -199,6 +199,38 @@ query_socket(GArray *params)
     return sock;
 }
 
+/* @len bytes of @text, each byte that is not printable ASCII percent-encoded: libxml2
+ * refuses such a byte in a URI (libnbd says "unable to parse URI"), so the name means the
+ * same, and a control character, or a C1 one (U+009B is a terminal's CSI), reaches no
+ * record file, JSON line or debug output raw. */
+static void
+append_printable(GString *s, const char *text, gsize len)
+{
+    for (gsize i = 0; i < len; i++) {
+        guchar c = (guchar)text[i];
+
+        if (c <= 0x20 || c >= 0x7f) {
+            g_string_append_printf(s, "%%%02X", c);
+        } else {
+            g_string_append_c(s, (char)c);
+        }
+    }
+}
+
+gboolean
+ioh_nbd_has_socket(const char *uri)
+{
+    UriParts p;
+    g_autoptr(GArray) params = NULL;
+
+    if (!ioh_nbd_is_uri(uri)) {
+        return FALSE;
+    }
+    uri_cut(uri, &p);
+    params = query_split(uri + p.query_start, p.query_end - p.query_start);
+    return query_socket(params) != NULL;
+}
+
 char *
 ioh_nbd_safe_name(const char *uri)
 {
@@ -216,7 +248,7 @@ ioh_nbd_safe_name(const char *uri)
         g_string_append(s, IOH_NBD_UNPARSABLE);
         return g_string_free(s, FALSE);
     }
-    g_string_append_len(s, uri + p.userinfo_end, p.path_end - p.userinfo_end);
+    append_printable(s, uri + p.userinfo_end, p.path_end - p.userinfo_end);
     params = query_split(uri + p.query_start, p.query_end - p.query_start);
     sock = query_socket(params);
     if (sock) {

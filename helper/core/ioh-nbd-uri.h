@@ -20,13 +20,18 @@ gboolean ioh_nbd_is_legacy(const char *spec);
 #define IOH_NBD_UNPARSABLE "(unparsable URI)"
 
 /* @uri reduced to what is safe to print: scheme://HOST[:PORT]/EXPORT?socket=PATH.
- * Dropped: the user information (libnbd takes all of it, "user:password" too, as the
+ * Bytes of the host and export that are not printable ASCII are percent-encoded
+ * (libnbd refuses them raw). Dropped: the user information (libnbd takes all of it, "user:password" too, as the
  * TLS user name), every query parameter but the last socket= (the one libnbd uses;
  * its value percent-encoded again), and the fragment. The query is split as libnbd
  * 1.14 splits it, on '&' or, when none is left, ';' (lib/uri.c parse_uri_queries()).
  * A URI whose authority libxml2 would refuse or read otherwise is named only by its
  * scheme and IOH_NBD_UNPARSABLE; text that is not an NBD URI is returned as it is. */
 char *ioh_nbd_safe_name(const char *uri);
+
+/* TRUE when @uri has a socket= parameter as libnbd reads its query (split on '&', else
+ * ';', names percent-decoded): what nbd+unix:// needs. */
+gboolean ioh_nbd_has_socket(const char *uri);
 
 /* @text (a message from libnbd about @uri) with every secret of @uri replaced: the whole
  * URI by its safe name, and the user information, the query and fragment, each query

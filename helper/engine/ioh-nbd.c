@@ -70,6 +70,7 @@ struct _IohNbd {
     gpointer layer_state;
     GDestroyNotify layer_state_free;
     guint stall_ms;           /* --stall-timeout (0: none) */
+    GCancellable *cancellable;   /* the copy's (not ours) */
     gboolean behind_busy;     /* a write-behind flush is in flight (under lock) */
     int behind_err;           /* the first one that failed: its errno (under lock) */
     guint behind_next;        /* the connection of the next one */
@@ -440,6 +441,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
     n->end = end;
     n->for_write = for_write;
     n->stall_ms = c->opts->nbd_stall_timeout * 1000;
+    n->cancellable = c->opts->cancellable;
     g_mutex_init(&n->lock);
     g_cond_init(&n->cond);
     end->priv = n;
@@ -859,6 +861,24 @@ conn_stop(Conn *k)
     k->failed = NULL;
 }
 
+/* The last flush on @k, whose thread is stopped: this thread drives it, bounded as any
+ * command is by --stall-timeout (a server that never answered held the save forever). */
+static gboolean
+final_flush(IohNbd *n, Conn *k, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (ioh_nbd_wait_command(k->h, nbd_aio_flush(k->h, NBD_NULL_COMPLETION, 0), n->end->uri,
+                             "flush", n->stall_ms / 1000, n->cancellable, &err)) {
+        return TRUE;
+    }
+    if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
+        return call_failed(n, k, "flush", error);    /* says why it died */
+    }
+    g_propagate_error(error, g_steal_pointer(&err));
+    return FALSE;
+}
+
 gboolean
 ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
 {
@@ -883,13 +903,13 @@ ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
             /* this connection's writes cannot be made durable (the first was probed) */
             return ioh_nbd_no_flush(error, n->end->name);
         }
-        if (nbd_flush(h, 0) < 0) {
-            return call_failed(n, &n->conns[i], "flush", error);
+        if (!final_flush(n, &n->conns[i], error)) {
+            return FALSE;
         }
         flushes++;
     }
     for (guint i = 0; i < n->nconns; i++) {
-        nbd_shutdown(n->conns[i].h, 0);
+        ioh_nbd_disconnect(n->conns[i].h, n->stall_ms / 1000);
     }
     g_debug("%s: %u flush%s, %u behind", n->end->name, flushes, flushes == 1 ? "" : "es",
             n->behind_count);

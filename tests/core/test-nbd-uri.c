@@ -29,8 +29,25 @@ static const struct {
     /* an authority libxml2 refuses or reads otherwise: the scheme only */
     { "nbd://a@b@host/x", "nbd://" IOH_NBD_UNPARSABLE },
     { "nbd://[::1@x/?socket=s]", "nbd://" IOH_NBD_UNPARSABLE },
+    /* raw bytes libxml2 refuses: encoded, a control or C1 character never printed raw */
+    { "nbd+unix:///a\033[31mX b?socket=/s", "nbd+unix:///a%1B[31mX%20b?socket=/s" },
+    { "nbd+unix:///a\302\233X?socket=/s\302\233", "nbd+unix:///a%C2%9BX?socket=/s%C2%9B" },
+    { "nbd://h/\177\n", "nbd://h/%7F%0A" },
     { "/not/a/uri", "/not/a/uri" },
 };
+
+/* nbd+unix:// needs socket=, found as libnbd splits and decodes the query */
+static void
+test_has_socket(void)
+{
+    g_assert_true(ioh_nbd_has_socket("nbd+unix:///?socket=/s"));
+    g_assert_true(ioh_nbd_has_socket("nbd+unix:///?tls-psk-file=/k;socket=/s"));
+    g_assert_true(ioh_nbd_has_socket("nbd+unix:///e?x=1&%73ocket=/s"));
+    g_assert_false(ioh_nbd_has_socket("nbd+unix:///?xsocket=/s"));
+    g_assert_false(ioh_nbd_has_socket("nbd+unix:///?a=1;socket=/s&b=2"));
+    g_assert_false(ioh_nbd_has_socket("nbd+unix:///#?socket=/s"));
+    g_assert_false(ioh_nbd_has_socket("/not/a/uri?socket=/s"));
+}
 
 static void
 test_safe_name(void)
@@ -74,6 +91,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/nbd-uri/safe-name", test_safe_name);
     g_test_add_func("/nbd-uri/redact", test_redact);
+    g_test_add_func("/nbd-uri/has-socket", test_has_socket);
     g_test_add_func("/nbd-uri/legacy", test_legacy);
     return g_test_run();
 }

@@ -11,7 +11,8 @@
  * information (libnbd's TLS user name, "user:password" included), no fragment, no query
  * parameter but socket. Text that libxml2 refuses (libnbd then takes nothing) must still
  * lose its user information, fragment and every parameter but socket; an authority the
- * sanitizer cannot cut as libxml2 does may be named by its scheme alone. And the redacted
+ * sanitizer cannot cut as libxml2 does may be named by its scheme alone. A safe name is
+ * printable ASCII whatever the text holds (control and C1 characters). And the redacted
  * form of a message quoting the URI must not quote it whole. */
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +125,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     out = ioh_nbd_safe_name(in);
+    /* printed raw in records, JSON lines and debug output: no control, C1 or space (but
+     * in the marker of an unparsable one) */
+    for (const char *p = out; !g_str_has_suffix(out, IOH_NBD_UNPARSABLE) && *p; p++) {
+        check((guchar)*p > 0x20 && (guchar)*p < 0x7f, "a safe name is printable ASCII", in,
+              out);
+    }
     u = xmlParseURI(in);
     if (g_str_has_suffix(out, "://" IOH_NBD_UNPARSABLE)) {
         /* named by its scheme only: nothing to leak */

@@ -126,6 +126,76 @@ test_roundtrip(void)
     server_stop(&s);
 }
 
+/* The URI's secrets are not on the helper's command line, which every local user reads
+ * (ps, /proc/PID/cmdline): libwrap hands the URI over in the helper's environment
+ * (env:IOHELPER_NBD_URI). A save and a restore, each checked while the helper runs. */
+static void
+test_uri_not_in_argv(void)
+{
+    Server s = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autofree char *src = server_with_source(&s, "16M", 1 << 20, 7);
+    g_autofree char *uri = NULL, *dst = NULL;
+
+    if (!src) {
+        return;
+    }
+    /* libnbd takes the user information as the TLS user name and the PSK file only with
+     * TLS: on this plain server they change nothing, and must be nowhere to be read */
+    uri = g_strdup_printf("nbd+unix://alice:PASSWORD@/?socket=%s&tls-psk-file=/KEYFILE",
+                          s.sock);
+    dst = g_build_filename(s.dir, "dst", NULL);
+    for (int save = 1; save >= 0; save--) {
+        IohWrapParams params = { .length = save ? 0 : 1 << 20 };
+        g_autoptr(IohWrap) wrap = NULL;
+        g_autofree char *cmdline_path = NULL, *cmdline = NULL;
+        gsize len;
+        int fd = -1;
+
+        wrap = ioh_wrap_new_uri(uri, save, &fd, &params, NULL, &error);
+        g_assert_no_error(error);
+        cmdline_path = g_strdup_printf("/proc/%d/cmdline", (int)ioh_wrap_get_pid(wrap));
+        g_assert_true(g_file_get_contents(cmdline_path, &cmdline, &len, NULL));
+        for (gsize i = 0; i + 1 < len; i++) {
+            cmdline[i] = cmdline[i] ? cmdline[i] : ' ';
+        }
+        g_test_message("helper's command line: %s", cmdline);
+        g_assert_null(strstr(cmdline, "PASSWORD"));
+        g_assert_null(strstr(cmdline, "KEYFILE"));
+        g_assert_null(strstr(cmdline, "alice"));
+        if (save) {
+            ioht_feed_file(src, fd);
+        } else {
+            g_assert_cmpuint(ioht_drain_to_file(fd, dst), ==, 1 << 20);
+        }
+        g_assert_true(ioh_wrap_finish(wrap, &error));
+        g_assert_no_error(error);
+    }
+    g_assert_true(ioht_files_equal(src, dst));
+    server_stop(&s);
+}
+
+/* ioh_wrap_options_set_stall_timeout(): the helper's range, and only for a URI. */
+static void
+test_stall_timeout_option(void)
+{
+    g_autoptr(IohWrapOptions) opts = ioh_wrap_options_new();
+    g_autoptr(GError) error = NULL;
+    int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+    g_assert_false(ioh_wrap_options_set_stall_timeout(opts, 86401, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_false(ioh_wrap_options_set_stall_timeout(NULL, 3, &error));
+    g_clear_error(&error);
+    g_assert_true(ioh_wrap_options_set_stall_timeout(opts, 86400, &error));
+    g_assert_true(ioh_wrap_options_set_stall_timeout(opts, 3, &error));
+    g_assert_null(ioh_wrap_new_with_options(&fd, "/dev/null", 0, NULL, opts, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    ioht_assert_contains(error->message, "a stall timeout applies to an NBD URI");
+    close(fd);
+}
+
 typedef struct {
     GMainLoop *loop;
     IohWrap *wrap;
@@ -340,6 +410,8 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/nbd/refuses", test_refuses);
     g_test_add_func("/libwrap/nbd/refuses-options", test_refuses_options);
     g_test_add_func("/libwrap/nbd/roundtrip", test_roundtrip);
+    g_test_add_func("/libwrap/nbd/uri-not-in-argv", test_uri_not_in_argv);
+    g_test_add_func("/libwrap/nbd/stall-timeout-option", test_stall_timeout_option);
     g_test_add_func("/libwrap/nbd/progress-async", test_progress_async);
     g_test_add_func("/libwrap/nbd/too-small", test_too_small);
     g_test_add_func("/libwrap/nbd/no-server", test_no_server);

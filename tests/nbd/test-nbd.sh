@@ -468,6 +468,26 @@ test_stall() {
     stop str
 }
 
+# The end of a save is bounded too. A server whose flush never answers (nbdkit's eval
+# plugin, 60 s per flush): the last flush fails after --stall-timeout (it waited for the
+# answer, --stall-timeout or not). A server that keeps its end open after NBD_CMD_DISC
+# (nbdkit's delay filter, delay-close): the helper exits once the save is flushed (it
+# waited for the server to close each connection, one after the other).
+test_end_bounded() {
+    start_nbdkit mfl eval get_size='echo 16777216' can_write='exit 0' can_flush='exit 0' \
+        pwrite='cat >/dev/null' pread='head -c $3 /dev/zero' flush='sleep 60' || return
+    check "flush never answered: --stall-timeout=1 fails the save, one line naming the URI" \
+        fails 1 "^iohelper: flush nbd\+unix:///\?socket=.*mfl.sock: the server did not answer in 1 s$" \
+        timeout 40 "$IOH" --stall-timeout=1 - "$(unix_uri mfl)" <"$work/1m"
+    stop mfl
+    start_nbdkit dcl --filter=delay memory 64M delay-close=60 || return
+    check "server slow to close after NBD_CMD_DISC: the save exits 0 without waiting for it" \
+        timeout 40 "$IOH" --stall-timeout=1 - "$(unix_uri dcl)" <"$work/1m"
+    check "server slow to close, no --stall-timeout: exit 0 without waiting" \
+        timeout 40 "$IOH" --connections=1 - "$(unix_uri dcl)" <"$work/1m"
+    stop dcl
+}
+
 # docs/nbd.md's worked example (the sh block after "Paste-able:"), run as a user would
 # paste it, with /tmp/ turned into this test's directory.
 test_readme() {
@@ -611,6 +631,33 @@ test_secrets() {
     no_secret "an invalid URI: no password in the usage error" "$work/err"
 }
 
+# env:NAME: the URI from the environment, out of the command line that every local user
+# reads (libwrap passes its URIs so); an unset variable, or one that holds no NBD URI, is
+# a usage error that does not quote the value.
+test_env_operand() {
+    head -c $((1 << 20)) /dev/urandom >"$work/1m"
+    cd "$work" || return    # where a helper taking env:X for a path would make the file
+    start_nbdkit env memory 16M || return
+    check "env:NAME: a save through a URI in the environment reaches the export" \
+        bash -c "IOH_URI='$(unix_uri env)' '$IOH' - env:IOH_URI <'$work/1m' &&
+                 '$IOH' --length=1M '$(unix_uri env)' - | cmp -s - '$work/1m'"
+    check "env:NAME: a restore through it, no file of that name made" \
+        bash -c "IOH_URI='$(unix_uri env)' '$IOH' --length=1M env:IOH_URI - |
+                 cmp -s - '$work/1m' && [ ! -e '$work/env:IOH_URI' ]"
+    # libnbd splits the query on ';' when no '&' is left: socket= is there (GLib's split,
+    # which the check used, found none and refused the URI as a usage error)
+    check "'?tls-psk-file=K;socket=S': taken as libnbd takes it, the save works" \
+        "$IOH" - "nbd+unix:///?tls-psk-file=/KEY;socket=$work/env.sock" <"$work/1m"
+    stop env
+    check "env:NAME unset: usage error naming the variable" \
+        fails 2 "^iohelper: 'env:IOH_NONE': no environment variable IOH_NONE" \
+        env -u IOH_NONE "$IOH" - env:IOH_NONE <"$work/1m"
+    check "env:NAME not an NBD URI: usage error, the value not quoted" \
+        fails 2 "does not hold an NBD URI" env IOH_X=/etc/KEYFILE "$IOH" - env:IOH_X <"$work/1m"
+    no_secret "env:NAME not an NBD URI: the value is not in the line" "$work/err"
+    cd - >/dev/null || return
+}
+
 # QEMU's legacy "nbd:HOST" is refused as a usage error, and no file of that name is made.
 test_legacy() {
     (cd "$work" && fails 2 "legacy NBD syntax: use an NBD URI" "$IOH" - "nbd:127.0.0.1" </dev/null)
@@ -624,6 +671,7 @@ test_readme
 test_memory_unix
 test_tls
 test_secrets
+test_env_operand
 test_legacy
 test_memory_tcp
 test_file_plugin
@@ -635,5 +683,6 @@ test_min_block
 test_mute
 test_killed
 test_stall
+test_end_bounded
 echo "1..$n"
 exit $failed

@@ -387,6 +387,93 @@ test_mute_restore_sigterm(void)
     server_free(s);
 }
 
+/* A server that completes the handshake and then does not answer the header's commands
+ * (nbdkit's delay filter, 60 s per write, per read): the save fails after its
+ * --stall-timeout on the placeholder's write, the guest untouched; the restore after its
+ * --stall-timeout on the header's read. They waited for each answer before (blocking
+ * nbd_pwrite(), nbd_pread()), --stall-timeout and SIGTERM alike. */
+static void
+test_slow_header(void)
+{
+    Server *s = server_new("slowhdr.sock");
+    g_autofree char *err = NULL, *err2 = NULL, *status = NULL;
+    QgtQemu *q;
+
+    if (!nbdkit(s, "memory", "300M", "delay", "delay-write=60")) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    {
+        const char *args[] = { "save", "--qmp", q->sock, s->uri, "--stall-timeout=3", NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 40, NULL, &err), ==, 1);
+    }
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, s->sock));
+    g_assert_nonnull(strstr(err, "write "));
+    g_assert_nonnull(strstr(err, "the server did not answer in 3 s"));
+    status = qgt_qemu_status(q);
+    g_assert_cmpstr(status, ==, "prelaunch");
+    qgt_qemu_stop(q);
+    server_kill(s);
+    g_assert_true(nbdkit(s, "memory", "300M", "delay", "delay-read=60"));
+    q = qgt_qemu_start(other_file, TRUE);
+    {
+        const char *args[] = { "restore", "--qmp", q->sock, s->uri, "--stall-timeout=3",
+                               NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 40, NULL, &err2), ==, 1);
+    }
+    qgt_assert_one_line(err2);
+    g_assert_nonnull(strstr(err2, "read "));
+    g_assert_nonnull(strstr(err2, "the server did not answer in 3 s"));
+    qgt_qemu_stop(q);
+    server_free(s);
+}
+
+/* A server that answers the placeholder's flush and then no flush (nbdkit's eval plugin,
+ * 60 s per later flush): the helper's final flush fails the save after --stall-timeout,
+ * one line naming the URI. The job's own stall watch follows QEMU's progress, which ends
+ * with the stream: the save waited for the answer, --stall-timeout=3 or not. A guest of
+ * 1 MiB of data: its stream stays under the helper's write-behind flush (32 MiB), so
+ * that the final flush is the one that meets the mute server. */
+static void
+test_flush_mute_after_stream(void)
+{
+    Server *s = server_new("mflush.sock");
+    g_autofree char *flag = g_build_filename(workdir, "mflush.first", NULL);
+    g_autofree char *flush = g_strdup_printf("flush=if [ -e %s ]; then sleep 60; else "
+                                             ": >%s; fi", flag, flag);
+    const char *argv[] = { "nbdkit", "-f", "--unix", s->sock, "eval",
+                           "get_size=echo 314572800", "can_write=exit 0", "can_flush=exit 0",
+                           "pwrite=cat >/dev/null", "pread=head -c $3 /dev/zero", flush,
+                           NULL };
+    g_autofree char *err = NULL;
+    g_autofree char *small = g_build_filename(workdir, "mflush.data", NULL);
+    QgtQemu *q;
+
+    g_unlink(flag);
+    ioht_write_random_file(small, 1 << 20, 5);
+    if (!server_start(s, argv)) {
+        server_free(s);
+        return;
+    }
+    q = qgt_qemu_start(small, FALSE);
+    {
+        const char *args[] = { "save", "--qmp", q->sock, s->uri, "--stall-timeout=3", NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 45, NULL, &err), ==, 1);
+    }
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, s->sock));
+    g_assert_nonnull(strstr(err, "flush "));
+    g_assert_nonnull(strstr(err, "the server did not answer in 3 s"));
+    qgt_qemu_stop(q);
+    g_unlink(small);
+    server_free(s);
+}
+
 /* A server that does not advertise flush (nbdkit eval without a flush method; its
  * writes fail, so that a write would show): refused before the placeholder is written,
  * one line naming the URI, the guest untouched. */
@@ -593,6 +680,8 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/nbd/error/mute-server-save", test_mute_save);
     g_test_add_func("/qemu/nbd/error/mute-server-restore-sigterm", test_mute_restore_sigterm);
     g_test_add_func("/qemu/nbd/error/no-flush", test_no_flush);
+    g_test_add_func("/qemu/nbd/error/slow-header", test_slow_header);
+    g_test_add_func("/qemu/nbd/error/flush-mute-after-stream", test_flush_mute_after_stream);
     g_test_add_func("/qemu/nbd/error/legacy-syntax", test_legacy_syntax);
     g_test_add_func("/qemu/nbd/error/stream-bound-keeps-old-image", test_bound_keeps_old_image);
     ret = g_test_run();

@@ -596,6 +596,45 @@ test_bound_keeps_old_image(void)
     g_unlink(disk);
 }
 
+/* A server that answers the header's reads and then no read past it (nbdkit's eval
+ * plugin over a saved image, 60 s per read beyond the 4 KiB header): the restore fails
+ * after its --stall-timeout with one line naming the URI, and no QEMU is left that could
+ * run the guest; it never waits for the server's answer. */
+static void
+test_stream_mute_restore(void)
+{
+    Server *s = server_new("mread.sock");
+    g_autofree char *disk = g_build_filename(workdir, "mread.img", NULL);
+    g_autofree char *pread = NULL, *err = NULL;
+    QgtQemu *q;
+
+    if (!save_to_file(s, disk)) {
+        server_free(s);
+        return;
+    }
+    pread = g_strdup_printf("pread=if [ $4 -ge 4096 ]; then sleep 60; fi; "
+                            "dd if=%s iflag=skip_bytes,count_bytes skip=$4 count=$3 "
+                            "status=none", disk);
+    {
+        const char *argv[] = { "nbdkit", "-f", "--unix", s->sock, "eval",
+                               "get_size=echo 314572800", pread, NULL };
+
+        g_assert_true(server_start(s, argv));
+    }
+    q = qgt_qemu_start(other_file, TRUE);
+    {
+        const char *args[] = { "restore", "--qmp", q->sock, s->uri, "--stall-timeout=3",
+                               NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 45, NULL, &err), ==, 1);
+    }
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, s->sock));
+    qgt_qemu_stop(q);
+    g_unlink(disk);
+    server_free(s);
+}
+
 /* QEMU's legacy "nbd:HOST" syntax: a usage error before QEMU is asked anything, never a
  * local file of that name. */
 static void
@@ -682,6 +721,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/nbd/error/no-flush", test_no_flush);
     g_test_add_func("/qemu/nbd/error/slow-header", test_slow_header);
     g_test_add_func("/qemu/nbd/error/flush-mute-after-stream", test_flush_mute_after_stream);
+    g_test_add_func("/qemu/nbd/error/stream-mute-restore", test_stream_mute_restore);
     g_test_add_func("/qemu/nbd/error/legacy-syntax", test_legacy_syntax);
     g_test_add_func("/qemu/nbd/error/stream-bound-keeps-old-image", test_bound_keeps_old_image);
     ret = g_test_run();

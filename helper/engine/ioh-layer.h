@@ -17,15 +17,9 @@ G_BEGIN_DECLS
 
 typedef struct _IohCopy IohCopy;
 
-/* A pipe source read by a ring's reader thread (ioh-ring.c): an epoll fd that wakes at
- * the end of each write into the pipe (edge-triggered), so that a read after one that
- * emptied the pipe waits for the producer's write to end instead of spinning on the
- * pipe's lock while the producer copies into it. */
-typedef struct {
-    int fd;                  /* epoll: the pipe (EPOLLET) and the copy's cancel */
-    gsize cap;               /* the pipe's size: a read of that much empties it */
-    gboolean empty;          /* the last read left the pipe empty */
-} IohPipeEdge;
+/* A pipe source read by a ring's reader thread waits for the end of each write into the
+ * pipe (ioh-pipe-edge.h). */
+typedef struct _IohPipeEdge IohPipeEdge;
 
 /* One thread's way of reading the source: the source's own fd, or (parallel O_DIRECT
  * readers) an fd of its own on the same file. */
@@ -173,14 +167,5 @@ gboolean ioh_cache_after_chunk(IohCopy *c, gboolean write_behind, GError **error
 void ioh_cache_finish_read(IohCopy *c);
 gboolean ioh_cache_finish_write(IohCopy *c, GError **error);
 void ioh_cache_drop_written(IohCopy *c);
-
-/* The ring strategies' common part (ioh-ring.c): @readers[0..n) read the source into the
- * ring from threads of their own while the calling thread delivers. */
-gboolean ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error);
-
-/* Before a read of the pipe source after one that emptied it (@c->edge): waits for the
- * end of the producer's next write, the cancel, or a short timeout (a hint only: the
- * caller's wait on the pipe follows). */
-void ioh_ring_wait_edge(IohCopy *c);
 
 G_END_DECLS

@@ -5,6 +5,7 @@
 #include "ioh-layer.h"
 #include "ioh-error.h"
 #include "ioh-fd.h"
+#include "ioh-pipe-edge.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,19 +37,14 @@ stream_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
     while (have < len) {
         gssize n;
 
-        if (c->edge && c->edge->empty) {
-            ioh_ring_wait_edge(c);
-        }
+        ioh_pipe_edge_before_read(c->edge);
         if (c->poll_src && c->cancel &&
             !ioh_copy_wait(c, rd->fd, POLLIN, "read", c->src->name, error)) {
             return -1;
         }
         n = read(rd->fd, buf + have, len - have);
         ioh_copy_count_read(c);
-        if (c->edge) {
-            /* A read that got less than asked, or asked the pipe's size, emptied it. */
-            c->edge->empty = n >= 0 && ((gsize)n < len - have || len - have >= c->edge->cap);
-        }
+        ioh_pipe_edge_after_read(c->edge, n, len - have);
         if (n > 0) {
             have += (gsize)n;
         } else if (n == 0) {

@@ -19,6 +19,7 @@
  * goes on from the first byte the writer has not passed on.
  */
 #include "ioh-layer.h"
+#include "ioh-ring.h"
 #include "ioh-error.h"
 #include "ioh-pipe.h"
 

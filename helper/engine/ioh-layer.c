@@ -90,6 +90,14 @@ ioh_filter_lookup(const char *name)
 }
 
 const char *
+ioh_filter_checksum_lookup(const char *name)
+{
+    const IohFilterClass *f = ioh_filter_lookup(name);
+
+    return f && f->checksum ? f->name : NULL;
+}
+
+const char *
 ioh_filter_checksum_names(void)
 {
     static gsize once;

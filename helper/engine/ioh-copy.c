@@ -240,7 +240,7 @@ choose_strategy(IohCopy *c)
     return &ioh_strategy_ring;
 }
 
-/* The buffers' alignment: a ring of 2 MiB or more starts on a huge page (ioh-ring.c). */
+/* The buffers' alignment: a ring of 2 MiB or more starts on a huge page (ioh-ring-sizing.c). */
 static gsize
 ioh_copy_mem_align(const IohCopy *c)
 {
@@ -251,7 +251,7 @@ ioh_copy_mem_align(const IohCopy *c)
 
 /* @size bytes aligned to @align (a power of two), in an anonymous mapping of their own
  * (whole pages; munmap(ret, @size) gives them back): pages nobody has touched, so the
- * ring decides huge or small pages before their first byte (ioh-ring.c). An allocator
+ * ring decides huge or small pages before their first byte (ioh-ring-sizing.c). An allocator
  * may write into what it hands out (ASan fills the first 4 KiB): the first huge page was
  * then small pages in a quarter of the sanitized runs of /budget/huge-pages. NULL when
  * the mapping fails. */
@@ -296,7 +296,7 @@ alloc_buffers(IohCopy *c, GError **error)
         return ioh_error_set(error, ENOMEM, NULL, NULL, "allocate %u buffers of %zu bytes: %s",
                              c->nslots, c->slot, g_strerror(ENOMEM));
     }
-    /* one buffer is the floor; the ring grows within the account (ioh-ring.c) */
+    /* one buffer is the floor; the ring grows within the account (ioh-ring-sizing.c) */
     ioh_mem_floor(c->opts->memory, "ring", c->slot, (guint64)c->slot * c->nslots);
     return TRUE;
 }

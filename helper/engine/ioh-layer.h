@@ -119,11 +119,10 @@ struct _IohCopy {
 #define IOH_ALIGN_DOWN(x, a) ((x) / (a) * (a))
 #define IOH_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
-/* The stream layers' accepts(): every end (they come last in ioh-layer-list.h). */
-gboolean ioh_layer_accepts_any(const IohEnd *end);
-
-/* The stream layers' prepare(): a pipe @end is raised to the pipe size. */
-void ioh_layer_raise_pipe(IohCopy *c, IohEnd *end);
+/* Stream ends (ioh-stream.c). accepts(): every end (the stream layers come last in
+ * ioh-layer-list.h); prepare(): a pipe @end is raised to the pipe size. */
+gboolean ioh_stream_accepts_any(const IohEnd *end);
+void ioh_stream_raise_pipe(IohCopy *c, IohEnd *end);
 
 /* The first registered source (sink) that accepts @end. */
 const IohSourceClass *ioh_source_for(const IohEnd *end);
@@ -144,6 +143,10 @@ gboolean ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write
 
 /* Calls the progress callback, at most once per interval unless @final. */
 void ioh_copy_report_progress(IohCopy *c, gboolean final);
+
+/* Hands what leaves the last filter to the sink (ioh_copy_deliver()'s path), each piece
+ * aligned for an O_DIRECT sink. */
+void ioh_copy_route_filters(IohCopy *c);
 
 /* Storage ends (ioh-storage.c): sets O_DIRECT in the direct mode, finds where the stream
  * starts (--offset, the fd's position, or the end of an O_APPEND file) into *ret_start. */

@@ -18,7 +18,7 @@ stream_prepare(IohCopy *c, GError **error)
     g_autoptr(GError) err = NULL;
     int mode = 0;
 
-    ioh_layer_raise_pipe(c, c->src);
+    ioh_stream_raise_pipe(c, c->src);
     /* Only an fd open for reading: poll would wait forever for POLLIN on a write-only fd,
      * where read() fails at once with EBADF. */
     (void)error;
@@ -64,7 +64,7 @@ stream_finish(IohCopy *c)
 
 const IohSourceClass ioh_source_stream = {
     .name = "stream",
-    .accepts = ioh_layer_accepts_any,
+    .accepts = ioh_stream_accepts_any,
     .prepare = stream_prepare,
     .read = stream_read,
     .finish = stream_finish,

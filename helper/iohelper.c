@@ -15,11 +15,10 @@
 #include "ioh-args.h"
 #include "ioh-clash.h"
 #include "ioh-conf.h"
-#include "ioh-copy.h"
+#include "ioh-engine.h"
 #include "ioh-error.h"
 #include "ioh-escape.h"
-#include "ioh-file.h"
-#include "ioh-nbd.h"
+#include "ioh-nbd-uri.h"
 #include "ioh-status.h"
 
 typedef struct {

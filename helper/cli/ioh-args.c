@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "ioh-clash.h"
-#include "ioh-filter.h"
+#include "ioh-engine.h"
 #include "ioh-limits.h"
-#include "ioh-nbd.h"
+#include "ioh-nbd-uri.h"
 #include "ioh-number.h"
 #include "ioh-opt.h"
 
@@ -253,17 +253,17 @@ apply_compression(IohArgs *a)
 static gboolean
 apply_checksum(IohArgs *a, const char *name, const char *val, GError **error)
 {
-    const IohFilterClass *f;
+    const char *alg;
     guint64 v;
     gsize n = 0;
 
     if (g_str_equal(name, "checksum")) {
-        f = ioh_filter_lookup(val);
-        if (!f || !f->checksum) {
+        alg = ioh_filter_checksum_lookup(val);
+        if (!alg) {
             return ioh_args_usage_error(error, "--checksum: '%s' is not a known algorithm "
                                         "(%s)", val, ioh_filter_checksum_names());
         }
-        a->checksum_filters[0] = f->name;
+        a->checksum_filters[0] = alg;
         a->copy.filters = a->checksum_filters;
         return TRUE;
     }

@@ -14,7 +14,7 @@
 #include <glib.h>
 
 #include "ioh-args-value.h"
-#include "ioh-copy.h"
+#include "ioh-engine.h"
 
 G_BEGIN_DECLS
 

@@ -8,7 +8,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "ioh-nbd.h"
+#include "ioh-nbd-uri.h"
 #include "ioh-option-rules.h"
 
 /* One part of the command line, as the file system sees it. */

@@ -11,7 +11,7 @@
 #include <glib.h>
 
 #include "ioh-protocol.h"
-#include "ioh-stats.h"
+#include "ioh-engine.h"
 
 G_BEGIN_DECLS
 

@@ -1,6 +1,6 @@
 /* ioh-nbd-connect.h - connecting to an NBD server, bounded and cancellable, over libnbd
  *
- * Shared by the helper's NBD ends (helper/engine/ioh-nbd.c) and qemu-glue's header
+ * Shared by the helper's NBD ends (helper/engine/ends/ioh-nbd.c) and qemu-glue's header
  * connection (qg-image-nbd.c): a library of its own beside the core (iohnbdconnect),
  * since the core is linked into libiohwrap.so, which has no business with libnbd.
  * Errors name the URI by ioh_nbd_safe_name() and quote libnbd through ioh_nbd_redact().

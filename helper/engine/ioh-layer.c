@@ -1,6 +1,5 @@
 /* ioh-layer.c - the tables of registered layers (ioh-layer-list.h) and their lookup */
 #include "ioh-layer.h"
-#include "ioh-pipe.h"
 
 #define IOH_SOURCE(n) extern const IohSourceClass ioh_source_##n;
 #define IOH_SINK(n) extern const IohSinkClass ioh_sink_##n;
@@ -40,22 +39,6 @@ static const IohFilterClass *const filter_table[] = {
 #undef IOH_SINK
 #undef IOH_FILTER
 
-gboolean
-ioh_layer_accepts_any(const IohEnd *end)
-{
-    (void)end;
-    return TRUE;
-}
-
-void
-ioh_layer_raise_pipe(IohCopy *c, IohEnd *end)
-{
-    if (end->kind == IOH_KIND_PIPE && c->opts->pipe_size > 0) {
-        int got = ioh_pipe_raise(end->fd, c->opts->pipe_size);
-        g_debug("%s: pipe size %d (asked %u)", end->name, got, c->opts->pipe_size);
-    }
-}
-
 const IohSourceClass *
 ioh_source_for(const IohEnd *end)
 {
@@ -87,6 +70,14 @@ ioh_filter_lookup(const char *name)
         }
     }
     return NULL;
+}
+
+const char *
+ioh_filter_checksum_lookup(const char *name)
+{
+    const IohFilterClass *f = ioh_filter_lookup(name);
+
+    return f && f->checksum ? f->name : NULL;
 }
 
 const char *

@@ -17,15 +17,9 @@ G_BEGIN_DECLS
 
 typedef struct _IohCopy IohCopy;
 
-/* A pipe source read by a ring's reader thread (ioh-ring.c): an epoll fd that wakes at
- * the end of each write into the pipe (edge-triggered), so that a read after one that
- * emptied the pipe waits for the producer's write to end instead of spinning on the
- * pipe's lock while the producer copies into it. */
-typedef struct {
-    int fd;                  /* epoll: the pipe (EPOLLET) and the copy's cancel */
-    gsize cap;               /* the pipe's size: a read of that much empties it */
-    gboolean empty;          /* the last read left the pipe empty */
-} IohPipeEdge;
+/* A pipe source read by a ring's reader thread waits for the end of each write into the
+ * pipe (ioh-pipe-edge.h). */
+typedef struct _IohPipeEdge IohPipeEdge;
 
 /* One thread's way of reading the source: the source's own fd, or (parallel O_DIRECT
  * readers) an fd of its own on the same file. */
@@ -125,11 +119,10 @@ struct _IohCopy {
 #define IOH_ALIGN_DOWN(x, a) ((x) / (a) * (a))
 #define IOH_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
-/* The stream layers' accepts(): every end (they come last in ioh-layer-list.h). */
-gboolean ioh_layer_accepts_any(const IohEnd *end);
-
-/* The stream layers' prepare(): a pipe @end is raised to the pipe size. */
-void ioh_layer_raise_pipe(IohCopy *c, IohEnd *end);
+/* Stream ends (ioh-stream.c). accepts(): every end (the stream layers come last in
+ * ioh-layer-list.h); prepare(): a pipe @end is raised to the pipe size. */
+gboolean ioh_stream_accepts_any(const IohEnd *end);
+void ioh_stream_raise_pipe(IohCopy *c, IohEnd *end);
 
 /* The first registered source (sink) that accepts @end. */
 const IohSourceClass *ioh_source_for(const IohEnd *end);
@@ -150,6 +143,10 @@ gboolean ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write
 
 /* Calls the progress callback, at most once per interval unless @final. */
 void ioh_copy_report_progress(IohCopy *c, gboolean final);
+
+/* Hands what leaves the last filter to the sink (ioh_copy_deliver()'s path), each piece
+ * aligned for an O_DIRECT sink. */
+void ioh_copy_route_filters(IohCopy *c);
 
 /* Storage ends (ioh-storage.c): sets O_DIRECT in the direct mode, finds where the stream
  * starts (--offset, the fd's position, or the end of an O_APPEND file) into *ret_start. */
@@ -173,14 +170,5 @@ gboolean ioh_cache_after_chunk(IohCopy *c, gboolean write_behind, GError **error
 void ioh_cache_finish_read(IohCopy *c);
 gboolean ioh_cache_finish_write(IohCopy *c, GError **error);
 void ioh_cache_drop_written(IohCopy *c);
-
-/* The ring strategies' common part (ioh-ring.c): @readers[0..n) read the source into the
- * ring from threads of their own while the calling thread delivers. */
-gboolean ioh_ring_run(IohCopy *c, IohReader *readers, guint n, GError **error);
-
-/* Before a read of the pipe source after one that emptied it (@c->edge): waits for the
- * end of the producer's next write, the cancel, or a short timeout (a hint only: the
- * caller's wait on the pipe follows). */
-void ioh_ring_wait_edge(IohCopy *c);
 
 G_END_DECLS

@@ -461,7 +461,7 @@ quiet_producer_main(gpointer data)
 }
 
 /* The ring's reader of a pipe waits for the end of each write into it after a read that
- * emptied it (ioh_ring_wait_edge()). Bytes that no write's end announces are not left
+ * emptied it (ioh_pipe_edge_before_read()). Bytes that no write's end announces are not left
  * waiting: a pipe holding 1 MiB, read in 64 KiB slots (a full read does not empty it),
  * whose producer then writes nothing until the image holds that 1 MiB; then a tail in
  * small writes (each read after one empties the pipe). The bytes arrive exact. */

@@ -492,7 +492,7 @@ static void
 add_splice_inject(const char *name, const char *fault, const char *needle, gboolean restore,
                   guint64 size)
 {
-    /* buffered, fadvise; and a --direct restore into a pipe (ioh-strategy-parallel.c) */
+    /* buffered, fadvise; and a --direct restore into a pipe (ioh-strategy-parallel-splice.c) */
     static const gsize splice_modes[] = { 0, 2, 1 };
 
     for (gsize i = 0; i < G_N_ELEMENTS(splice_modes) - (restore ? 0 : 1); i++) {

@@ -1,11 +1,11 @@
-/* test-splice.c - the splice path of the engine (helper/engine/ioh-strategy-splice.c),
+/* test-splice.c - the splice path of the engine (helper/engine/strategies/ioh-strategy-splice.c),
  * through the real binary: a buffered or --fadvise save from a pipe and restore into a
  * pipe, with no filter, take it (the debug line "strategy splice", splice calls counted in
  * --stats=json) and deliver every byte at the edges: 0, 1, 4095 and 1 MiB + 7 bytes,
  * with --offset and --length. A filter, an O_DIRECT save or ranged restore and an
  * O_APPEND file (which the kernel refuses to splice into) take read/write, byte-exact all
  * the same. A whole --direct restore into a pipe splices through the parallel readers'
- * own pipes (ioh-strategy-parallel.c). */
+ * own pipes (ioh-strategy-parallel-splice.c). */
 #include "ioh-test.h"
 
 #include <fcntl.h>

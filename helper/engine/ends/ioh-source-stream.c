@@ -5,6 +5,7 @@
 #include "ioh-layer.h"
 #include "ioh-error.h"
 #include "ioh-fd.h"
+#include "ioh-pipe-edge.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,7 @@ stream_prepare(IohCopy *c, GError **error)
     g_autoptr(GError) err = NULL;
     int mode = 0;
 
-    ioh_layer_raise_pipe(c, c->src);
+    ioh_stream_raise_pipe(c, c->src);
     /* Only an fd open for reading: poll would wait forever for POLLIN on a write-only fd,
      * where read() fails at once with EBADF. */
     (void)error;
@@ -36,19 +37,14 @@ stream_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
     while (have < len) {
         gssize n;
 
-        if (c->edge && c->edge->empty) {
-            ioh_ring_wait_edge(c);
-        }
+        ioh_pipe_edge_before_read(c->edge);
         if (c->poll_src && c->cancel &&
             !ioh_copy_wait(c, rd->fd, POLLIN, "read", c->src->name, error)) {
             return -1;
         }
         n = read(rd->fd, buf + have, len - have);
         ioh_copy_count_read(c);
-        if (c->edge) {
-            /* A read that got less than asked, or asked the pipe's size, emptied it. */
-            c->edge->empty = n >= 0 && ((gsize)n < len - have || len - have >= c->edge->cap);
-        }
+        ioh_pipe_edge_after_read(c->edge, n, len - have);
         if (n > 0) {
             have += (gsize)n;
         } else if (n == 0) {
@@ -68,7 +64,7 @@ stream_finish(IohCopy *c)
 
 const IohSourceClass ioh_source_stream = {
     .name = "stream",
-    .accepts = ioh_layer_accepts_any,
+    .accepts = ioh_stream_accepts_any,
     .prepare = stream_prepare,
     .read = stream_read,
     .finish = stream_finish,

@@ -1,24 +1,16 @@
-/* ioh-strategy-parallel.c - an O_DIRECT file or device read by several threads at once,
- * each reading one buffer at its own offset: into the ring (ioh-ring.c), or, for a
- * restore into a pipe with no filter, into a pipe of its own that the writer splices into
- * the output pipe (no copy through the helper, no page cache)
+/* ioh-strategy-parallel-splice.c - a restore from an O_DIRECT file into a pipe, no filter:
+ * parallel readers, each splicing into a pipe of its own that the writer splices into the
+ * output pipe (no copy through the helper, no page cache) (ioh-strategy-parallel-splice.h)
  *
- * The disk then has a queue: fio finds 1 MiB reads at queue depth 4 the fastest here
- * (docs/benchmarks.md, "The engine"). The readers take half the ring, so the pipe side
- * keeps the other half. Each reader has an fd of its own, opened anew on the same file
- * through /proc/self/fd, so each has its own position. Parallel O_DIRECT writes would not
- * help: extending writes hold ext4's inode lock for their duration, so a save coalesces
- * instead (ioh-ring.c).
- *
- * The splice path: splice(2) out of an O_DIRECT file reads straight from the disk into
- * pages the kernel allocates and puts into the pipe (Linux >= 6.5; before, through the
- * file's read path); the writer then moves those pages into the output pipe by reference.
- * Slot s (chunk bytes at s * chunk) is reader s % n's; a reader reads its next slot once
- * the writer has emptied its pipe, so up to n reads are in flight while the writer waits
- * on the consumer. Where the kernel refuses to splice out of the file (EINVAL), the ring
- * goes on from the first byte the writer has not passed on.
+ * splice(2) out of an O_DIRECT file reads straight from the disk into pages the kernel
+ * allocates and puts into the pipe (Linux >= 6.5; before, through the file's read path);
+ * the writer then moves those pages into the output pipe by reference. Slot s (chunk
+ * bytes at s * chunk) is reader s % n's; a reader reads its next slot once the writer has
+ * emptied its pipe, so up to n reads are in flight while the writer waits on the
+ * consumer. Where the kernel refuses to splice out of the file (EINVAL), the parallel
+ * strategy's ring goes on from the first byte the writer has not passed on.
  */
-#include "ioh-layer.h"
+#include "ioh-strategy-parallel-splice.h"
 #include "ioh-error.h"
 #include "ioh-pipe.h"
 
@@ -27,32 +19,8 @@
 #include <poll.h>
 #include <unistd.h>
 
-/* Readers of the splice path at most: one per ring buffer (--ring, 8 by default), since
- * their pipes take the ring's place and the writer holds none. 8 measured faster than 4 at
- * the same CPU, and both far cheaper than the ring's read() path (docs/benchmarks.md,
- * "Engine A/Bs: Parallel"). */
-#define IOH_PSPLICE_MAX_READERS 8
-
 /* A private pipe smaller than this is not worth a splice per chunk: the ring instead. */
 #define IOH_PSPLICE_MIN_CHUNK (64 * 1024)
-
-/* Opens up to @want readers of the source; fewer when /proc is missing or the file is not
- * ours to open again. Returns how many. */
-static guint
-open_readers(IohCopy *c, IohReader *rds, guint want)
-{
-    g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", c->src->fd);
-    guint n;
-
-    for (n = 0; n < want; n++) {
-        int fd = open(self, O_RDONLY | O_DIRECT | O_CLOEXEC);
-        if (fd < 0) {
-            break;
-        }
-        rds[n] = (IohReader){ .c = c, .fd = fd, .own = TRUE, .direct = TRUE };
-    }
-    return n;
-}
 
 typedef struct _IohPsplice IohPsplice;
 
@@ -383,9 +351,8 @@ psplice_budget(IohCopy *c, guint want)
     return 1 + (guint)(got / c->slot);
 }
 
-/* The splice path for @n readers: 1 done, 0 not taken (the ring's), -1 failed. */
-static int
-psplice_run(IohCopy *c, IohReader *rds, guint n, GError **error)
+int
+ioh_psplice_run(IohCopy *c, IohReader *rds, guint n, GError **error)
 {
     IohPsplice ps = { .c = c, .n = psplice_budget(c, n) };
     int ret = 0;
@@ -419,61 +386,10 @@ psplice_run(IohCopy *c, IohReader *rds, guint n, GError **error)
     return ret;
 }
 
-/* The splice path fits a restore into a pipe that no filter needs to see, of the whole
- * file from an aligned start (--length is left to the ring). */
-static gboolean
-psplice_fits(const IohCopy *c)
+gboolean
+ioh_psplice_fits(const IohCopy *c)
 {
     return c->dst->kind == IOH_KIND_PIPE && !(c->opts->filters && c->opts->filters[0]) &&
            !c->opts->has_length && c->src->align > 0 && c->src_start % c->src->align == 0;
 }
 
-/* The ring, from the first stream byte not yet delivered (its slots count from there). */
-static gboolean
-ring_from_here(IohCopy *c, IohReader *rds, guint n, GError **error)
-{
-    guint64 done = c->in;
-    gboolean ok;
-
-    c->src_start += done;
-    ok = ioh_ring_run(c, rds, n, error);
-    c->src_start -= done;
-    return ok;
-}
-
-static gboolean
-parallel_run(IohCopy *c, GError **error)
-{
-    IohReader rds[IOH_PSPLICE_MAX_READERS];
-    gboolean fits = psplice_fits(c);
-    guint n = open_readers(c, rds, fits ? CLAMP(c->nslots, 1, IOH_PSPLICE_MAX_READERS)
-                                        : CLAMP(c->nslots / 2, 1, IOH_MAX_READERS));
-    int ok = 0;
-
-    if (n < 2) {
-        g_debug("parallel readers: %u opened, one reader instead", n);
-        for (guint i = 0; i < n; i++) {
-            close(rds[i].fd);
-        }
-        return ioh_strategy_ring.run(c, error);
-    }
-    if (fits) {
-        ok = psplice_run(c, rds, n, error);
-    }
-    if (ok == 0) {
-        ok = ring_from_here(c, rds, MIN(n, IOH_MAX_READERS), error) ? 1 : -1;
-    }
-    for (guint i = 0; i < n; i++) {
-        close(rds[i].fd);    /* read-only: nothing to lose */
-    }
-    if (ok > 0) {
-        /* The source's own fd was not read: put its position where read() would have. */
-        lseek(c->src->fd, (off_t)(c->src_start + c->in), SEEK_SET);
-    }
-    return ok > 0;
-}
-
-const IohStrategy ioh_strategy_parallel = {
-    .name = "parallel",
-    .run = parallel_run,
-};

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "ioh-copy.h"
+#include "ioh-engine.h"    /* ioh_filter_checksum_lookup(), ioh_filter_checksum_names() */
 #include "ioh-file.h"
 #include "ioh-stats.h"
 
@@ -65,9 +66,6 @@ typedef struct {
 
 /* The registered filter called @name, or NULL. */
 const IohFilterClass *ioh_filter_lookup(const char *name);
-
-/* The registered checksum names, comma-separated, for messages ("xxh3"). */
-const char *ioh_filter_checksum_names(void);
 
 
 /* Opens the filters @opts->filters names (none: an empty chain). An unknown name is

@@ -13,7 +13,7 @@ static gboolean
 stream_prepare(IohCopy *c, GError **error)
 {
     (void)error;
-    ioh_layer_raise_pipe(c, c->dst);
+    ioh_stream_raise_pipe(c, c->dst);
     return TRUE;
 }
 
@@ -46,7 +46,7 @@ stream_finish(IohCopy *c, GError **error)
 
 const IohSinkClass ioh_sink_stream = {
     .name = "stream",
-    .accepts = ioh_layer_accepts_any,
+    .accepts = ioh_stream_accepts_any,
     .prepare = stream_prepare,
     .write = stream_write,
     .finish = stream_finish,

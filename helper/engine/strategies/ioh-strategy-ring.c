@@ -3,6 +3,7 @@
  * works on one part of the stream while the pipe moves the next (the stock
  * libvirt_iohelper reads, then writes: its disk idles while it reads the pipe). */
 #include "ioh-layer.h"
+#include "ioh-ring.h"
 
 static gboolean
 ring_run(IohCopy *c, GError **error)

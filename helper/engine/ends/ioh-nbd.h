@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include "ioh-engine.h"        /* ioh_nbd_end_new() */
 #include "ioh-layer.h"
 #include "ioh-nbd-connect.h"  /* ioh_nbd_connect_uri(), ioh_nbd_check_save() */
 #include "ioh-nbd-uri.h"      /* ioh_nbd_is_uri(), ioh_nbd_safe_name() */
@@ -35,9 +36,6 @@ typedef struct _IohNbd IohNbd;
  * path the end's name). */
 gboolean ioh_nbd_too_small(GError **error, const char *what, const IohEnd *end,
                            guint64 size);
-
-/* An end for @uri: kind IOH_KIND_NBD, fd -1, not yet connected. */
-IohEnd *ioh_nbd_end_new(const char *uri);
 
 /* Connects @end (its priv, freed with the end): each handshake bounded by
  * --stall-timeout (else IOH_NBD_CONNECT_TIMEOUT_S) and ended by the copy's cancellable.

@@ -1,0 +1,138 @@
+/* ioh-copy-io.c - what the layers call while a copy runs (ioh-layer.h): a chunk delivered
+ * through the filters to the sink, bytes counted, a wait on an fd that the copy's cancel
+ * ends, progress
+ *
+ * Apart from ioh-copy.c, which chooses the layers and runs them: the strategies and the
+ * layers call down into this file, never back into the one that calls them.
+ */
+#include "ioh-layer.h"
+#include "ioh-error.h"
+#include "ioh-fd.h"
+
+#include <errno.h>
+
+void
+ioh_copy_count_read(IohCopy *c)
+{
+    __atomic_fetch_add(&c->reads, 1, __ATOMIC_RELAXED);
+}
+
+gboolean
+ioh_copy_wait(IohCopy *c, int fd, short events, const char *what, const char *name,
+              GError **error)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (ioh_fd_wait(fd, events, c->cancel, -1, &err) >= 0 || !ioh_error_is_cancelled(err)) {
+        return TRUE;    /* ready, or a poll error that the read or write itself will tell */
+    }
+    return ioh_error_set_cancelled(error, what, name);
+}
+
+gboolean
+ioh_copy_retry(IohCopy *c, int errsv, int fd, short events, const char *what,
+               const char *name, GError **error)
+{
+    if (errsv == EINTR) {
+        return TRUE;
+    }
+    if (errsv == EAGAIN) {
+        return ioh_copy_wait(c, fd, events, what, name, error);
+    }
+    return ioh_error_set_errno(error, errsv, what, name);
+}
+
+/* The stream's bytes are the pipe side's (a save's source, a restore's sink), the stored
+ * ones the storage side's; they are equal unless a filter transforms the stream. */
+static void
+count(IohCopy *c)
+{
+    gboolean save = g_str_equal(c->stats->direction, "save");
+
+    c->stats->bytes = save ? c->in : c->out;
+    c->stats->stored = save ? c->out : c->in;
+}
+
+gboolean
+ioh_copy_moved(IohCopy *c, gsize len, gboolean write_behind, GError **error)
+{
+    c->in += (guint64)len;
+    c->out += (guint64)len;
+    count(c);
+    return ioh_cache_after_chunk(c, write_behind, error);
+}
+
+/* What leaves the last filter: the sink writes it. */
+static gboolean
+to_sink(gpointer data, const void *buf, gsize len, GError **error)
+{
+    IohCopy *c = data;
+
+    if (!c->sink->write(c, buf, len, error)) {
+        return FALSE;
+    }
+    c->out += (guint64)len;
+    count(c);
+    return TRUE;
+}
+
+/* ... in pieces: one vectored write where the sink has it. */
+static gboolean
+to_sinkv(gpointer data, const struct iovec *iov, int cnt, GError **error)
+{
+    IohCopy *c = data;
+    gsize len = 0;
+
+    if (!c->sink->writev) {
+        for (int i = 0; i < cnt; i++) {
+            if (!to_sink(c, iov[i].iov_base, iov[i].iov_len, error)) {
+                return FALSE;
+            }
+        }
+        return TRUE;
+    }
+    for (int i = 0; i < cnt; i++) {
+        len += iov[i].iov_len;
+    }
+    if (!c->sink->writev(c, iov, cnt, error)) {
+        return FALSE;
+    }
+    c->out += (guint64)len;
+    count(c);
+    return TRUE;
+}
+
+gboolean
+ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write_behind,
+                 GError **error)
+{
+    if (!ioh_filter_chain_data(c->filters, buf, len, error)) {
+        return FALSE;
+    }
+    c->in += (guint64)len;
+    count(c);
+    return ioh_cache_after_chunk(c, write_behind, error);
+}
+
+void
+ioh_copy_report_progress(IohCopy *c, gboolean final)
+{
+    gint64 now;
+
+    if (!c->opts->progress) {
+        return;
+    }
+    now = g_get_monotonic_time();
+    if (final || now - c->last_progress_us >= c->opts->progress_interval_us) {
+        c->last_progress_us = now;
+        c->opts->progress(c->stats, c->opts->progress_data);
+    }
+}
+
+void
+ioh_copy_route_filters(IohCopy *c)
+{
+    ioh_filter_chain_set_sink(c->filters, ioh_end_is_storage(c->dst) ? c->dst->name
+                                                                     : c->src->name,
+                              c->dst->direct ? c->align : 1, to_sink, to_sinkv, c);
+}

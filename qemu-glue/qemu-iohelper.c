@@ -128,6 +128,8 @@ main(int argc, char **argv)
     g_autoptr(QgSignalWatch) signals = NULL;
     g_autoptr(GError) err = NULL;
     g_autoptr(QgQmp) qmp = NULL;
+    g_autofree char **operands = NULL;
+    char **argv0 = argv;
     int status;
 
     /* G_MESSAGES_DEBUG=iohelper: the debug lines go to stderr, never into stdout (which
@@ -136,6 +138,9 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     signals = qg_signal_watch_new();
     status = qg_args_parse(&opts, &argc, &argv);
+    if (argv != argv0) {
+        operands = argv;    /* the parser's new vector of the operands (not their strings) */
+    }
     if (status) {
         return status < 0 ? 0 : status;
     }

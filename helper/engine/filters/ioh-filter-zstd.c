@@ -9,8 +9,8 @@
  * alignment (O_DIRECT), and the tail at the end.
  *
  * Incompressible input (random RAM, an encrypted guest) must cost little, and zstd's own
- * handling costs too much: measured on 256 MiB of random data piped in, level 1 took 0.59-
- * 0.80 s against 0.38-0.40 s raw (0.3 s of CPU in libzstd; docs/benchmarks.md). So each
+ * handling (raw blocks, but only after trying to compress them) costs too much
+ * (docs/benchmarks.md, "zstd compression", "Incompressible data"). So each
  * chunk is probed first: a few samples compressed at level 1 by a separate one-thread
  * context (about 1.5% of the chunk); when they do not shrink below IOH_ZSTD_RAW_RATIO,
  * the zstd frame in progress is ended and the chunk is stored as frames of one raw block

@@ -9,8 +9,8 @@
  *   iohwrap-nohelper.c  the path without a helper: the fd as it is, fdatasync at the end
  *   iohwrap-progress.c  the progress callback's delivery in the wrap's context
  *   iohwrap-spawn.c     spawning the helper with its four fds
- *   iohwrap-monitor.c   reading the helper's status pipe (the protocol) and stderr
  *   iohwrap-object.c    the object: its state, references, the progress callback
+ *   iohwrap-monitor.c   reading the helper's status pipe (the protocol) and stderr
  *   iohwrap-options.c   IohWrapOptions: checksum (and what later releases add)
  *   iohwrap-check.c     what ioh_wrap_new() refuses before anything is done
  *   iohwrap-error.c     the error domain (IOH_WRAP_ERROR)

@@ -15,24 +15,13 @@
 #include <unistd.h>
 
 void
-iohw_task_return(GTask *task, GError *err)
-{
-    if (err) {
-        g_task_return_error(task, err);
-    } else {
-        g_task_return_boolean(task, TRUE);
-    }
-}
-
-void
 iohw_finish_close_caller_locked(IohWrap *wrap)
 {
     struct stat st;
 
-    if (wrap->caller_closed || wrap->caller_fd < 0) {
+    if (wrap->caller_fd < 0) {
         return;
     }
-    wrap->caller_closed = TRUE;
     if (fstat(wrap->caller_fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
         st.st_dev == wrap->caller_dev && st.st_ino == wrap->caller_ino) {
         close(wrap->caller_fd);
@@ -68,8 +57,7 @@ set_result_locked(IohWrap *wrap, int wstatus)
 {
     IohwMonitor *m = wrap->monitor;
 
-    wrap->reaped = TRUE;
-    wrap->finished = TRUE;
+    wrap->state = IOHW_STATE_REAPED;
     iohw_monitor_read_status(m);
     iohw_monitor_read_err(m);
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
@@ -114,8 +102,7 @@ wait_helper_locked(IohWrap *wrap)
         if (errno != EINTR) {
             int errsv = errno;
             g_mutex_lock(&wrap->lock);
-            wrap->reaped = TRUE;
-            wrap->finished = TRUE;
+            wrap->state = IOHW_STATE_REAPED;
             g_set_error(&wrap->result, IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED,
                         "wait for helper %d: %s", (int)wrap->pid, g_strerror(errsv));
             return;
@@ -154,15 +141,15 @@ ioh_wrap_finish(IohWrap *wrap, GError **error)
         return FALSE;
     }
     g_mutex_lock(&wrap->lock);
-    if (!wrap->finished && wrap->task) {
+    if (!iohw_state_is_finished(wrap->state) && wrap->task) {
         g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
                     "ioh_wrap_finish: an asynchronous finish is pending");
     } else {
-        if (!wrap->finished && !wrap->spawned) {
+        if (wrap->state == IOHW_STATE_DIRECT) {
             iohw_nohelper_finish_locked(wrap);
-        } else if (!wrap->finished) {
+        } else if (wrap->state == IOHW_STATE_RUNNING) {
             wait_helper_locked(wrap);
-            waited = wrap->reaped;
+            waited = TRUE;
         }
         ok = return_result_locked(wrap, error);
     }
@@ -180,7 +167,7 @@ on_cancelled(GCancellable *cancellable, gpointer data)
 
     (void)cancellable;
     g_mutex_lock(&wrap->lock);
-    if (wrap->spawned && !wrap->reaped) {
+    if (wrap->state == IOHW_STATE_RUNNING) {
         kill(wrap->pid, SIGKILL);
     }
     g_mutex_unlock(&wrap->lock);
@@ -220,7 +207,7 @@ on_child_exited(GPid pid, gint wstatus, gpointer data)
 
     (void)pid;
     g_mutex_lock(&wrap->lock);
-    if (!wrap->reaped) {
+    if (wrap->state == IOHW_STATE_RUNNING) {
         set_result_locked(wrap, wstatus);
         if (wrap->result && wrap->cancellable &&
             g_cancellable_is_cancelled(wrap->cancellable)) {
@@ -286,10 +273,10 @@ ioh_wrap_finish_async(IohWrap *wrap, GCancellable *cancellable,
     }
     g_task_set_task_data(task, iohw_ref(wrap), iohw_unref);
     g_mutex_lock(&wrap->lock);
-    if (!wrap->spawned && !wrap->finished) {
+    if (wrap->state == IOHW_STATE_DIRECT) {
         g_mutex_unlock(&wrap->lock);
         iohw_nohelper_finish_async(task);
-    } else if (wrap->finished) {
+    } else if (iohw_state_is_finished(wrap->state)) {
         GError *err = wrap->result ? g_error_copy(wrap->result) : NULL;
         g_mutex_unlock(&wrap->lock);
         iohw_task_return(task, err);
@@ -329,16 +316,13 @@ iohw_finish_abandon_locked(IohWrap *wrap)
 {
     int wstatus = 0;
 
-    if (!wrap->spawned || wrap->reaped) {
+    if (wrap->state != IOHW_STATE_RUNNING) {
         return;
     }
     kill(wrap->pid, SIGKILL);
     while (waitpid(wrap->pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
-    wrap->reaped = TRUE;
-    if (!wrap->finished) {
-        wrap->finished = TRUE;
-        g_set_error(&wrap->result, G_IO_ERROR, G_IO_ERROR_CANCELLED,
-                    "wrap of %s freed before its helper finished", wrap->path);
-    }
+    wrap->state = IOHW_STATE_REAPED;
+    g_set_error(&wrap->result, G_IO_ERROR, G_IO_ERROR_CANCELLED,
+                "wrap of %s freed before its helper finished", wrap->path);
 }

@@ -35,6 +35,7 @@ iohw_nohelper_start(IohWrap *wrap, int fd, const IohwPlan *plan, GError **error)
         return FALSE;
     }
     g_debug("no helper for %s: the fd is used as it is", wrap->path);
+    wrap->state = IOHW_STATE_DIRECT;
     return TRUE;
 }
 
@@ -42,10 +43,10 @@ iohw_nohelper_start(IohWrap *wrap, int fd, const IohwPlan *plan, GError **error)
 void
 iohw_nohelper_finish_locked(IohWrap *wrap)
 {
-    if (wrap->finished) {
+    if (wrap->state != IOHW_STATE_DIRECT) {
         return;
     }
-    wrap->finished = TRUE;
+    wrap->state = IOHW_STATE_SYNCED;
     if (wrap->file_fd < 0) {
         return;
     }

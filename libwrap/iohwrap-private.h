@@ -1,18 +1,23 @@
 /* iohwrap-private.h - the wrap object, shared by the files of libwrap
  *
- *   iohwrap.c           the object and the public entry points: new, accessors, free
- *   iohwrap-spawn.c     spawning the helper with its four fds
- *   iohwrap-monitor.c   reading the helper's status pipe (the protocol) and stderr
- *   iohwrap-progress.c  the progress callback and its delivery in the wrap's context
+ * The files in layers; a file calls only the ones below it, never back up:
+ *   iohwrap.c           the public entry points: three constructors, accessors, free
+ *   iohwrap-uri.c       ioh_wrap_new_uri(): a wrap of a URI (NBD), where no file fd exists
+ *   iohwrap-start.c     the one path of every constructor: the helper (spawned, then its
+ *                       ready line awaited) or the path without one
  *   iohwrap-finish.c    waiting for the helper: the result, sync and async
  *   iohwrap-nohelper.c  the path without a helper: the fd as it is, fdatasync at the end
- *   iohwrap-check.c     what ioh_wrap_new() refuses before anything is done
+ *   iohwrap-progress.c  the progress callback's delivery in the wrap's context
+ *   iohwrap-spawn.c     spawning the helper with its four fds
+ *   iohwrap-object.c    the object: its state, references, the progress callback
+ *   iohwrap-monitor.c   reading the helper's status pipe (the protocol) and stderr
  *   iohwrap-options.c   IohWrapOptions: checksum (and what later releases add)
- *   iohwrap-uri.c       ioh_wrap_new_uri(): a wrap of a URI (NBD), where no file fd exists
+ *   iohwrap-check.c     what ioh_wrap_new() refuses before anything is done
+ *   iohwrap-error.c     the error domain (IOH_WRAP_ERROR)
  *
  * Threads: the wrap is reference counted inside (sources, pending GTask and idle
- * deliveries each hold a reference); @lock guards the monitor, the result and the
- * fields below it. Functions named *_locked are called with @lock held.
+ * deliveries each hold a reference); @lock guards the state, the monitor, the result and
+ * the fields below it. Functions named *_locked are called with @lock held.
  */
 #pragma once
 
@@ -71,15 +76,26 @@ void iohw_monitor_read_to_eof(IohwMonitor *monitor, GMutex *lock);
 gboolean iohw_monitor_wait_ready(IohwMonitor *monitor, int timeout_ms,
                                  gboolean *ret_timed_out);
 
-/* ---- iohwrap-progress.c: the callback -------------------------------------------- */
+/* ---- iohwrap-object.c: the registered progress callback ------------------------- */
 
-typedef struct _IohwProgressCb IohwProgressCb;
+/* Reference counted like GLib's GSourceCallback: a delivery holds a reference while @func
+ * runs, so that replacing the callback or freeing the wrap meanwhile (from @func itself or
+ * another thread) runs @notify only once @func has returned. */
+typedef struct {
+    gint refs;
+    IohWrapProgressFunc func;
+    gpointer data;
+    GDestroyNotify notify;
+} IohwProgressCb;
 
 IohwProgressCb *iohw_progress_cb_new(IohWrapProgressFunc func, gpointer data,
                                      GDestroyNotify notify);
+IohwProgressCb *iohw_progress_cb_ref(IohwProgressCb *cb);
 /* Drops a reference (NULL allowed); the last one gives the data back through notify. */
 void iohw_progress_cb_unref(IohwProgressCb *cb);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohwProgressCb, iohw_progress_cb_unref)
+
+/* ---- iohwrap-progress.c: delivering progress ------------------------------------- */
 
 /* Attaches the sources that read the status and stderr pipes in the wrap's context. */
 void iohw_progress_watch(IohWrap *wrap);
@@ -88,10 +104,10 @@ void iohw_progress_schedule(IohWrap *wrap);
 
 /* ---- iohwrap-spawn.c ------------------------------------------------------------- */
 
-/* Spawns the helper for @wrap as @plan says; on success *@fd is the caller's end of the
- * data pipe and the original fd was closed (the wrap holds its own copy). *@fd -1: a
- * wrap of a URI (wrap->uri), no file. */
-gboolean iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error);
+/* Spawns the helper for @wrap as @plan says, on a copy of @fd (-1: a wrap of a URI,
+ * wrap->uri, no file), and adopts the pipes: the state is RUNNING, wrap->caller_fd the
+ * caller's end of the data pipe, wrap->monitor reads the others. @fd stays the caller's. */
+gboolean iohw_spawn(IohWrap *wrap, int fd, const IohwPlan *plan, GError **error);
 
 /* ---- iohwrap-nohelper.c ---------------------------------------------------------- */
 
@@ -101,6 +117,15 @@ gboolean iohw_nohelper_start(IohWrap *wrap, int fd, const IohwPlan *plan, GError
 void iohw_nohelper_finish_locked(IohWrap *wrap);
 /* The same in a worker thread, completing @task (whose data is the wrap). */
 void iohw_nohelper_finish_async(GTask *task);
+
+/* ---- iohwrap-start.c ------------------------------------------------------------- */
+
+/* The one path of every constructor: a new wrap of @name (NULL: "fd *@fd") or of @uri
+ * (NULL: a file) with a copy of @options, started as @plan says, which the caller has
+ * checked. A file's wrap uses the helper when @plan or @options need it (a URI's always);
+ * on success *@fd is what the caller hands QEMU. */
+IohWrap *iohw_wrap_create(const char *name, const char *uri, int *fd, const IohwPlan *plan,
+                          const IohWrapOptions *options, GError **error);
 
 /* ---- iohwrap-finish.c ------------------------------------------------------------ */
 
@@ -113,8 +138,6 @@ void iohw_finish_complete_task(IohWrap *wrap);
 /* A helper that never became ready: killed first when @kill_it, reaped, and its error
  * (the final line's, or its exit status) in @error. The caller's end is closed. */
 void iohw_finish_failed_start(IohWrap *wrap, gboolean kill_it, GError **error);
-/* Returns @err (taken; NULL: success, TRUE) from @task. */
-void iohw_task_return(GTask *task, GError *err);
 
 /* ---- iohwrap-options.c: what the helper does besides copying ---------------------- */
 
@@ -142,17 +165,41 @@ gboolean iohw_options_compressing(const IohWrapOptions *options);
 /* Appends the helper's compression arguments (--compress, --decompress, --threads). */
 void iohw_options_add_compress_args(const IohWrapOptions *options, GPtrArray *argv);
 
-/* ---- iohwrap.c: the object ------------------------------------------------------- */
+/* ---- iohwrap-object.c: the object ----------------------------------------------- */
+
+/* The wrap's lifecycle; every change with @lock held once a constructor has returned it.
+ *   NEW --spawn--> RUNNING --reaped--> REAPED      (a helper; REAPED has the result)
+ *   NEW --no helper--> DIRECT --synced--> SYNCED   (the caller's fd as it is)
+ * A constructor that fails leaves NEW or REAPED behind and frees the wrap. */
+typedef enum {
+    IOHW_STATE_NEW,           /* a constructor is building it: nothing started */
+    IOHW_STATE_DIRECT,        /* no helper: the caller uses its fd itself */
+    IOHW_STATE_SYNCED,        /* no helper, finished: a save's file synced, @result set */
+    IOHW_STATE_RUNNING,       /* the helper runs (@pid), not reaped yet */
+    IOHW_STATE_REAPED,        /* the helper reaped (or abandoned), @result set */
+} IohwState;
+
+static inline gboolean
+iohw_state_has_helper(IohwState state)
+{
+    return state == IOHW_STATE_RUNNING || state == IOHW_STATE_REAPED;
+}
+
+static inline gboolean
+iohw_state_is_finished(IohwState state)
+{
+    return state == IOHW_STATE_SYNCED || state == IOHW_STATE_REAPED;
+}
 
 struct _IohWrap {
     gint refs;
     GMutex lock;
     GMainContext *context;    /* thread-default at ioh_wrap_new(): progress goes there */
+    IohwState state;
 
     char *path;
     char *helper;             /* the helper binary, for messages */
     gboolean save;
-    gboolean spawned;
     GPid pid;
 
     int file_fd;              /* the caller's file, kept (CLOEXEC) until the end */
@@ -160,33 +207,33 @@ struct _IohWrap {
     guint64 length;           /* 0: to EOF */
     IohWrapOptions *options;  /* what the helper does besides copying (never NULL) */
 
-    int caller_fd;            /* our end of the data pipe, as handed out in *fd */
+    int caller_fd;            /* our end of the data pipe, as handed out in *fd; -1 once
+                               * closed */
     dev_t caller_dev;
     ino_t caller_ino;
-    gboolean caller_closed;
 
     IohwMonitor *monitor;     /* NULL without a helper */
     GSource *status_source;
     GSource *err_source;
 
     guint64 told_written, told_synced;   /* what the callback last received */
-    IohwProgressCb *progress; /* NULL: none registered */
+    IohwProgressCb *progress; /* NULL: none registered, or ioh_wrap_free() ran */
 
-    gboolean reaped;
-    gboolean finished;
-    GError *result;           /* NULL with finished == TRUE: success */
+    GError *result;           /* once finished; NULL: success */
 
     GTask *task;              /* pending ioh_wrap_finish_async() */
     GSource *child_source;
     GCancellable *cancellable;
     gulong cancel_id;
-    gboolean freed;           /* ioh_wrap_free() was called */
     char *uri;                /* ioh_wrap_new_uri(): the URI as given (path: without secrets) */
 };
 
-/* A new wrap (one reference) for @path (NULL: "fd @fd") as @plan says. */
+/* A new wrap (one reference, state NEW) for @path (NULL: "fd @fd") as @plan says. */
 IohWrap *iohw_wrap_new(const char *path, int fd, const IohwPlan *plan);
 IohWrap *iohw_ref(IohWrap *wrap);
 void iohw_unref(gpointer wrap);
+
+/* Returns @err (taken; NULL: success, TRUE) from @task. */
+void iohw_task_return(GTask *task, GError *err);
 
 G_END_DECLS

@@ -1,55 +1,15 @@
 /* iohwrap-progress.c - the progress callback, run in the wrap's GMainContext
  *
  * Sources in the context captured by ioh_wrap_new() read the status and stderr pipes
- * (iohwrap-monitor.c) and deliver new figures to the registered callback.
+ * (iohwrap-monitor.c) and deliver new figures to the registered callback (held in the
+ * object, iohwrap-object.c; ioh_wrap_free() takes it away, so that nothing is delivered
+ * after it).
  */
 #include "config.h"
 
 #include "iohwrap-private.h"
 
 #include <glib-unix.h>
-
-/* The registered progress callback. Reference counted like GLib's GSourceCallback: a
- * delivery holds a reference while @func runs, so that replacing the callback or freeing
- * the wrap meanwhile (from @func itself or another thread) runs @notify only once @func
- * has returned. */
-struct _IohwProgressCb {
-    gint refs;
-    IohWrapProgressFunc func;
-    gpointer data;
-    GDestroyNotify notify;
-};
-
-IohwProgressCb *
-iohw_progress_cb_new(IohWrapProgressFunc func, gpointer data, GDestroyNotify notify)
-{
-    IohwProgressCb *cb = g_new0(IohwProgressCb, 1);
-
-    cb->refs = 1;
-    cb->func = func;
-    cb->data = data;
-    cb->notify = notify;
-    return cb;
-}
-
-static IohwProgressCb *
-progress_cb_ref(IohwProgressCb *cb)
-{
-    g_atomic_int_inc(&cb->refs);
-    return cb;
-}
-
-void
-iohw_progress_cb_unref(IohwProgressCb *cb)
-{
-    if (!cb || !g_atomic_int_dec_and_test(&cb->refs)) {
-        return;
-    }
-    if (cb->notify) {
-        cb->notify(cb->data);
-    }
-    g_free(cb);
-}
 
 static void
 deliver(IohWrap *wrap)
@@ -58,10 +18,10 @@ deliver(IohWrap *wrap)
     guint64 w = 0, s = 0;
 
     g_mutex_lock(&wrap->lock);
-    if (wrap->progress && wrap->progress->func && !wrap->freed && wrap->monitor &&
+    if (wrap->progress && wrap->progress->func && wrap->monitor &&
         (wrap->monitor->written != wrap->told_written ||
          wrap->monitor->synced != wrap->told_synced)) {
-        cb = progress_cb_ref(wrap->progress);
+        cb = iohw_progress_cb_ref(wrap->progress);
         w = wrap->told_written = wrap->monitor->written;
         s = wrap->told_synced = wrap->monitor->synced;
     }

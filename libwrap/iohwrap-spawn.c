@@ -25,9 +25,6 @@
 
 #define HELPER_STATUS_FD 3
 #define FD_FLOOR 10        /* fds handed to the spawn are moved above this */
-/* How long the helper may take to say "ready" (it reads its config file and checks its
- * ends; nothing it waits for is an outside party): far beyond a loaded machine's start. */
-#define READY_TIMEOUT_MS 30000
 #define URI_ENV "IOHELPER_NBD_URI"
 
 /* The fds of one spawn until the helper and the wrap own them: whatever is still here
@@ -228,70 +225,18 @@ adopt_fds(IohWrap *wrap, SpawnFds *f)
     ioh_fd_clear(&f->data[wrap->save ? 0 : 1]);
 }
 
-/* The caller's fd as it was, to put back when the helper (which shares its open file
- * description) refused to start: ioh_wrap_new() then leaves *fd untouched. */
-typedef struct {
-    int fd;
-    int fl;
-    off_t pos;
-} FdState;
-
-static FdState
-fd_state_save(int fd)
-{
-    FdState st = { fd, -1, -1 };
-
-    if (fd >= 0) {
-        st.fl = fcntl(fd, F_GETFL);
-        st.pos = lseek(fd, 0, SEEK_CUR);
-    }
-    return st;
-}
-
-static void
-fd_state_restore(const FdState *st)
-{
-    if (st->fl >= 0 && fcntl(st->fd, F_GETFL) != st->fl) {
-        (void)fcntl(st->fd, F_SETFL, st->fl);
-    }
-    if (st->pos >= 0) {
-        (void)lseek(st->fd, st->pos, SEEK_SET);
-    }
-}
-
-/* Waits for the helper's ready line (docs/protocol.md): whatever it refuses up front (its
- * config file, its command line, the ends) is the constructor's error, before the caller
- * hands QEMU anything. A helper that does not start in time is killed. */
-static gboolean
-await_ready(IohWrap *wrap, const FdState *st, GError **error)
-{
-    gboolean timed_out = FALSE;
-
-    if (iohw_monitor_wait_ready(wrap->monitor, READY_TIMEOUT_MS, &timed_out)) {
-        return TRUE;
-    }
-    iohw_finish_failed_start(wrap, timed_out, error);
-    if (timed_out) {
-        g_prefix_error(error, "helper %s for %s did not start within %d s: ", wrap->helper,
-                       wrap->path, READY_TIMEOUT_MS / 1000);
-    }
-    fd_state_restore(st);
-    return FALSE;
-}
-
 gboolean
-iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
+iohw_spawn(IohWrap *wrap, int fd, const IohwPlan *plan, GError **error)
 {
     g_autofree char *helper = helper_path();
     g_autoptr(SpawnFds) f = NULL;
     g_autoptr(GPtrArray) argv = NULL;
-    FdState st = fd_state_save(*fd);
 
     if (!check_helper(helper, error)) {
         return FALSE;
     }
     f = spawn_fds_new();
-    if (!open_fds(f, *fd, wrap->save, error)) {
+    if (!open_fds(f, fd, wrap->save, error)) {
         return FALSE;
     }
     argv = helper_argv(helper, wrap, plan);
@@ -300,16 +245,8 @@ iohw_spawn(IohWrap *wrap, int *fd, const IohwPlan *plan, GError **error)
     }
     g_debug("helper %s for %s: pid %d, %s %s", helper, wrap->path, (int)wrap->pid,
             ioh_cache_mode_to_string(plan->mode), wrap->save ? "save" : "restore");
-    wrap->spawned = TRUE;
+    wrap->state = IOHW_STATE_RUNNING;
     wrap->helper = g_steal_pointer(&helper);
     adopt_fds(wrap, f);
-    if (!await_ready(wrap, &st, error)) {
-        return FALSE;
-    }
-    iohw_progress_watch(wrap);
-    if (*fd >= 0) {
-        close(*fd);
-    }
-    *fd = wrap->caller_fd;
     return TRUE;
 }

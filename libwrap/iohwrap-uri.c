@@ -65,8 +65,8 @@ IohWrap *
 ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd, const IohWrapParams *params,
                  const IohWrapOptions *options, GError **error)
 {
-    g_autoptr(IohWrap) wrap = NULL;
     g_autofree char *name = NULL;
+    IohWrap *wrap;
     IohwPlan plan;
     int fd = -1;
 
@@ -77,14 +77,11 @@ ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd, const IohWrapParam
         return NULL;
     }
     name = ioh_nbd_safe_name(uri);
-    wrap = iohw_wrap_new(name, -1, &plan);
-    wrap->uri = g_strdup(uri);
-    wrap->options = iohw_options_copy(options);
-    if (!iohw_spawn(wrap, &fd, &plan, error)) {
-        return NULL;
+    wrap = iohw_wrap_create(name, uri, &fd, &plan, options, error);
+    if (wrap) {
+        *ret_fd = fd;
     }
-    *ret_fd = fd;
-    return g_steal_pointer(&wrap);
+    return wrap;
 }
 
 gboolean

@@ -1,8 +1,9 @@
 /* iohwrap.c - wrap a save/restore fd behind the iohelper process when needed
  *
- * The wrap object and the public entry points that are not the finish: ioh_wrap_new()
- * (checks, then the helper or the path without one), the accessors and ioh_wrap_free().
- * The other jobs are in their own files (iohwrap-private.h lists them). What happened is
+ * The public entry points that are not the finish: ioh_wrap_new() and the two that grew
+ * out of it (checks, then the one path of every constructor, iohwrap-start.c), the
+ * accessors and ioh_wrap_free(). The top of libwrap: the other jobs are in their own
+ * files, below this one (iohwrap-private.h draws the layers). What happened is
  * read from the helper's status pipe, the helper protocol (docs/protocol.md); its stderr
  * is kept for a debug message only, and nothing parses it.
  */
@@ -11,88 +12,13 @@
 #include "iohwrap.h"
 #include "iohwrap-private.h"
 
-#include "ioh-error.h"
-#include "ioh-fd.h"
-
-/* Its errors carry the helper's errno, operation and path as fields (helper/core's
- * ioh_error_get_errno() and friends read them). */
-GQuark
-ioh_wrap_error_quark(void)
-{
-    static GQuark q;
-    static gsize once;
-
-    if (g_once_init_enter(&once)) {
-        q = ioh_error_domain_register("ioh-wrap-error-quark");
-        g_once_init_leave(&once, 1);
-    }
-    return q;
-}
-
-IohWrap *
-iohw_ref(IohWrap *wrap)
-{
-    g_atomic_int_inc(&wrap->refs);
-    return wrap;
-}
-
-void
-iohw_unref(gpointer data)
-{
-    IohWrap *wrap = data;
-
-    if (!g_atomic_int_dec_and_test(&wrap->refs)) {
-        return;
-    }
-    g_clear_pointer(&wrap->status_source, g_source_unref);
-    g_clear_pointer(&wrap->err_source, g_source_unref);
-    g_clear_pointer(&wrap->child_source, g_source_unref);
-    g_clear_pointer(&wrap->monitor, iohw_monitor_free);
-    ioh_fd_clear(&wrap->file_fd);
-    iohw_progress_cb_unref(wrap->progress);    /* NULL once ioh_wrap_free() ran */
-    g_clear_error(&wrap->result);
-    g_clear_object(&wrap->cancellable);
-    g_clear_pointer(&wrap->context, g_main_context_unref);
-    g_free(wrap->path);
-    g_free(wrap->helper);
-    g_free(wrap->uri);
-    ioh_wrap_options_free(wrap->options);
-    g_mutex_clear(&wrap->lock);
-    g_free(wrap);
-}
-
-IohWrap *
-iohw_wrap_new(const char *path, int fd, const IohwPlan *plan)
-{
-    IohWrap *wrap = g_new0(IohWrap, 1);
-
-    wrap->refs = 1;
-    g_mutex_init(&wrap->lock);
-    wrap->context = g_main_context_ref_thread_default();
-    wrap->path = path ? g_strdup(path) : g_strdup_printf("fd %d", fd);
-    wrap->file_fd = -1;
-    wrap->caller_fd = -1;
-    wrap->save = plan->save;
-    wrap->length = plan->length;
-    wrap->start = plan->start;
-    return wrap;
-}
-
-/* The helper's --checksum: asked for, or implied by a verification. */
-static const char *
-options_checksum(const IohWrapOptions *options)
-{
-    return options->verify_checksum ? "xxh3" : options->checksum;
-}
 
 IohWrap *
 ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
                           const IohWrapParams *params, const IohWrapOptions *options,
                           GError **error)
 {
-    g_autoptr(IohWrap) wrap = NULL;
     IohwPlan plan;
-    gboolean helper;
 
     if (!fd) {
         g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
@@ -104,16 +30,7 @@ ioh_wrap_new_with_options(int *fd, const char *path, IohWrapFlags flags,
         !iohw_options_check(options, plan.save, FALSE, error)) {
         return NULL;
     }
-    wrap = iohw_wrap_new(path, *fd, &plan);
-    wrap->options = iohw_options_copy(options);
-    /* The checksum and compression are the helper's: asking for them spawns it. */
-    helper = (plan.flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0 ||
-             options_checksum(wrap->options) || iohw_options_compressing(wrap->options);
-    if (helper ? !iohw_spawn(wrap, fd, &plan, error)
-               : !iohw_nohelper_start(wrap, *fd, &plan, error)) {
-        return NULL;
-    }
-    return g_steal_pointer(&wrap);
+    return iohw_wrap_create(path, NULL, fd, &plan, options, error);
 }
 
 IohWrap *
@@ -149,9 +66,9 @@ ioh_wrap_get_checksum(IohWrap *wrap)
 {
     const char *sum = NULL;
 
-    if (wrap && wrap->spawned) {
+    if (wrap) {
         g_mutex_lock(&wrap->lock);
-        if (wrap->finished && !wrap->result) {
+        if (wrap->state == IOHW_STATE_REAPED && !wrap->result) {
             sum = wrap->monitor->checksum;
         }
         g_mutex_unlock(&wrap->lock);
@@ -159,16 +76,30 @@ ioh_wrap_get_checksum(IohWrap *wrap)
     return sum;
 }
 
+/* Whether @wrap (NULL allowed) has a helper, spawned or reaped. */
+static gboolean
+has_helper(IohWrap *wrap)
+{
+    gboolean helper = FALSE;
+
+    if (wrap) {
+        g_mutex_lock(&wrap->lock);
+        helper = iohw_state_has_helper(wrap->state);
+        g_mutex_unlock(&wrap->lock);
+    }
+    return helper;
+}
+
 gboolean
 ioh_wrap_is_spawned(IohWrap *wrap)
 {
-    return wrap && wrap->spawned;
+    return has_helper(wrap);
 }
 
 GPid
 ioh_wrap_get_pid(IohWrap *wrap)
 {
-    return wrap && wrap->spawned ? wrap->pid : 0;
+    return has_helper(wrap) ? wrap->pid : 0;
 }
 
 void
@@ -198,11 +129,13 @@ ioh_wrap_get_progress(IohWrap *wrap, guint64 *ret_written, guint64 *ret_synced)
 {
     guint64 w = 0, s = 0;
 
-    if (wrap && wrap->spawned) {
+    if (wrap) {
         g_mutex_lock(&wrap->lock);
-        iohw_monitor_read_status(wrap->monitor);
-        w = wrap->monitor->written;
-        s = wrap->monitor->synced;
+        if (iohw_state_has_helper(wrap->state)) {
+            iohw_monitor_read_status(wrap->monitor);
+            w = wrap->monitor->written;
+            s = wrap->monitor->synced;
+        }
         g_mutex_unlock(&wrap->lock);
     }
     if (ret_written) {
@@ -223,7 +156,6 @@ ioh_wrap_free(IohWrap *wrap)
         return;
     }
     g_mutex_lock(&wrap->lock);
-    wrap->freed = TRUE;
     iohw_finish_close_caller_locked(wrap);
     pending = wrap->task != NULL;
     if (wrap->child_source) {
@@ -252,9 +184,9 @@ static void
 result_bytes(IohWrap *wrap, guint64 *ret_stream, guint64 *ret_stored)
 {
     *ret_stream = *ret_stored = 0;
-    if (wrap && wrap->spawned) {
+    if (wrap) {
         g_mutex_lock(&wrap->lock);
-        if (wrap->finished && !wrap->result && wrap->monitor->got_result) {
+        if (wrap->state == IOHW_STATE_REAPED && !wrap->result && wrap->monitor->got_result) {
             *ret_stream = wrap->monitor->written;
             *ret_stored = wrap->monitor->stored;
         }

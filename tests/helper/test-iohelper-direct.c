@@ -1,0 +1,170 @@
+/* test-iohelper-direct.c - the iohelper binary, end to end (real pipes, real files on
+ * ext4, O_DIRECT): O_DIRECT's edges and what each mode leaves in the page cache
+ * (/helper/direct/..., /helper/cache/...)
+ */
+#include "iohelper-util.h"
+
+/* ---- page cache: --direct and --fadvise leave (almost) nothing behind ---- */
+
+static void
+test_cache_left(gconstpointer data)
+{
+    const char *mode = data;
+    g_autofree char *src = wpath("pc-src");
+    g_autofree char *img = wpath("pc-img");
+    const char *opts[] = { mode, NULL };
+    g_auto(GStrv) save = helper_argv(ioht_helper_path(), opts, "-", img);
+    guint64 size = 96 * MiB + 100, cached;
+
+    if (g_str_equal(mode, "--direct") && skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, size, 5);
+    g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(src, img));
+    g_unlink(src);
+    /* compare reads the image through the cache: measure a fresh save instead */
+    g_unlink(img);
+    ioht_write_random_file(src, size, 5);
+    g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
+    cached = ioht_cached_bytes(img);
+    g_test_message("%s: %" G_GUINT64_FORMAT " KiB of %" G_GUINT64_FORMAT " KiB cached", mode,
+                   cached / 1024, size / 1024);
+    if (g_str_equal(mode, "--direct")) {
+        g_assert_cmpuint(cached, <=, 64 * 1024);    /* only the buffered tail */
+    } else {
+        g_assert_cmpuint(cached, <=, 24 * MiB);
+    }
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* ---- block devices: O_DIRECT with an unaligned tail, no padding written ---- */
+
+static void
+test_block_device(void)
+{
+    g_autofree char *backing = wpath("blk-backing");
+    g_autofree char *src = wpath("blk-src");
+    g_autofree char *back = wpath("blk-back");
+    g_autofree char *dev = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *contents = NULL;
+    const guint64 size = 3 * MiB + 1234;
+    gsize len;
+    int st;
+
+    if (skip_unless_root()) {
+        return;
+    }
+    ioht_write_random_file(src, size, 31);
+    {
+        int fd = open(backing, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_assert_cmpint(ftruncate(fd, 8 * MiB), ==, 0);
+        close(fd);
+    }
+    {
+        g_autofree char *cmd = g_strdup_printf("losetup --find --show %s", backing);
+        if (!g_spawn_command_line_sync(cmd, &out, NULL, &st, NULL) || st != 0) {
+            g_test_skip("losetup failed: no loop devices here");
+            g_unlink(backing);
+            g_unlink(src);
+            return;
+        }
+        dev = g_strstrip(g_strdup(out));
+    }
+    {
+        const char *opts[] = { "--direct", NULL };
+        g_auto(GStrv) save = helper_argv(ioht_helper_path(), opts, "-", dev);
+        const char *ropts[] = { "--direct", "--length=3146962", NULL };
+        g_auto(GStrv) restore = helper_argv(ioht_helper_path(), ropts, dev, "-");
+        int rc1 = run_fed(save, src, -1, NULL);
+        int rc2 = run_drained(restore, -1, back, NULL);
+        g_autofree char *cmd = g_strdup_printf("losetup -d %s", dev);
+        g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL);
+        g_assert_cmpint(rc1, ==, 0);
+        g_assert_cmpint(rc2, ==, 0);
+    }
+    g_assert_true(ioht_files_equal(src, back));
+    /* The bytes past the stream stayed zero: the tail was not padded. */
+    g_assert_true(g_file_get_contents(backing, &contents, &len, NULL));
+    for (gsize i = size; i < size + 8192; i++) {
+        g_assert_cmpint(contents[i], ==, 0);
+    }
+    g_unlink(backing);
+    g_unlink(src);
+    g_unlink(back);
+}
+
+/* O_DIRECT needs an aligned start: an unaligned --offset is refused up front. */
+static void
+test_direct_unaligned_offset(void)
+{
+    g_autofree char *src = wpath("uo-src");
+    g_autofree char *img = wpath("uo-img");
+    const char *opts[] = { "--direct", "--offset=100", NULL };
+    g_auto(GStrv) argv = helper_argv(ioht_helper_path(), opts, "-", img);
+    g_autofree char *err = NULL;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, 8192, 16);
+    g_assert_cmpint(run_fed(argv, src, -1, &err), ==, 1);
+    assert_one_line(err, "not a multiple of");
+    g_unlink(src);
+    g_unlink(img);
+}
+
+/* ---- case 4: O_APPEND with O_DIRECT: the write lands at the file's end; say so when
+ * that end is unaligned, and append exactly when it is aligned ---- */
+static void
+test_append_direct(void)
+{
+    g_autofree char *src = wpath("ad-src");
+    g_autofree char *img = wpath("ad-img");
+    const char *opts[] = { "--direct", NULL };
+    g_auto(GStrv) standalone = helper_argv(ioht_helper_path(), opts, "-", "fd:1");
+    g_autofree char *err = NULL;
+    g_autofree char *err2 = NULL;
+    g_autofree char *err3 = NULL;
+    int fd;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, MiB + 3, 43);
+    ioht_write_random_file(img, 100, 44);
+    fd = open(img, O_WRONLY | O_APPEND | O_CLOEXEC);
+    g_assert_cmpint(run_fed(standalone, src, fd, &err), ==, 1);
+    close(fd);
+    assert_one_line(err, "O_APPEND, so writes land at its end, offset 100");
+    g_assert_null(strstr(err, "refused by its file system"));
+    {   /* libvirt's form */
+        g_auto(GStrv) lv = helper_argv(ioht_helper_path(), NULL, img, "1");
+        fd = open(img, O_WRONLY | O_APPEND | O_DIRECT | O_CLOEXEC);
+        g_assert_cmpint(run_fed(lv, src, fd, &err2), ==, 1);
+        close(fd);
+        assert_one_line(err2, "O_APPEND, so writes land at its end, offset 100");
+    }
+    g_assert_cmpuint(file_size(img), ==, 100);
+    ioht_write_random_file(img, 8192, 44);
+    fd = open(img, O_WRONLY | O_APPEND | O_CLOEXEC);
+    g_assert_cmpint(run_fed(standalone, src, fd, &err3), ==, 0);
+    close(fd);
+    g_assert_cmpuint(file_size(img), ==, 8192 + MiB + 3);
+    g_unlink(src);
+    g_unlink(img);
+}
+
+int
+main(int argc, char **argv)
+{
+    iohelper_test_init(&argc, &argv);
+    g_test_add_data_func("/helper/cache/direct-leaves-nothing", "--direct", test_cache_left);
+    g_test_add_data_func("/helper/cache/fadvise-leaves-little", "--fadvise", test_cache_left);
+    g_test_add_func("/helper/direct/block-device-tail", test_block_device);
+    g_test_add_func("/helper/direct/unaligned-offset-refused", test_direct_unaligned_offset);
+    g_test_add_func("/helper/direct/append-lands-at-end", test_append_direct);
+    return iohelper_test_run();
+}

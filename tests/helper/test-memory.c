@@ -175,6 +175,20 @@ layer_of(const Run *run, const char *name)
     return json_object_get_object_member(layers, name);
 }
 
+/* Whether a peak RSS means anything: under AddressSanitizer its shadow memory and
+ * quarantine are most of it, so there the round trips and the account's own report are
+ * checked, not the peak. */
+static gboolean
+rss_meaningful(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    g_test_message("AddressSanitizer: the peak RSS is not checked");
+    return FALSE;
+#else
+    return TRUE;
+#endif
+}
+
 /* The peak stays within @budget + @floors (the documented floors of the layers on) + the
  * base; the helper's report agrees: its floors within those, each layer between its floor
  * and its floor + the budget, scaled down exactly when it got less than it wanted. */
@@ -188,7 +202,9 @@ assert_bounded(const Run *run, guint64 budget, guint64 floors)
     g_test_message("peak %.1f MiB, bound %.1f MiB (budget %.1f + floors %.1f + base %.1f)",
                    (double)run->peak / MiB, (double)(budget + floors + BASE_BYTES) / MiB,
                    (double)budget / MiB, (double)floors / MiB, (double)BASE_BYTES / MiB);
-    g_assert_cmpuint(run->peak, <=, budget + floors + BASE_BYTES);
+    if (rss_meaningful()) {
+        g_assert_cmpuint(run->peak, <=, budget + floors + BASE_BYTES);
+    }
     g_assert_true(json_object_has_member(run->stats, "memory"));
     mem = json_object_get_object_member(run->stats, "memory");
     layers = json_object_get_object_member(mem, "layers");
@@ -222,16 +238,6 @@ assert_nbd_floor(const Run *run, guint conns)
     g_assert_true(json_object_get_boolean_member(nbd, "scaled"));
 }
 
-static gboolean
-sanitized(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-    g_test_skip("AddressSanitizer: its shadow memory and quarantine are most of the RSS");
-    return TRUE;
-#else
-    return FALSE;
-#endif
-}
 
 /* A save of 96 MiB through zstd (64 threads) into nbdkit over 16 connections of 256
  * requests of 2 MiB, then the restore through the decompressor, each with 8 MiB of budget:
@@ -248,7 +254,7 @@ test_nbd_zstd_round_trip(IohtDir *fx, gconstpointer data)
     Run save, restore;
 
     (void)data;
-    if (sanitized() || !server_start(&srv, fx->dir)) {
+    if (!server_start(&srv, fx->dir)) {
         server_stop(&srv);
         return;
     }
@@ -293,9 +299,6 @@ test_zstd19_budget_zero(IohtDir *fx, gconstpointer data)
     Run save, restore;
 
     (void)data;
-    if (sanitized()) {
-        return;
-    }
     write_stream(src, 32 * MiB);
     const char *save_args[] = { "--memory-budget=0", "--compress=zstd:19", "--threads=64",
                                 "--stats=json", "-", img, NULL };
@@ -327,9 +330,6 @@ test_unzstd_later_window(IohtDir *fx, gconstpointer data)
     Run restore;
 
     (void)data;
-    if (sanitized()) {
-        return;
-    }
     cmd = g_strdup_printf("sh -c 'printf x | zstd -q -1 -c > \"%s\" && "
                           "head -c 1M /dev/urandom | zstd -q -1 --long=27 -c >> \"%s\"'",
                           img, img);
@@ -340,9 +340,11 @@ test_unzstd_later_window(IohtDir *fx, gconstpointer data)
     restore = run_helper(args, rundir, NULL, back);
     g_assert_cmpint(json_object_get_int_member(layer_of(&restore, "unzstd"), "floor"), >=,
                     128 * MiB);
-    g_assert_cmpuint(restore.peak, <=,
-                     (guint64)json_object_get_int_member(layer_of(&restore, "unzstd"),
-                                                         "floor") + RING_FLOOR + BASE_BYTES);
+    if (rss_meaningful()) {
+        g_assert_cmpuint(restore.peak, <=,
+                         (guint64)json_object_get_int_member(layer_of(&restore, "unzstd"),
+                                                             "floor") + RING_FLOOR + BASE_BYTES);
+    }
     run_clear(&restore);
 }
 

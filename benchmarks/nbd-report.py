@@ -22,28 +22,32 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stats import fmt_cell, median, per_round, summary  # noqa: E402
 
+
+def pair(group, a, b, save=None, restore=None):
+    """The rows comparing case @a with case @b in @group: per direction a (target, note),
+    None for no row; the save's row first."""
+    cells = (("save", save), ("restore", restore))
+    return [(group, d, a, b, *cell) for d, cell in cells if cell]
+
+
 # The ratio table: group, direction, case A, case B, target (0: none), note.
+C4, C1 = "ours connections=4", "ours connections=1"
+PERCONN = (0, "a limit per connection")
 RATIOS = [
-    ("file", "save", "ours", "nbdcopy", 1.3, ""),
-    ("file", "save", "ours", "ours-fadvise-local", 0.9, ""),
-    ("file", "restore", "ours", "nbdcopy", 1.0, ""),
-    ("memory", "save", "ours", "nbdcopy", 0, "protocol cost"),
-    ("memory", "restore", "ours", "nbdcopy", 1.0, ""),
-    ("qemu", "save", "ours", "nbdcopy", 0, "qemu-nbd"),
-    ("qemu", "restore", "ours", "nbdcopy", 1.0, ""),
-    ("sweep", "save", "ours connections=4", "ours connections=1", 1.2, ""),
-    ("sweep", "restore", "ours connections=4", "ours connections=1", 0, "multi-conn"),
-    ("perconn", "save", "ours connections=4", "ours connections=1", 0, "a limit per connection"),
-    ("perconn", "restore", "ours connections=4", "ours connections=1", 0,
-     "a limit per connection"),
-    ("file", "save", "ours", "ours-conn1", 0, "4 vs 1 connection, disk-bound"),
-    ("sweep", "save", "ours requests=16", "ours requests=1", 0, "overlap"),
-    ("sweep", "restore", "ours requests=16", "ours requests=1", 0, "overlap"),
-    ("sweep", "save", "ours request-size=256K", "ours request-size=4M", 0, "request size"),
-    ("sweep", "restore", "ours request-size=256K", "ours request-size=4M", 0, "request size"),
-    ("slow-comp", "save", "ours-compress", "ours", 0, "compressible, slow link"),
-    ("slow-rand", "save", "ours-compress", "ours", 0, "random, slow link"),
-    ("slow-comp", "save", "ours-compress", "nbdcopy", 0, "compressible, slow link"),
+    *pair("file", "ours", "nbdcopy", save=(1.3, "")),
+    *pair("file", "ours", "ours-fadvise-local", save=(0.9, "")),
+    *pair("file", "ours", "nbdcopy", restore=(1.0, "")),
+    *pair("memory", "ours", "nbdcopy", (0, "protocol cost"), (1.0, "")),
+    *pair("qemu", "ours", "nbdcopy", (0, "qemu-nbd"), (1.0, "")),
+    *pair("sweep", C4, C1, (1.2, ""), (0, "multi-conn")),
+    *pair("perconn", C4, C1, PERCONN, PERCONN),
+    *pair("file", "ours", "ours-conn1", save=(0, "4 vs 1 connection, disk-bound")),
+    *pair("sweep", "ours requests=16", "ours requests=1", (0, "overlap"), (0, "overlap")),
+    *pair("sweep", "ours request-size=256K", "ours request-size=4M", (0, "request size"),
+          (0, "request size")),
+    *pair("slow-comp", "ours-compress", "ours", save=(0, "compressible, slow link")),
+    *pair("slow-rand", "ours-compress", "ours", save=(0, "random, slow link")),
+    *pair("slow-comp", "ours-compress", "nbdcopy", save=(0, "compressible, slow link")),
 ]
 
 

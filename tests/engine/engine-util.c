@@ -19,25 +19,36 @@ engt_random(gsize len, guint32 seed)
     return b;
 }
 
-gboolean
-engt_save(const void *data, gsize len, IohEnd *dst, const IohCopyOptions *opts,
+/* ioh_copy() between @end and a pipe that @pump feeds (@save: the pipe is the source) or
+ * drains (the pipe is the destination); ioh_copy()'s result. */
+static gboolean
+pipe_copy(IohEnd *end, gboolean save, const IohtPumpOpts *pump, const IohCopyOptions *opts,
           IohStats *stats, GError **error)
 {
-    IohtPumpOpts feed = { .data = data, .len = len };
-    g_autoptr(IohEnd) src = NULL;
+    g_autoptr(IohEnd) pipe_end = NULL;
     IohtPump *t;
     gboolean ok;
     int fds[2];
 
     g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    t = ioht_feed_start(fds[1], &feed);
-    src = ioh_end_from_fd(fds[0], "pipe", NULL);
-    g_assert_nonnull(src);
-    ok = ioh_copy(src, dst, opts, stats, error);
-    /* a failed copy leaves the pipe unread: closing it ends the feed with EPIPE */
-    g_assert_true(ioh_end_close(src, NULL));
+    t = save ? ioht_feed_start(fds[1], pump) : ioht_drain_start(fds[0], pump);
+    pipe_end = ioh_end_from_fd(save ? fds[0] : fds[1], "pipe", NULL);
+    g_assert_nonnull(pipe_end);
+    ok = save ? ioh_copy(pipe_end, end, opts, stats, error)
+              : ioh_copy(end, pipe_end, opts, stats, error);
+    /* a failed save leaves the pipe unread: closing it ends the feed with EPIPE */
+    g_assert_true(ioh_end_close(pipe_end, NULL));
     ioht_pump_join(t, NULL);
     return ok;
+}
+
+gboolean
+engt_save(const void *data, gsize len, IohEnd *dst, const IohCopyOptions *opts,
+          IohStats *stats, GError **error)
+{
+    IohtPumpOpts feed = { .data = data, .len = len };
+
+    return pipe_copy(dst, TRUE, &feed, opts, stats, error);
 }
 
 gboolean
@@ -45,19 +56,8 @@ engt_restore(IohEnd *src, const IohCopyOptions *opts, IohStats *stats, GByteArra
              GError **error)
 {
     IohtPumpOpts drain = { .keep = got };
-    g_autoptr(IohEnd) dst = NULL;
-    IohtPump *t;
-    gboolean ok;
-    int fds[2];
 
-    g_assert_no_errno(pipe2(fds, O_CLOEXEC));
-    t = ioht_drain_start(fds[0], &drain);
-    dst = ioh_end_from_fd(fds[1], "pipe", NULL);
-    g_assert_nonnull(dst);
-    ok = ioh_copy(src, dst, opts, stats, error);
-    g_assert_true(ioh_end_close(dst, NULL));
-    ioht_pump_join(t, NULL);
-    return ok;
+    return pipe_copy(src, FALSE, &drain, opts, stats, error);
 }
 
 static GPtrArray *logged;

@@ -19,18 +19,39 @@ typedef struct {
     GPid server;
 } Server;
 
-/* nbdkit with @args (the plugin and its parameters, NULL-terminated): FALSE when the
- * test is skipped (no nbdkit). */
+static void server_stop(Server *s);
+
+/* nbdkit with @args (the plugin and its parameters, NULL-terminated) and @opts set to
+ * their defaults: FALSE when the test is skipped (no nbdkit), @s then already stopped. */
 static gboolean
-server_start(Server *s, const char *const *args)
+server_start(Server *s, const char *const *args, IohCopyOptions *opts)
 {
+    ioh_copy_options_init(opts);
     g_autofree char *sock = NULL;
 
     s->dir = ioht_workdir();
     sock = g_build_filename(s->dir, "nbd.sock", NULL);
     s->uri = g_strdup_printf("nbd+unix:///?socket=%s", sock);
     s->server = ioht_nbdkit_start(s->dir, sock, args);
-    return s->server != 0;
+    if (s->server == 0) {
+        server_stop(s);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A save of @len bytes of @in into the export at @uri, its end closed: TRUE when both
+ * succeed. */
+static gboolean
+save_into(const char *uri, const char *in, gsize len, const IohCopyOptions *opts,
+          IohStats *stats, GError **error)
+{
+    g_autoptr(IohEnd) dst = ioh_nbd_end_new(uri);
+
+    if (!engt_save(in, len, dst, opts, stats, error)) {
+        return FALSE;
+    }
+    return ioh_end_close(dst, error);
 }
 
 static void
@@ -60,26 +81,21 @@ test_roundtrip(gconstpointer data)
     g_autofree char *in = engt_random(len, 21);
     g_autoptr(GByteArray) back = g_byte_array_new();
     g_autoptr(GError) error = NULL;
-    g_autoptr(IohEnd) dst = NULL;
     g_autoptr(IohEnd) src = NULL;
     IohCopyOptions opts;
     IohStats stats;
     Server s = { 0 };
 
-    if (!server_start(&s, args)) {
-        server_stop(&s);
+    if (!server_start(&s, args, &opts)) {
         return;
     }
-    ioh_copy_options_init(&opts);
     opts.nbd_connections = sh->connections;
     opts.nbd_request_size = sh->request;
     opts.has_offset = sh->offset > 0;
     opts.offset = sh->offset;
-    dst = ioh_nbd_end_new(s.uri);
-    g_assert_true(engt_save(in, len, dst, &opts, &stats, &error));
+    g_assert_true(save_into(s.uri, in, len, &opts, &stats, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(stats.bytes, ==, len);
-    g_assert_true(ioh_end_close(dst, &error));
 
     opts.has_length = TRUE;
     opts.length = len;
@@ -97,18 +113,14 @@ assert_save_refused(const char *const *args, gsize len, int code, const char *te
 {
     g_autofree char *in = engt_random(len, 22);
     g_autoptr(GError) error = NULL;
-    g_autoptr(IohEnd) dst = NULL;
     IohCopyOptions opts;
     IohStats stats;
     Server s = { 0 };
 
-    if (!server_start(&s, args)) {
-        server_stop(&s);
+    if (!server_start(&s, args, &opts)) {
         return;
     }
-    ioh_copy_options_init(&opts);
-    dst = ioh_nbd_end_new(s.uri);
-    g_assert_false(engt_save(in, len, dst, &opts, &stats, &error));
+    g_assert_false(save_into(s.uri, in, len, &opts, &stats, &error));
     g_assert_error(error, IOH_ERROR, code);
     ioht_assert_contains(error->message, text);
     ioht_assert_contains(error->message, "nbd+unix:///?socket=");
@@ -143,11 +155,9 @@ test_restore_past_end(void)
     IohStats stats;
     Server s = { 0 };
 
-    if (!server_start(&s, args)) {
-        server_stop(&s);
+    if (!server_start(&s, args, &opts)) {
         return;
     }
-    ioh_copy_options_init(&opts);
     opts.has_length = TRUE;
     opts.length = 2 * MiB;
     src = ioh_nbd_end_new(s.uri);

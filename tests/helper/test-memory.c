@@ -178,6 +178,22 @@ layer_of(const Run *run, const char *name)
 /* Whether a peak RSS means anything: under AddressSanitizer its shadow memory and
  * quarantine are most of it, so there the round trips and the account's own report are
  * checked, not the peak. */
+/* The floor --stats=json gave for @run's layer @name. */
+static gint64
+floor_of(const Run *run, const char *name)
+{
+    return json_object_get_int_member(layer_of(run, name), "floor");
+}
+
+/* A round trip's end: @back holds what @src held; both runs cleared. */
+static void
+assert_round_trip(const char *src, const char *back, Run *save, Run *restore)
+{
+    g_assert_true(ioht_files_equal(src, back));
+    run_clear(save);
+    run_clear(restore);
+}
+
 static gboolean
 rss_meaningful(void)
 {
@@ -265,10 +281,8 @@ test_nbd_zstd_round_trip(IohtDir *fx, gconstpointer data)
     save = run_helper(save_args, rundir, src, NULL);
     assert_bounded(&save, 8 * MiB, RING_FLOOR + 16 * NBD_FLOOR_PER_CONN + ZSTD3_FLOOR_MAX);
     assert_nbd_floor(&save, 16);
-    g_assert_cmpint(json_object_get_int_member(layer_of(&save, "ring"), "floor"), ==,
-                    RING_FLOOR);
-    g_assert_cmpint(json_object_get_int_member(layer_of(&save, "zstd"), "floor"), <=,
-                    ZSTD3_FLOOR_MAX);
+    g_assert_cmpint(floor_of(&save, "ring"), ==, RING_FLOOR);
+    g_assert_cmpint(floor_of(&save, "zstd"), <=, ZSTD3_FLOOR_MAX);
     g_assert_true(json_object_get_boolean_member(layer_of(&save, "zstd"), "scaled"));
 
     length = g_strdup_printf("--length=%" G_GINT64_FORMAT,
@@ -280,11 +294,8 @@ test_nbd_zstd_round_trip(IohtDir *fx, gconstpointer data)
     assert_bounded(&restore, 8 * MiB,
                    RING_FLOOR + 16 * NBD_FLOOR_PER_CONN + UNZSTD_FLOOR_MAX);
     assert_nbd_floor(&restore, 16);
-    g_assert_cmpint(json_object_get_int_member(layer_of(&restore, "unzstd"), "floor"), <=,
-                    UNZSTD_FLOOR_MAX);
-    g_assert_true(ioht_files_equal(src, back));
-    run_clear(&save);
-    run_clear(&restore);
+    g_assert_cmpint(floor_of(&restore, "unzstd"), <=, UNZSTD_FLOOR_MAX);
+    assert_round_trip(src, back, &save, &restore);
     server_stop(&srv);
 }
 
@@ -304,15 +315,12 @@ test_zstd19_budget_zero(IohtDir *fx, gconstpointer data)
                                 "--stats=json", "-", img, NULL };
     save = run_helper(save_args, rundir, src, NULL);
     assert_bounded(&save, 0, RING_FLOOR + ZSTD19_FLOOR_MAX);
-    g_assert_cmpint(json_object_get_int_member(layer_of(&save, "zstd"), "floor"), <=,
-                    ZSTD19_FLOOR_MAX);
+    g_assert_cmpint(floor_of(&save, "zstd"), <=, ZSTD19_FLOOR_MAX);
     const char *restore_args[] = { "--memory-budget=0", "--decompress", "--stats=json", img,
                                    "-", NULL };
     restore = run_helper(restore_args, rundir, NULL, back);
     assert_bounded(&restore, 0, RING_FLOOR + UNZSTD_FLOOR_MAX);
-    g_assert_true(ioht_files_equal(src, back));
-    run_clear(&save);
-    run_clear(&restore);
+    assert_round_trip(src, back, &save, &restore);
 }
 
 /* An image whose first frame has a small window and a later one a window of 128 MiB
@@ -338,12 +346,10 @@ test_unzstd_later_window(IohtDir *fx, gconstpointer data)
     const char *args[] = { "--memory-budget=0", "--decompress", "--stats=json", img, "-",
                            NULL };
     restore = run_helper(args, rundir, NULL, back);
-    g_assert_cmpint(json_object_get_int_member(layer_of(&restore, "unzstd"), "floor"), >=,
-                    128 * MiB);
+    g_assert_cmpint(floor_of(&restore, "unzstd"), >=, 128 * MiB);
     if (rss_meaningful()) {
         g_assert_cmpuint(restore.peak, <=,
-                         (guint64)json_object_get_int_member(layer_of(&restore, "unzstd"),
-                                                             "floor") + RING_FLOOR + BASE_BYTES);
+                         (guint64)floor_of(&restore, "unzstd") + RING_FLOOR + BASE_BYTES);
     }
     run_clear(&restore);
 }

@@ -104,3 +104,14 @@ xxh3_of(const char *file)
     g_assert_cmpuint(strlen(value + 1), ==, 16);
     return g_strdup(value + 1);
 }
+
+char *
+fake_helper(const char *dir, const char *name, const char *script)
+{
+    char *path = tpath(dir, name);
+
+    g_assert_true(g_file_set_contents(path, script, -1, NULL));
+    g_assert_cmpint(g_chmod(path, 0755), ==, 0);
+    g_setenv("IOHELPER_PATH", path, TRUE);
+    return path;
+}

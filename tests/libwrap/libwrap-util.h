@@ -38,6 +38,10 @@ gboolean fd_is_open(int fd);
 
 gboolean have_direct(const char *dir);
 
+/* Writes @script as the executable @name in @dir and points IOHELPER_PATH at it (the
+ * caller restores it); the script's path. */
+char *fake_helper(const char *dir, const char *name, const char *script);
+
 /* ---- many at once ----------------------------------------------------------------- */
 
 typedef struct {

@@ -54,6 +54,24 @@ async_open(const char *path, IohWrapFlags flags, const IohWrapParams *params, As
     return wrap;
 }
 
+/* Asks the wrap's verdict asynchronously and waits for it in @a's loop. */
+static void
+async_run(Async *a, GCancellable *cancel)
+{
+    a->done = FALSE;
+    ioh_wrap_finish_async(a->wrap, cancel, on_finished, a);
+    g_main_loop_run(a->loop);
+}
+
+/* The async finish failed with @domain and @code (the error then cleared). */
+static void
+async_assert_failed(Async *a, GQuark domain, int code)
+{
+    g_assert_false(a->ok);
+    g_assert_error(a->error, domain, code);
+    g_clear_error(&a->error);
+}
+
 static void
 test_async_progress(IohtDir *fx, gconstpointer data)
 {
@@ -115,10 +133,9 @@ test_async_killed(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
     g_assert_false(fd_is_open(fd));
     g_main_loop_run(a.loop);
-    g_assert_false(a.ok);
-    g_assert_error(a.error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
+    g_assert_nonnull(a.error);
     g_assert_cmpstr(a.error->message, ==, "helper killed by signal 9");
-    g_clear_error(&a.error);
+    async_assert_failed(&a, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
     /* The sync finish now returns the same. */
     g_assert_false(ioh_wrap_finish(wrap, &error));
     g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_KILLED);
@@ -139,12 +156,9 @@ test_async_cancel(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     wrap = async_open(path, IOH_WRAP_POLLABLE, NULL, &a, &fd);
     /* A "QEMU" that never closes its copy: the helper would wait forever. */
     keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    ioh_wrap_finish_async(wrap, cancel, on_finished, &a);
     g_timeout_add(100, G_SOURCE_FUNC(g_cancellable_cancel), cancel);
-    g_main_loop_run(a.loop);
-    g_assert_false(a.ok);
-    g_assert_error(a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
-    g_clear_error(&a.error);
+    async_run(&a, cancel);
+    async_assert_failed(&a, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     close(keep);
     g_main_loop_unref(a.loop);
 }
@@ -170,9 +184,7 @@ test_async_free_pending(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     if (!a.done) {
         g_main_loop_run(a.loop);
     }
-    g_assert_false(a.ok);
-    g_assert_error(a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
-    g_clear_error(&a.error);
+    async_assert_failed(&a, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     close(keep);
     g_main_loop_unref(a.loop);
 }
@@ -192,15 +204,12 @@ test_async_nospawn(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
      * (in a worker thread, not in this loop). */
     g_assert_cmpint(write(fd, "stream", 6), ==, 6);
     close(fd);
-    ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
-    g_main_loop_run(a.loop);
+    async_run(&a, NULL);
     g_assert_true(a.ok);
     g_assert_no_error(a.error);
     /* Idempotent, sync and async. */
     g_assert_true(ioh_wrap_finish(wrap, &error));
-    a.done = FALSE;
-    ioh_wrap_finish_async(wrap, NULL, on_finished, &a);
-    g_main_loop_run(a.loop);
+    async_run(&a, NULL);
     g_assert_true(a.ok);
     g_main_loop_unref(a.loop);
 }

@@ -130,7 +130,7 @@ static void
 test_fail_long_stderr(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
     const char *dir = fx->dir;
-    g_autofree char *wrapper = tpath(dir, "chatty-iohelper");
+    g_autofree char *wrapper = NULL;
     g_autofree char *script = NULL;
     g_autofree char *path = tpath(dir, "chatty.save");
     g_autofree char *back = tpath(dir, "back");
@@ -147,9 +147,7 @@ test_fail_long_stderr(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
                              "  i=$((i + 1)); done\n"
                              "echo 'iohelper: an earlier line that is not the last' >&2\n"
                              "exec '%s' \"$@\"\n", saved_env);
-    g_assert_true(g_file_set_contents(wrapper, script, -1, NULL));
-    g_assert_cmpint(g_chmod(wrapper, 0755), ==, 0);
-    g_setenv("IOHELPER_PATH", wrapper, TRUE);
+    wrapper = fake_helper(dir, "chatty-iohelper", script);
     /* A stream short of its length, through a pipe (a short file is refused by new). */
     ioht_write_random_file(path, 4096, 14);
     g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
@@ -227,18 +225,6 @@ test_fail_config_typo(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     }
 }
 
-/* Write @script as an executable helper in @dir and point IOHELPER_PATH at it. */
-static char *
-fake_helper(const char *dir, const char *script)
-{
-    char *path = tpath(dir, "fake-iohelper");
-
-    g_assert_true(g_file_set_contents(path, script, -1, NULL));
-    g_assert_cmpint(g_chmod(path, 0755), ==, 0);
-    g_setenv("IOHELPER_PATH", path, TRUE);
-    return path;
-}
-
 /* A helper that exits 1 without a final line: the error names the helper and its exit
  * status, whatever its stderr says (nobody parses it: a line that looks like the
  * helper's own is not taken for the cause). */
@@ -248,7 +234,7 @@ test_fail_no_final_line(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     const char *dir = fx->dir;
     g_autofree char *saved_env = g_strdup(g_getenv("IOHELPER_PATH"));
     g_autofree char *path = tpath(dir, "nofinal.save");
-    g_autofree char *helper = fake_helper(dir,
+    g_autofree char *helper = fake_helper(dir, "fake-iohelper",
         "#!/bin/sh\n"
         "echo '{\"v\":1,\"minor\":0,\"type\":\"progress\",\"written\":4096,"
         "\"stored\":4096,\"synced\":0,\"seconds\":0.1,\"done\":false}' >&3\n"

@@ -129,7 +129,7 @@ static void
 test_progress_without_status(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
 {
     const char *dir = fx->dir;
-    g_autofree char *wrapper = tpath(dir, "quiet-iohelper");
+    g_autofree char *wrapper = NULL;
     g_autofree char *script = NULL;
     g_autofree char *src = tpath(dir, "src");
     g_autofree char *saved = tpath(dir, "q.save");
@@ -141,9 +141,7 @@ test_progress_without_status(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     int fd;
 
     script = g_strdup_printf("#!/bin/sh\nexec '%s' \"$@\" 3>/dev/null\n", saved_env);
-    g_assert_true(g_file_set_contents(wrapper, script, -1, NULL));
-    g_assert_cmpint(g_chmod(wrapper, 0755), ==, 0);
-    g_setenv("IOHELPER_PATH", wrapper, TRUE);
+    wrapper = fake_helper(dir, "quiet-iohelper", script);
     ioht_write_random_file(src, size, 13);
 
     fd = open_save(saved);

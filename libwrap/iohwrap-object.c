@@ -22,6 +22,7 @@ iohw_wrap_new(const char *path, int fd, const IohwPlan *plan)
     wrap->path = path ? g_strdup(path) : g_strdup_printf("fd %d", fd);
     wrap->file_fd = -1;
     wrap->caller_fd = -1;
+    wrap->stream_fd = -1;
     wrap->save = plan->save;
     wrap->length = plan->length;
     wrap->start = plan->start;

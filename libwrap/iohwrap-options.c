@@ -43,6 +43,7 @@ iohw_options_copy(const IohWrapOptions *options)
         copy->threads = options->threads;
         copy->connections = options->connections;
         copy->stall_timeout = options->stall_timeout;
+        copy->region = options->region;
     }
     return copy;
 }

@@ -126,6 +126,11 @@ void iohw_nohelper_finish_async(GTask *task);
  * on success *@fd is what the caller hands QEMU. */
 IohWrap *iohw_wrap_create(const char *name, const char *uri, int *fd, const IohwPlan *plan,
                           const IohWrapOptions *options, GError **error);
+/* The same for a channel (ioh_wrap_new_channel()): the helper's stream is @stream_fd, not a
+ * pipe; always a helper; on success *@fd is -1 (the wrap holds the file). */
+IohWrap *iohw_wrap_create_stream(const char *name, int stream_fd, int *fd,
+                                 const IohwPlan *plan, const IohWrapOptions *options,
+                                 GError **error);
 
 /* ---- iohwrap-finish.c ------------------------------------------------------------ */
 
@@ -150,6 +155,9 @@ struct _IohWrapOptions {
     guint threads;            /* the helper's --threads (with compress), 0: its default */
     guint connections;        /* the helper's --connections (NBD), 0: its default */
     guint stall_timeout;      /* the helper's --stall-timeout (NBD), 0: none */
+    guint64 region;           /* save: bytes the stored stream may take from its start
+                               * (RLIMIT_FSIZE), the file's rest left alone
+                               * (--no-truncate); 0: none (iohwrap-channel.c) */
 };
 
 /* A copy of @options (NULL: the defaults); never NULL. */
@@ -226,6 +234,9 @@ struct _IohWrap {
     GCancellable *cancellable;
     gulong cancel_id;
     char *uri;                /* ioh_wrap_new_uri(): the URI as given (path: without secrets) */
+    int stream_fd;            /* ioh_wrap_new_channel(): the caller's socket or pipe the
+                               * helper reads (save) or writes (restore) in place of a
+                               * pipe of ours; -1 otherwise. Not owned */
 };
 
 /* A new wrap (one reference, state NEW) for @path (NULL: "fd @fd") as @plan says. */

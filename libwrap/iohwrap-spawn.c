@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,10 +120,26 @@ lift_fd(int *fd, GError **error)
  * nobody reads (a caller that reads no progress must never stall the copy: the status
  * pipe is non-blocking and the helper drops a line that does not fit); the helper writes
  * one stderr line at its end. */
+/* A channel's stream (ioh_wrap_new_channel()): the helper's end is a copy of the
+ * caller's socket or pipe; the caller has no end of ours. */
 static gboolean
-open_fds(SpawnFds *f, int fd, gboolean save, GError **error)
+open_data(SpawnFds *f, int stream_fd, gboolean save, GError **error)
 {
-    if (!ioh_pipe_open(f->data, 0, IOH_PIPE_DEFAULT_SIZE, error) ||
+    if (stream_fd < 0) {
+        return ioh_pipe_open(f->data, 0, IOH_PIPE_DEFAULT_SIZE, error);
+    }
+    f->data[save ? 0 : 1] = fcntl(stream_fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+    if (f->data[save ? 0 : 1] < 0) {
+        g_autofree char *name = g_strdup_printf("fd %d", stream_fd);
+        return ioh_error_set_errno(error, errno, "dup", name);
+    }
+    return TRUE;
+}
+
+static gboolean
+open_fds(SpawnFds *f, int fd, int stream_fd, gboolean save, GError **error)
+{
+    if (!open_data(f, stream_fd, save, error) ||
         !ioh_pipe_open(f->status, O_NONBLOCK, 0, error) ||
         !ioh_pipe_open(f->err, 0, 0, error) || !ioh_fd_set_nonblock(f->err[0], TRUE, error)) {
         return FALSE;
@@ -167,6 +184,9 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
         g_ptr_array_add(argv, g_strdup_printf("--connections=%u",
                                               wrap->options->connections));
     }
+    if (wrap->options->region) {
+        g_ptr_array_add(argv, g_strdup("--no-truncate"));
+    }
     if (wrap->options->stall_timeout) {
         g_ptr_array_add(argv, g_strdup_printf("--stall-timeout=%u",
                                               wrap->options->stall_timeout));
@@ -183,9 +203,21 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
     return argv;
 }
 
+/* In the child before exec (async-signal-safe only): a channel's region bounds the file
+ * the helper may write, on every write path of the engine (EFBIG past it). */
+static void
+limit_file_size(gpointer data)
+{
+    struct rlimit rl;
+
+    rl.rlim_cur = rl.rlim_max = (rlim_t)*(const guint64 *)data;
+    (void)setrlimit(RLIMIT_FSIZE, &rl);
+}
+
 static gboolean
 run_helper(IohWrap *wrap, GPtrArray *argv, const SpawnFds *f, GError **error)
 {
+    guint64 limit = wrap->start + wrap->options->region;
     int source_fds[] = { f->status[1] };
     int target_fds[] = { HELPER_STATUS_FD };
     g_auto(GStrv) envp = wrap->uri ? g_environ_setenv(g_get_environ(), URI_ENV, wrap->uri, TRUE)
@@ -193,7 +225,9 @@ run_helper(IohWrap *wrap, GPtrArray *argv, const SpawnFds *f, GError **error)
 
     return g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv->pdata,
                                             (const char *const *)envp,
-                                            G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+                                            G_SPAWN_DO_NOT_REAP_CHILD,
+                                            wrap->options->region ? limit_file_size : NULL,
+                                            &limit,
                                             wrap->save ? f->data[0] : f->file,
                                             wrap->save ? f->file : f->data[1], f->err[1],
                                             source_fds, target_fds, 1, &wrap->pid,
@@ -236,7 +270,7 @@ iohw_spawn(IohWrap *wrap, int fd, const IohwPlan *plan, GError **error)
         return FALSE;
     }
     f = spawn_fds_new();
-    if (!open_fds(f, fd, wrap->save, error)) {
+    if (!open_fds(f, fd, wrap->stream_fd, wrap->save, error)) {
         return FALSE;
     }
     argv = helper_argv(helper, wrap, plan);

@@ -91,19 +91,20 @@ needs_helper(const IohWrap *wrap, const IohwPlan *plan)
 {
     const IohWrapOptions *o = wrap->options;
 
-    return wrap->uri || (plan->flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE |
-                                        IOH_WRAP_POLLABLE)) != 0 ||
+    return wrap->uri || wrap->stream_fd >= 0 ||
+           (plan->flags & (IOH_WRAP_DIRECT | IOH_WRAP_FADVISE | IOH_WRAP_POLLABLE)) != 0 ||
            o->checksum || o->verify_checksum || iohw_options_compressing(o);
 }
 
-IohWrap *
-iohw_wrap_create(const char *name, const char *uri, int *fd, const IohwPlan *plan,
-                 const IohWrapOptions *options, GError **error)
+static IohWrap *
+wrap_create(const char *name, const char *uri, int stream_fd, int *fd, const IohwPlan *plan,
+            const IohWrapOptions *options, GError **error)
 {
     IohWrap *wrap = iohw_wrap_new(name, *fd, plan);
     gboolean ok;
 
     wrap->uri = g_strdup(uri);
+    wrap->stream_fd = stream_fd;
     wrap->options = iohw_options_copy(options);
     ok = needs_helper(wrap, plan) ? start_helper(wrap, fd, plan, error)
                                   : iohw_nohelper_start(wrap, *fd, plan, error);
@@ -113,4 +114,18 @@ iohw_wrap_create(const char *name, const char *uri, int *fd, const IohwPlan *pla
         return NULL;
     }
     return wrap;
+}
+
+IohWrap *
+iohw_wrap_create(const char *name, const char *uri, int *fd, const IohwPlan *plan,
+                 const IohWrapOptions *options, GError **error)
+{
+    return wrap_create(name, uri, -1, fd, plan, options, error);
+}
+
+IohWrap *
+iohw_wrap_create_stream(const char *name, int stream_fd, int *fd, const IohwPlan *plan,
+                        const IohWrapOptions *options, GError **error)
+{
+    return wrap_create(name, NULL, stream_fd, fd, plan, options, error);
 }

@@ -568,4 +568,51 @@ guint64 ioh_wrap_get_stream_bytes(IohWrap *wrap);
  */
 guint64 ioh_wrap_get_stored_bytes(IohWrap *wrap);
 
+/* ---- parallel channels (0.4) ----------------------------------------------------- */
+
+/**
+ * ioh_wrap_new_channel:
+ * @stream_fd: one connection of a parallel migration (QEMU's multifd: the main channel
+ *     or one of its channels), a socket or a pipe: read by the helper on a save, written
+ *     on a restore. The helper gets a copy; @stream_fd stays the caller's, who should
+ *     close it once the wrap is made (else the helper of a restore never sees QEMU close
+ *     its end, nor QEMU the helper's end). Not handed to QEMU: QEMU made the connection.
+ * @fd: (inout): the image file, as for ioh_wrap_new(): its access mode gives the
+ *     direction. On success the wrap holds it and *@fd is set to -1. Open it once per
+ *     channel (each helper moves its own file position: no shared open file description).
+ * @path: (nullable): as for ioh_wrap_new().
+ * @flags: as for ioh_wrap_new(); a helper is always spawned.
+ * @params: (nullable): offset: where this channel's region starts; length (restore): the
+ *     region's stored bytes.
+ * @options: (nullable): as for ioh_wrap_new_with_options(), plus a region
+ *     (ioh_wrap_options_set_region()) on a save.
+ * @error: return location for a #GError.
+ *
+ * One helper per channel, each with the layers of a single stream (checksum,
+ * compression, the cache mode, the memory budget). Refuses what ioh_wrap_new_with_options()
+ * refuses, and a @stream_fd that is not an open socket or pipe of the right direction
+ * (IOH_WRAP_ERROR_BADFD). Finish and free each wrap as any other.
+ *
+ * Returns: (transfer full): the wrap, or NULL with @error set (*@fd untouched).
+ * Since: 0.4
+ */
+IohWrap *ioh_wrap_new_channel(int stream_fd, int *fd, const char *path, IohWrapFlags flags,
+                              const IohWrapParams *params, const IohWrapOptions *options,
+                              GError **error);
+
+/**
+ * ioh_wrap_options_set_region:
+ * @options: the options.
+ * @size: save: the bytes this channel's stored stream may take from its offset; 0: none.
+ * @error: return location for a #GError.
+ *
+ * With a region the helper never writes past offset + @size (RLIMIT_FSIZE: the write
+ * fails, the finish reports "File too large") and leaves the file's bytes past its stream
+ * as they are (--no-truncate): other channels' regions. Restore: refused.
+ *
+ * Returns: FALSE with IOH_WRAP_ERROR_INVALID for a size past 2^63 - 1.
+ * Since: 0.4
+ */
+gboolean ioh_wrap_options_set_region(IohWrapOptions *options, guint64 size, GError **error);
+
 G_END_DECLS

@@ -100,6 +100,8 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
     mopts.cancellable = cancellable;
     mopts.compress = opts.compress;
     mopts.threads = (guint)opts.threads;
+    mopts.channels = (guint)opts.channels;
+    mopts.qemu_compress = opts.qemu_compress;
     mopts.stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
                                                              : (guint)opts.stall_timeout_s;
     if (opts.progress) {

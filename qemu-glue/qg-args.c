@@ -72,6 +72,7 @@ parse_int(const char *name, const char *value, gint64 min, gint64 max, gint64 *r
 typedef enum {
     OPT_QMP, OPT_BYPASS_CACHE, OPT_LIVE, OPT_MAX_BANDWIDTH, OPT_PROGRESS, OPT_STATS,
     OPT_WAIT_MIGRATION, OPT_TIMEOUT, OPT_STALL_TIMEOUT, OPT_COMPRESS, OPT_THREADS, OPT_HELP,
+    OPT_CHANNELS, OPT_QEMU_COMPRESS,
 } OptId;
 
 static const char *const cache_words[] = { "direct", "fadvise", "none", NULL };
@@ -92,6 +93,8 @@ static const IohOptEntry entries[] = {
     { "compress", OPT_COMPRESS, 0, IOH_OPT_OPTIONAL, compress_words },
     { "threads", OPT_THREADS, 0, IOH_OPT_REQUIRED, NULL },
     { "help", OPT_HELP, 'h', IOH_OPT_NONE, NULL },
+    { "channels", OPT_CHANNELS, 0, IOH_OPT_REQUIRED, NULL },
+    { "qemu-compress", OPT_QEMU_COMPRESS, 0, IOH_OPT_REQUIRED, NULL },
     { NULL, 0, 0, 0, NULL },
 };
 
@@ -118,6 +121,11 @@ static const char usage_text[] =
     "                           default 1); a restore reads it from the header\n"
     "  --threads=N              save --compress: zstd's compression threads (1 to 64;\n"
     "                           default: the online CPUs)\n"
+    "  --channels=N             save: N parallel channels (QEMU's multifd, 1 to 16),\n"
+    "                           each through its own helper into its own region of FILE;\n"
+    "                           a restore reads N from the header (docs/channels.md)\n"
+    "  --qemu-compress=zstd     save --channels: QEMU's own multifd compression (zstd,\n"
+    "                           zlib or none)\n"
     "  -h, --help               show this help\n"
     "\n"
     "An optional value follows '=' (--stats=json).\n";
@@ -173,6 +181,10 @@ apply_option(const IohOptEntry *e, const char *value, gpointer data, GError **er
     case OPT_HELP:
         a->help = TRUE;
         return TRUE;
+    case OPT_QEMU_COMPRESS:
+        return qg_args_parse_qemu_compress(a, value, error);
+    case OPT_CHANNELS:
+        return qg_args_parse_channels(a, value, error);
     default:
         return apply_number(a, e, value, error);
     }
@@ -252,7 +264,7 @@ qg_args_parse(QgArgs *a, int *argc, char ***argv)
                     "for a file of that name", av[1], av[2], av[2]);
         return 2;
     }
-    if (!check_compress_args(a, av[1])) {
+    if (!check_compress_args(a, av[1]) || !qg_args_check_channels(a, av[1], av[2])) {
         return 2;
     }
     if (a->max_bandwidth_mib < 0 || a->timeout_s < 0 ||

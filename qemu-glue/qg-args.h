@@ -31,7 +31,15 @@ typedef struct {
     char *compress;        /* save: "zstd" or "zstd:LEVEL"; NULL: raw */
     gint threads;          /* save --compress: zstd's workers; 0: the online CPUs */
     gboolean help;         /* --help */
+    gint channels;         /* save --channels=N: QEMU's multifd channels; 0: one stream */
+    char *qemu_compress;   /* save --qemu-compress: "zstd", "zlib"; NULL: none */
 } QgArgs;
+
+/* qg-args-channels.c: --channels and --qemu-compress, and their checks (usage errors
+ * printed there). */
+gboolean qg_args_parse_channels(QgArgs *a, const char *value, GError **error);
+gboolean qg_args_parse_qemu_compress(QgArgs *a, const char *value, GError **error);
+gboolean qg_args_check_channels(const QgArgs *a, const char *cmd, const char *file);
 
 /* Parses and checks the command line into @a (set .stall_timeout_s to G_MININT first):
  * 0, with the operands left in *@argc and *@argv (after the program's name); -1 when

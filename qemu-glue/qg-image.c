@@ -37,6 +37,9 @@ qg_image_info_free(QgImageInfo *info)
     g_free(info->qemu_version);
     g_free(info->machine);
     g_free(info->compression);
+    g_free(info->regions);
+    g_free(info->multifd_compression);
+    g_free(info->uuid);
     g_free(info);
 }
 
@@ -129,6 +132,7 @@ qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
     json_builder_add_string_value(b, sum);
     qg_image_add_compression(b, info);
     json_builder_end_object(b);
+    qg_image_channels_encode(b, info);
     json_builder_end_object(b);
     root = json_builder_get_root(b);
     json_generator_set_root(gen, root);
@@ -141,8 +145,9 @@ qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
     }
     memset(buf, 0, QG_IMAGE_HEADER_SIZE);
     memcpy(buf, QG_IMAGE_MAGIC, 8);
-    put_le32(buf + 8, info->compression ? QG_IMAGE_FORMAT_VERSION_COMPRESSED
-                                        : QG_IMAGE_FORMAT_VERSION);
+    put_le32(buf + 8, info->channels      ? QG_IMAGE_FORMAT_VERSION_CHANNELS
+                      : info->compression ? QG_IMAGE_FORMAT_VERSION_COMPRESSED
+                                          : QG_IMAGE_FORMAT_VERSION);
     put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
     put_le32(buf + 16, (guint32)len);
     put_le32(buf + 20, 0);
@@ -151,8 +156,8 @@ qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
     return TRUE;
 }
 
-static gboolean
-qg_image_parse_checksum(const char *s, guint64 *ret)
+gboolean
+qg_image_checksum_parse(const char *s, guint64 *ret)
 {
     char *end = NULL;
 
@@ -191,7 +196,7 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                        QgImageInfo *info, const char *path, GError **error)
 {
     if (!stream ||
-        !qg_image_parse_checksum(ioh_json_get_string(stream, "checksum"), &info->checksum) ||
+        !qg_image_checksum_parse(ioh_json_get_string(stream, "checksum"), &info->checksum) ||
         ioh_json_get_int(stream, "length", -1) < 0 ||
         ioh_json_get_int(stream, "offset", -1) != hsize) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
@@ -209,7 +214,9 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                     "recorded compressed", path);
         return FALSE;
     }
-    if (version == QG_IMAGE_FORMAT_VERSION_COMPRESSED &&
+    if ((version == QG_IMAGE_FORMAT_VERSION_COMPRESSED ||
+         (version == QG_IMAGE_FORMAT_VERSION_CHANNELS &&
+          json_object_has_member(stream, "compression"))) &&
         !qg_image_decode_compression(stream, info)) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                     "corrupt image header %s: compression (zstd, level -7 to 19, "
@@ -248,11 +255,11 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
     version = get_le32(buf + 8);
     hsize = get_le32(buf + 12);
     jlen = get_le32(buf + 16);
-    if (version < QG_IMAGE_FORMAT_VERSION || version > QG_IMAGE_FORMAT_VERSION_COMPRESSED) {
+    if (version < QG_IMAGE_FORMAT_VERSION || version > QG_IMAGE_FORMAT_VERSION_CHANNELS) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION,
-                    "unsupported image %s: format version %u (this tool reads %u and %u)",
+                    "unsupported image %s: format version %u (this tool reads %u to %u)",
                     path, version, QG_IMAGE_FORMAT_VERSION,
-                    QG_IMAGE_FORMAT_VERSION_COMPRESSED);
+                    QG_IMAGE_FORMAT_VERSION_CHANNELS);
         return NULL;
     }
     if (hsize != QG_IMAGE_HEADER_SIZE || jlen > hsize - QG_IMAGE_FIXED) {
@@ -279,7 +286,10 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
     }
     root = json_node_get_object(node);
     if (!qg_image_decode_stream(ioh_json_get_object(root, "stream"), hsize, version, info,
-                                path, error)) {
+                                path, error) ||
+        ((version == QG_IMAGE_FORMAT_VERSION_CHANNELS ||
+          json_object_has_member(root, "multifd")) &&
+         !qg_image_channels_decode(root, info, path, error))) {
         return NULL;
     }
     info->qemu_version = g_strdup(ioh_json_get_string(root, "qemu-version") ?: "");
@@ -386,6 +396,9 @@ qg_image_read_header(int fd, const char *path, GError **error)
                     (guint64)MAX(st.st_size - (gint64)info->stream_offset, 0),
                     info->compression ? "compressed stream" : "stream",
                     info->stored_length);
+        return NULL;
+    }
+    if (!qg_image_channels_check_size(info, (guint64)st.st_size, path, error)) {
         return NULL;
     }
     return g_steal_pointer(&info);

@@ -25,6 +25,10 @@
  * knows only version 1 refuses a compressed image ("format version 2") instead of
  * feeding QEMU zstd frames. A version above 2 is refused the same way.
  *
+ * Multi-channel images (since issue 31, QEMU's multifd) have format version 3: "stream"
+ * is the main channel's (with the compression members of version 2 when compressed),
+ * and "multifd" indexes the channels' regions (qg-image-channels.c, docs/channels.md).
+ *
  * A save writes the "IOHQPART" placeholder first and the real header LAST, after the
  * stream is durable; so a file whose save died never reads as a complete image.
  */
@@ -36,7 +40,9 @@ G_BEGIN_DECLS
 
 #define QG_IMAGE_HEADER_SIZE 4096
 #define QG_IMAGE_FORMAT_VERSION 1              /* a raw image */
-#define QG_IMAGE_FORMAT_VERSION_COMPRESSED 2   /* a compressed image: the newest read */
+#define QG_IMAGE_FORMAT_VERSION_COMPRESSED 2   /* a compressed image */
+#define QG_IMAGE_FORMAT_VERSION_CHANNELS 3     /* multifd channels: the newest read */
+#define QG_IMAGE_CHANNELS_MAX 16
 
 #define QG_IMAGE_ERROR (qg_image_error_quark())
 GQuark qg_image_error_quark(void);
@@ -51,6 +57,14 @@ typedef enum {
     QG_IMAGE_ERROR_CHECKSUM,    /* the stream does not match its checksum */
 } QgImageError;
 
+/* One multifd channel's region of a version-3 image. */
+typedef struct {
+    guint64 offset;         /* in the file, a multiple of 4096 */
+    guint64 length;         /* the channel's stream */
+    guint64 stored_length;  /* its bytes in the file (= length when raw) */
+    guint64 checksum;       /* XXH3-64 of the channel's stream */
+} QgImageRegion;
+
 typedef struct {
     char *qemu_version;
     char *machine;
@@ -64,6 +78,11 @@ typedef struct {
     char *compression;      /* "zstd", or NULL: the stream is stored as it is */
     int compress_level;     /* the level it was saved with (may be negative) */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
+    /* format version 3: QEMU's multifd channels, each in its own region */
+    guint channels;         /* 0: a single stream */
+    QgImageRegion *regions; /* channels entries, region i holding channel i */
+    char *multifd_compression;  /* QEMU's own: "none", "zstd", "zlib" */
+    char *uuid;             /* the source QEMU's UUID in the channels' init packets (hex) */
 } QgImageInfo;
 
 QgImageInfo *qg_image_info_new(void);
@@ -93,6 +112,18 @@ QgImageInfo *qg_image_read_header(int fd, const char *path, GError **error);
 
 /* "xxh3-64:0123456789abcdef" */
 char *qg_image_checksum_to_string(guint64 checksum);
+/* Parses "xxh3-64:<16 hex digits>"; FALSE for anything else. */
+gboolean qg_image_checksum_parse(const char *s, guint64 *ret);
+
+/* qg-image-channels.c: the "multifd" member of a version-3 header. */
+struct _JsonBuilder;
+struct _JsonObject;
+void qg_image_channels_encode(struct _JsonBuilder *b, const QgImageInfo *info);
+gboolean qg_image_channels_decode(struct _JsonObject *root, QgImageInfo *info,
+                                  const char *path, GError **error);
+/* Every region inside a file of @size bytes. */
+gboolean qg_image_channels_check_size(const QgImageInfo *info, guint64 size,
+                                      const char *path, GError **error);
 
 /* Parses a --compress spec, "zstd" or "zstd:LEVEL" (LEVEL -7 to 19, default 1, as the
  * helper's): sets @info's compression and level. FALSE (G_OPTION_ERROR_BAD_VALUE, the

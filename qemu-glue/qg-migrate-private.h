@@ -7,12 +7,14 @@
  *   qg-save-file.c   the new image (prefix qg_save_file_): "FILE.part-XXXXXX", then header, rename, fsync
  *   qg-save.c, qg-restore.c  the two jobs, step by step
  *   qg-compress.c    compressed images: the helper's options, the header's figures
+ *   qg-save-channels.c  QEMU's multifd: a helper per connection, a region each (qg_mfd_)
  */
 #pragma once
 
 #include <gio/gio.h>
 
 #include "iohwrap.h"
+#include "qg-channels.h"
 #include "qg-image.h"
 #include "qg-migrate.h"
 
@@ -186,5 +188,41 @@ void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
  * (QG_IMAGE_ERROR_CORRUPT). Nothing otherwise. */
 void qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, gboolean loaded,
                               GError **error);
+
+/* ---- qg-save-channels.c: QEMU's multifd (docs/channels.md) ---- */
+
+typedef struct {
+    QgChannels *ch;     /* the socket and its n + 1 connections */
+    IohWrap **wraps;    /* the n channels' helpers (the main channel's is the job's) */
+    guint64 region;     /* save: the size of each region */
+} QgMfd;
+
+QgMfd *qg_mfd_new(guint n, GError **error);
+/* Kills the channels' helpers still running, closes the connections, removes the
+ * socket. Accepts NULL. */
+void qg_mfd_free(QgMfd *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QgMfd, qg_mfd_free)
+gboolean qg_mfd_set_capability(QgQmp *qmp, gboolean on, GError **error);
+/* The capability multifd, multifd-channels @n and multifd-compression (NULL: none). */
+gboolean qg_mfd_set_qemu(QgQmp *qmp, guint n, const char *compression, GError **error);
+/* `migrate` (@save) or `migrate-incoming` with uri "unix:@socket_path". */
+gboolean qg_mfd_start(QgQmp *qmp, gboolean save, const char *socket_path, GError **error);
+/* A region for a stream of at most @bound stored bytes (rounded up to 1 MiB). */
+guint64 qg_mfd_region_size(guint64 bound);
+/* Save, after `migrate`: accepts the n + 1 connections and starts a helper on each, into
+ * its region of @tmp_path (@name in messages); the main channel's wrap in *@ret_main. */
+gboolean qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name,
+                           QgImageInfo *info, const QgMigrateOptions *opts, guint64 region,
+                           IohWrap **ret_main, GError **error);
+/* Save, QEMU done: no extra connection, the channels' helpers' verdicts, the index. */
+gboolean qg_mfd_save_finish(QgMfd *m, QgImageInfo *info, const QgMigrateOptions *opts,
+                            GError **error);
+/* Restore, after `migrate-incoming`: connects the main channel, then the channels, each
+ * fed by its own helper from its region of @path. */
+gboolean qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *info,
+                              const QgMigrateOptions *opts, IohWrap **ret_main,
+                              GError **error);
+/* Restore, QEMU done: each channel's helper delivered its region's length and checksum. */
+gboolean qg_mfd_restore_verify(QgMfd *m, const QgImageInfo *info, GError **error);
 
 G_END_DECLS

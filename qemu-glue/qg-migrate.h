@@ -64,6 +64,11 @@ typedef struct {
      * reads the compression from the header and needs nothing here. */
     const char *compress;
     guint threads;              /* save with compress: zstd's workers; 0: the CPUs */
+    /* save: QEMU's multifd with this many channels (1 to QG_IMAGE_CHANNELS_MAX), each
+     * through its own helper into its own region of the image (docs/channels.md); 0: one
+     * stream. A restore reads it from the header. */
+    guint channels;
+    const char *qemu_compress;  /* save with channels: multifd-compression ("zstd", "zlib") */
 } QgMigrateOptions;
 
 typedef struct {
@@ -78,6 +83,7 @@ typedef struct {
     gboolean compressed;    /* the image holds zstd frames */
     int compress_level;     /* the level it was saved with */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
+    guint channels;         /* multifd channels besides the main one; 0: one stream */
 } QgMigrateStats;
 
 /**

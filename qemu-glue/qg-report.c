@@ -84,6 +84,8 @@ add_compression_json(JsonBuilder *b, const QgMigrateStats *s)
         json_builder_set_member_name(b, "compression_level");
         json_builder_add_int_value(b, s->compress_level);
     }
+    json_builder_set_member_name(b, "channels");   /* multifd's, besides the main one */
+    json_builder_add_int_value(b, s->channels);
 }
 
 /* The mode a job reports: an NBD export has no page cache (--bypass-cache is moot). */

@@ -30,6 +30,7 @@ typedef struct {
     gboolean done;
     char *uri;              /* an NBD source: the URI as given (job.path: uri_name) */
     char *uri_name;         /* ... without its secrets */
+    QgMfd *mfd;             /* a multi-channel image: QEMU's multifd connections */
 } QgRestore;
 
 static void
@@ -49,6 +50,7 @@ qg_restore_free(QgRestore *r)
     ioh_fd_clear(&r->qemu_fd);
     qg_mig_watch_clear(&r->job.w);   /* kills a helper still running, waits for its exit */
     g_clear_pointer(&r->wrap, ioh_wrap_free);
+    g_clear_pointer(&r->mfd, qg_mfd_free);
     ioh_fd_clear(&r->fd);
     if (r->loaded && !r->done) {
         /* A QEMU started without -S runs the guest as soon as the stream is loaded,
@@ -283,6 +285,59 @@ qg_restore_resume(QgRestore *r, GError **error)
     return TRUE;
 }
 
+/* A multi-channel image: its regions checked, QEMU's multifd set as at the save,
+ * `migrate-incoming unix:`, the main channel connected first, then the channels, each
+ * fed by its own helper; then QEMU's verdict. QEMU is touched before any helper runs. */
+static gboolean
+qg_restore_mfd_load(QgRestore *r, GError **error)
+{
+    const char *comp = r->info->multifd_compression;
+
+    if (!qg_channels_check_image(r->fd, r->info, r->job.path, error) ||
+        !(r->mfd = qg_mfd_new(r->info->channels, error)) ||
+        !qg_mfd_set_qemu(r->job.qmp, r->info->channels, g_strcmp0(comp, "none") ? comp : NULL,
+                         error) ||
+        !qg_mfd_start(r->job.qmp, FALSE, r->mfd->ch->path, error)) {
+        return FALSE;
+    }
+    r->loading = TRUE;
+    r->job.w.start = g_get_monotonic_time();
+    if (!qg_mfd_restore_plumb(r->mfd, r->job.qmp, r->job.path, r->info, r->job.opts, &r->wrap,
+                              error)) {
+        return FALSE;
+    }
+    r->job.stats.helper = TRUE;
+    r->job.stats.channels = r->info->channels;
+    r->job.w.wrap = r->wrap;
+    r->job.w.total = r->info->stream_length;
+    qg_mig_helper_start(&r->job.w);
+    if (!qg_mig_wait(&r->job.w, FALSE, error)) {
+        return FALSE;
+    }
+    r->loaded = TRUE;
+    r->job.stats.qemu_seconds = (g_get_monotonic_time() - r->job.w.start) / 1e6;
+    return TRUE;
+}
+
+/* The helpers, QEMU's load: one stream through a pipe, or multifd's connections. */
+static gboolean
+qg_restore_run(QgRestore *r, GError **error)
+{
+    if (r->info->channels) {
+        if (!qg_restore_mfd_load(r, error) || !qg_restore_verify(r, error) ||
+            !qg_mfd_restore_verify(r->mfd, r->info, error)) {
+            return FALSE;
+        }
+        for (guint i = 0; i < r->info->channels; i++) {
+            r->job.stats.stream_length += r->info->regions[i].length;
+            r->job.stats.stored_length += r->info->regions[i].stored_length;
+        }
+        return TRUE;
+    }
+    return qg_restore_plumb(r, error) && qg_restore_load(r, error) &&
+           qg_restore_verify(r, error);
+}
+
 gboolean
 qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
                    QgMigrateStats *ret_stats, GError **error)
@@ -293,8 +348,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     qg_mig_job_init(&r->job, "restore", qmp, path, opts);
     r->fd = r->qemu_fd = -1;
     if (!qg_restore_check_qemu(r, error) || !qg_restore_open(r, error) ||
-        !qg_mig_enable_events(qmp, error) || !qg_restore_plumb(r, error) ||
-        !qg_restore_load(r, error) || !qg_restore_verify(r, error) ||
+        !qg_mig_enable_events(qmp, error) || !qg_restore_run(r, error) ||
         !qg_restore_resume(r, error)) {
         qg_mig_compress_diagnose(path, r->info, r->loaded, error);
         return FALSE;

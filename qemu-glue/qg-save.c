@@ -36,6 +36,9 @@ typedef struct {
     gboolean done;
     char *uri;              /* an NBD target: the URI as given (job.path: uri_name) */
     char *uri_name;         /* ... without its secrets */
+    QgMfd *mfd;             /* --channels: QEMU's multifd connections and their helpers */
+    gboolean mfd_caps;      /* QEMU's multifd capability is ours to turn off on failure */
+    guint64 region;         /* --channels: each connection's region in the image */
 } QgSave;
 
 static void
@@ -49,6 +52,10 @@ qg_save_free(QgSave *s)
     }
     ioh_fd_clear(&s->qemu_fd);
     g_clear_pointer(&s->wrap, ioh_wrap_free);   /* kills a helper still running */
+    g_clear_pointer(&s->mfd, qg_mfd_free);
+    if (s->mfd_caps && !s->done) {
+        qg_mfd_set_capability(s->job.qmp, FALSE, NULL);   /* a next save may be one stream */
+    }
     g_clear_pointer(&s->file, qg_save_file_free);   /* removes the .part file */
     if (s->stopped && !s->done) {
         qg_qmp_run(s->job.qmp, "cont", NULL, NULL);
@@ -228,6 +235,41 @@ qg_save_nbd_plumb(QgSave *s, GError **error)
     return s->qemu_fd >= 0;
 }
 
+/* --channels: QEMU's multifd set, our socket listening, each region's size. The helpers
+ * start once QEMU has connected (qg_save_mfd_migrate()). */
+static gboolean
+qg_save_mfd_prepare(QgSave *s, GError **error)
+{
+    s->region = qg_mfd_region_size(qg_save_stream_bound(s));
+    s->mfd = qg_mfd_new(s->job.opts->channels, error);
+    if (!s->mfd) {
+        return FALSE;
+    }
+    s->mfd_caps = TRUE;
+    s->job.stats.helper = TRUE;
+    s->job.stats.channels = s->job.opts->channels;
+    return qg_mfd_set_qemu(s->job.qmp, s->job.opts->channels, s->job.opts->qemu_compress,
+                           error) &&
+           qg_channels_listen(s->mfd->ch, error);
+}
+
+/* --channels: `migrate unix:OUR-SOCKET`, then a helper on each connection QEMU opens. */
+static gboolean
+qg_save_mfd_migrate(QgSave *s, GError **error)
+{
+    s->job.w.start = g_get_monotonic_time();
+    if (!qg_mfd_start(s->job.qmp, TRUE, s->mfd->ch->path, error)) {
+        return FALSE;
+    }
+    s->migrating = TRUE;
+    if (!qg_mfd_save_plumb(s->mfd, s->file->tmp_path, s->job.path, s->info, s->job.opts,
+                           s->region, &s->wrap, error)) {
+        return FALSE;
+    }
+    s->job.w.wrap = s->wrap;
+    return TRUE;
+}
+
 /* The image file, QEMU's migration settings, the plumbing: before the guest pauses. */
 static gboolean
 qg_save_prepare(QgSave *s, GError **error)
@@ -249,6 +291,9 @@ qg_save_prepare(QgSave *s, GError **error)
         return FALSE;
     }
     s->bw_changed = s->old_bw != 0;
+    if (s->job.opts->channels) {
+        return qg_save_mfd_prepare(s, error);
+    }
     return s->uri ? qg_save_nbd_plumb(s, error) : qg_save_plumb(s, error);
 }
 
@@ -279,6 +324,22 @@ qg_save_failed(QgSave *s, GError *qerr, GError **error)
     g_error_free(qerr);
 }
 
+/* QEMU gets the helper's pipe: `migrate fd:`. */
+static gboolean
+qg_save_migrate_fd(QgSave *s, GError **error)
+{
+    if (!qg_mig_pass_fd(s->job.qmp, QG_FDNAME_SAVE, s->qemu_fd, error)) {
+        return FALSE;
+    }
+    ioh_fd_clear(&s->qemu_fd);   /* QEMU holds its own copy; ours would hide EOF */
+    s->job.w.start = g_get_monotonic_time();
+    if (!qg_mig_start(s->job.qmp, TRUE, QG_FDNAME_SAVE, error)) {
+        return FALSE;
+    }
+    s->migrating = TRUE;
+    return TRUE;
+}
+
 /* Pauses the guest (unless live), hands QEMU its pipe and waits for "completed". */
 static gboolean
 qg_save_migrate(QgSave *s, GError **error)
@@ -291,15 +352,9 @@ qg_save_migrate(QgSave *s, GError **error)
         }
         s->stopped = TRUE;
     }
-    if (!qg_mig_pass_fd(s->job.qmp, QG_FDNAME_SAVE, s->qemu_fd, error)) {
+    if (s->mfd ? !qg_save_mfd_migrate(s, error) : !qg_save_migrate_fd(s, error)) {
         return FALSE;
     }
-    ioh_fd_clear(&s->qemu_fd);   /* QEMU holds its own copy; ours would hide EOF */
-    s->job.w.start = g_get_monotonic_time();
-    if (!qg_mig_start(s->job.qmp, TRUE, QG_FDNAME_SAVE, error)) {
-        return FALSE;
-    }
-    s->migrating = TRUE;
     if (!qg_mig_wait(&s->job.w, TRUE, &qerr)) {
         qg_save_failed(s, qerr, error);
         return FALSE;
@@ -323,6 +378,9 @@ qg_save_complete(QgSave *s, GError **error)
     }
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
+    if (s->mfd && !qg_mfd_save_finish(s->mfd, s->info, s->job.opts, error)) {
+        return FALSE;
+    }
     qg_mig_compress_stats(s->info, &s->job.stats);
     /* The header last: after the helper's flush, flushed itself. */
     if (s->uri ? !qg_save_nbd_commit(s, error)
@@ -330,6 +388,10 @@ qg_save_complete(QgSave *s, GError **error)
         return FALSE;
     }
     s->job.stats.stream_length = s->info->stream_length;
+    for (guint i = 0; i < s->info->channels; i++) {
+        s->job.stats.stream_length += s->info->regions[i].length;
+        s->job.stats.stored_length += s->info->regions[i].stored_length;
+    }
     s->job.stats.checksum = s->info->checksum;
     s->job.stats.seconds = (g_get_monotonic_time() - s->job.w.start) / 1e6;
     s->job.stats.qemu_seconds = (t_qemu - s->job.w.start) / 1e6;

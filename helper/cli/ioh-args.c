@@ -49,6 +49,8 @@ static const char usage_text[] =
     "  --request-size=SIZE    NBD: bytes per command (default 256K)\n"
     "  --stall-timeout=SEC    NBD: fail when the server sends nothing for SEC seconds\n"
     "                         while commands are in flight (default: wait)\n"
+    "  --no-truncate          save: leave the file's bytes past the stream as they are\n"
+    "                         (a region of a multi-channel image, docs/channels.md)\n"
     "  --memory-budget=SIZE   buffers of all helpers on the host beyond one each\n"
     "                         (default: memory-budget in /etc/iohelper.conf, else none)\n"
     "  -h, --help             show this help\n"
@@ -73,6 +75,7 @@ typedef enum {
     OPT_STATUS_INTERVAL, OPT_RECORD, OPT_HELP, OPT_VERSION, OPT_CHECKSUM,
     OPT_VERIFY_CHECKSUM, OPT_COMPRESS, OPT_DECOMPRESS, OPT_THREADS, OPT_CONNECTIONS,
     OPT_REQUESTS, OPT_REQUEST_SIZE, OPT_STALL_TIMEOUT, OPT_MEMORY_BUDGET,
+    OPT_NO_TRUNCATE,
 } OptId;
 
 static const char *const stats_words[] = { "text", "json", NULL };
@@ -106,6 +109,7 @@ static const IohOptEntry entries[] = {
     VALUE("request-size", OPT_REQUEST_SIZE),
     VALUE("stall-timeout", OPT_STALL_TIMEOUT),
     VALUE("memory-budget", OPT_MEMORY_BUDGET),
+    FLAG("no-truncate", OPT_NO_TRUNCATE, 0),
     { NULL, 0, 0, 0, NULL },
 };
 
@@ -330,6 +334,9 @@ apply_option(const IohOptEntry *e, const char *val, gpointer data, GError **erro
         return TRUE;
     case OPT_DECOMPRESS:
         a->decompress = TRUE;
+        return TRUE;
+    case OPT_NO_TRUNCATE:
+        a->copy.no_truncate = TRUE;
         return TRUE;
     case OPT_STATS:
         return apply_stats(a, val, error);

@@ -268,7 +268,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     /* Every check that could refuse the copy has passed before a save target opened by
      * path loses its old contents. */
     ok = ioh_error_check_cancellable(opts->cancellable, "copy", NULL, error) &&
-         assemble(&c, error) && ioh_end_apply_truncate(dst, error) &&
+         assemble(&c, error) && (opts->no_truncate || ioh_end_apply_truncate(dst, error)) &&
          c.strategy->run(&c, error) && finish(&c, error);
     stats->end_us = g_get_monotonic_time();
     stats->cpu_us = process_cpu_us() - cpu0;

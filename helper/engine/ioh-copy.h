@@ -38,6 +38,8 @@ typedef struct {
                                  * G_IO_ERROR_CANCELLED; NULL: none. A read waiting on a silent
                                  * stream wakes; one blocking write() into a full pipe
                                  * still waits for its reader (see ioh-fd.h) */
+    gboolean no_truncate;       /* save: leave the file's bytes past the stream (another
+                                 * channel's region of the image, docs/channels.md) */
     gboolean has_expected_checksum;
     guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
                                  * checksum differs (EBADMSG) */

@@ -1,6 +1,7 @@
 /* qg-test.c - real QEMU guests for the qemu-glue tests */
 #include "qg-test.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,4 +250,18 @@ qgt_tool_run_timeout(const char *const *args, guint secs, char **ret_stdout,
         return WEXITSTATUS(status);
     }
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+QgImageInfo *
+qgt_image_info(const char *img)
+{
+    g_autoptr(GError) error = NULL;
+    QgImageInfo *info;
+    int fd = open(img, O_RDONLY | O_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    info = qg_image_read_header(fd, img, &error);
+    g_assert_no_error(error);
+    close(fd);
+    return info;
 }

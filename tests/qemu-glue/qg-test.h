@@ -2,6 +2,8 @@
 #pragma once
 
 #include <glib.h>
+
+#include "qg-image.h"
 #include "qg-qmp.h"
 
 G_BEGIN_DECLS
@@ -66,5 +68,8 @@ void qgt_assert_one_line(const char *err);
 /* The tool's path (the test's first argument, set by meson). */
 void qgt_set_tool(const char *path);
 const char *qgt_tool(void);
+
+/* The header of image @img, read and checked (it must be sound). */
+QgImageInfo *qgt_image_info(const char *img);
 
 G_END_DECLS

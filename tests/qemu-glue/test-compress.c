@@ -76,20 +76,6 @@ sh_out(const char *cmd)
     return out;
 }
 
-static QgImageInfo *
-read_info(const char *img)
-{
-    g_autoptr(GError) error = NULL;
-    QgImageInfo *info;
-    int fd = open(img, O_RDONLY | O_CLOEXEC);
-
-    g_assert_cmpint(fd, >=, 0);
-    info = qg_image_read_header(fd, img, &error);
-    g_assert_no_error(error);
-    close(fd);
-    return info;
-}
-
 /* The image format version, from the header's fixed part. */
 static guint32
 image_version(const char *img)
@@ -213,7 +199,7 @@ test_roundtrip(gconstpointer data)
     assert_contains(out, "\"stored_bytes\":");
     g_assert_true(ioht_files_equal(src_dump, data_file));
 
-    info = read_info(img);
+    info = qgt_image_info(img);
     g_assert_cmpuint(image_version(img), ==, QG_IMAGE_FORMAT_VERSION_COMPRESSED);
     g_assert_cmpstr(info->compression, ==, "zstd");
     g_assert_cmpint(info->compress_level, ==, c->level);
@@ -252,8 +238,8 @@ test_raw_and_compressed(void)
     out = save_guest(zst, zst_extra, TRUE, NULL);
     assert_contains(out, "stored: ");
     assert_contains(out, ", ratio 0.");
-    rinfo = read_info(raw);
-    zinfo = read_info(zst);
+    rinfo = qgt_image_info(raw);
+    zinfo = qgt_image_info(zst);
     g_assert_cmpuint(image_version(raw), ==, QG_IMAGE_FORMAT_VERSION);
     g_assert_null(rinfo->compression);
     g_assert_cmpuint(rinfo->stored_length, ==, rinfo->stream_length);
@@ -340,7 +326,7 @@ test_corrupt(void)
         return;
     }
     g_free(save_guest(img, extra, TRUE, NULL));
-    info = read_info(img);
+    info = qgt_image_info(img);
 
     /* One byte flipped in the middle of the frames. */
     at = 4096 + info->stored_length / 3;
@@ -355,10 +341,10 @@ test_corrupt(void)
     /* An image of a newer format: refused before QEMU is touched. */
     copy_truncated(img, bad, 4096 + info->stored_length);
     fd = open(bad, O_RDWR | O_CLOEXEC);
-    b = 3;
+    b = 4;
     g_assert_cmpint(pwrite(fd, &b, 1, 8), ==, 1);
     close(fd);
-    restore_refused(bad, "format version 3 (this tool reads 1 and 2)", TRUE);
+    restore_refused(bad, "format version 4 (this tool reads 1 to 3)", TRUE);
 
     /* The file cut short: the header says more, refused before QEMU is touched. */
     copy_truncated(img, bad, 4096 + info->stored_length - 5000);
@@ -393,7 +379,7 @@ test_frames_past_end(void)
         return;
     }
     g_free(save_guest(img, opts, TRUE, NULL));
-    info = read_info(img);
+    info = qgt_image_info(img);
     needle = g_strdup_printf("%s: compressed data continues past the stream's length %"
                              G_GUINT64_FORMAT, bad, info->stream_length);
     for (gsize i = 0; i < G_N_ELEMENTS(extra); i++) {
@@ -402,7 +388,7 @@ test_frames_past_end(void)
                                                "stat -c %%s '%s'", img, bad, extra[i], bad,
                                                bad);
         g_autofree char *size = sh_out(cmd);
-        g_autoptr(QgImageInfo) more = read_info(bad);
+        g_autoptr(QgImageInfo) more = qgt_image_info(bad);
         g_autoptr(GError) error = NULL;
         int fd = open(bad, O_RDWR | O_CLOEXEC);
 
@@ -475,12 +461,12 @@ test_header(void)
     g_assert_cmpuint(back->stream_length, ==, 1000000);
     g_clear_pointer(&back, qg_image_info_free);
 
-    buf[8] = 3;
+    buf[8] = 4;
     back = qg_image_header_decode(buf, sizeof(buf), "img", &error);
     g_assert_null(back);
     g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION);
-    assert_contains(error->message, "unsupported image img: format version 3 "
-                                    "(this tool reads 1 and 2)");
+    assert_contains(error->message, "unsupported image img: format version 4 "
+                                    "(this tool reads 1 to 3)");
     g_clear_error(&error);
 
     /* A version-2 header without its compression is corrupt, not raw. */

@@ -186,7 +186,8 @@ truncate_at_end(IohCopy *c, GError **error)
     guint64 end = c->dst_start + c->out;
     struct stat st;
 
-    if (c->dst->kind != IOH_KIND_FILE || (fcntl(c->dst->fd, F_GETFL) & O_APPEND)) {
+    if (c->dst->kind != IOH_KIND_FILE || c->opts->no_truncate ||
+        (fcntl(c->dst->fd, F_GETFL) & O_APPEND)) {
         return TRUE;
     }
     if (fstat(c->dst->fd, &st) < 0) {

@@ -1,0 +1,65 @@
+/* qg-args-channels.c - qemu-iohelper's --channels and --qemu-compress (qg-args.h) */
+#include "qg-args.h"
+
+#include "ioh-nbd-uri.h"
+#include "ioh-number.h"
+#include "qg-image.h"
+#include "qg-report.h"
+
+gboolean
+qg_args_parse_channels(QgArgs *a, const char *value, GError **error)
+{
+    gint64 v;
+
+    if (!ioh_number_signed(value, 10, 1, QG_IMAGE_CHANNELS_MAX, &v)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--channels takes 1 to %d, not '%s'", QG_IMAGE_CHANNELS_MAX, value);
+        return FALSE;
+    }
+    a->channels = (gint)v;
+    return TRUE;
+}
+
+gboolean
+qg_args_parse_qemu_compress(QgArgs *a, const char *value, GError **error)
+{
+    if (!g_str_equal(value, "zstd") && !g_str_equal(value, "zlib") &&
+        !g_str_equal(value, "none")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--qemu-compress takes zstd, zlib or none, not '%s'", value);
+        return FALSE;
+    }
+    g_free(a->qemu_compress);
+    a->qemu_compress = g_str_equal(value, "none") ? NULL : g_strdup(value);
+    return TRUE;
+}
+
+/* --channels belongs to a save into a file of a paused guest; --qemu-compress to
+ * --channels. */
+gboolean
+qg_args_check_channels(const QgArgs *a, const char *cmd, const char *file)
+{
+    if (!a->channels && !a->qemu_compress) {
+        return TRUE;
+    }
+    if (!g_str_equal(cmd, "save")) {
+        qg_report_error("--channels and --qemu-compress are for save (a restore reads them "
+                        "from the image's header)");
+        return FALSE;
+    }
+    if (!a->channels) {
+        qg_report_error("--qemu-compress needs --channels (it is QEMU's multifd "
+                        "compression)");
+        return FALSE;
+    }
+    if (a->live) {
+        qg_report_error("--channels saves a paused guest: not with --live (a live save "
+                        "sends pages again, past any channel's region)");
+        return FALSE;
+    }
+    if (ioh_nbd_is_uri(file)) {
+        qg_report_error("--channels saves into a file, not an NBD export (not done yet)");
+        return FALSE;
+    }
+    return TRUE;
+}

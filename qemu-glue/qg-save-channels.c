@@ -1,0 +1,245 @@
+/* qg-save-channels.c - a save and a restore over QEMU's multifd (prefix qg_mfd_)
+ *
+ * QEMU gets a unix socket instead of a pipe: `migrate unix:PATH` on our socket (a save),
+ * `migrate-incoming unix:PATH` on its own (a restore), with the capability `multifd`
+ * and the parameters `multifd-channels` and `multifd-compression` set first. Each of the
+ * N+1 connections gets a helper of its own (ioh_wrap_new_channel()): the main channel's
+ * region starts at 4096 as a single stream does, channel i's at 4096 + (i+1) * R, R the
+ * bound of one stream rounded up to 1 MiB (docs/channels.md). The main channel's wrap is
+ * the job's (watched as a single stream's); the channels' wraps are here.
+ */
+#include "qg-migrate-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "ioh-error.h"
+#include "ioh-fd.h"
+#include "qg-file.h"
+
+#define QG_MFD_REGION_ALIGN (G_GUINT64_CONSTANT(1) << 20)
+
+QgMfd *
+qg_mfd_new(guint n, GError **error)
+{
+    g_autoptr(QgChannels) ch = qg_channels_new(n, error);
+    QgMfd *m;
+
+    if (!ch) {
+        return NULL;
+    }
+    m = g_new0(QgMfd, 1);
+    m->ch = g_steal_pointer(&ch);
+    m->wraps = g_new0(IohWrap *, n);
+    return m;
+}
+
+void
+qg_mfd_free(QgMfd *m)
+{
+    if (!m) {
+        return;
+    }
+    for (guint i = 0; i < m->ch->n; i++) {
+        g_clear_pointer(&m->wraps[i], ioh_wrap_free);   /* kills a helper still running */
+    }
+    g_free(m->wraps);
+    qg_channels_free(m->ch);
+    g_free(m);
+}
+
+/* One migrate-set-capabilities: multifd on or off. */
+gboolean
+qg_mfd_set_capability(QgQmp *qmp, gboolean on, GError **error)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+    g_autoptr(JsonObject) cap = json_object_new();
+    JsonArray *caps = json_array_new();
+
+    json_object_set_string_member(cap, "capability", "multifd");
+    json_object_set_boolean_member(cap, "state", on);
+    json_array_add_object_element(caps, json_object_ref(cap));
+    json_object_set_array_member(args, "capabilities", caps);
+    return qg_qmp_run(qmp, "migrate-set-capabilities", args, error);
+}
+
+gboolean
+qg_mfd_set_qemu(QgQmp *qmp, guint n, const char *compression, GError **error)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+
+    json_object_set_int_member(args, "multifd-channels", n);
+    json_object_set_string_member(args, "multifd-compression", compression ?: "none");
+    return qg_mfd_set_capability(qmp, TRUE, error) &&
+           qg_qmp_run(qmp, "migrate-set-parameters", args, error);
+}
+
+gboolean
+qg_mfd_start(QgQmp *qmp, gboolean save, const char *socket_path, GError **error)
+{
+    g_autoptr(JsonObject) args = json_object_new();
+    g_autofree char *uri = g_strconcat("unix:", socket_path, NULL);
+
+    json_object_set_string_member(args, "uri", uri);
+    return qg_qmp_run(qmp, save ? "migrate" : "migrate-incoming", args, error);
+}
+
+guint64
+qg_mfd_region_size(guint64 bound)
+{
+    return (bound + QG_MFD_REGION_ALIGN - 1) / QG_MFD_REGION_ALIGN * QG_MFD_REGION_ALIGN;
+}
+
+/* The helper of connection @slot (0 the main channel) on its own open of @file: the
+ * file's fd is the wrap's, the connection's the helper's (ours is closed). */
+static IohWrap *
+qg_mfd_wrap(QgMfd *m, guint slot, const char *file, const char *name, gboolean save,
+            const IohWrapParams *params, const IohWrapOptions *wopts, IohCacheMode cache,
+            GError **error)
+{
+    int fd = save ? open(file, O_WRONLY | O_CLOEXEC) : qg_file_open_image(file, error);
+    IohWrap *wrap;
+
+    if (fd < 0) {
+        if (save) {
+            ioh_error_set_errno(error, errno, "open", name);
+        }
+        return NULL;
+    }
+    wrap = ioh_wrap_new_channel(m->ch->fds[slot], &fd, name, qg_mig_wrap_flags(cache), params,
+                                wopts, error);
+    ioh_fd_clear(&fd);
+    ioh_fd_clear(&m->ch->fds[slot]);   /* the helper's copy is the connection now */
+    if (wrap) {
+        g_debug("channel %u of %u: helper pid %d at offset %" G_GUINT64_FORMAT, slot,
+                m->ch->n, (int)ioh_wrap_get_pid(wrap), params->offset);
+    }
+    return wrap;
+}
+
+gboolean
+qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo *info,
+                  const QgMigrateOptions *opts, guint64 region, IohWrap **ret_main,
+                  GError **error)
+{
+    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(opts, info, TRUE, error);
+
+    if (!wopts || !ioh_wrap_options_set_region(wopts, region, error) ||
+        !qg_channels_accept(m->ch, opts->stall_timeout_s, opts->cancellable, error)) {
+        return FALSE;
+    }
+    for (guint slot = 0; slot <= m->ch->n; slot++) {
+        IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE + slot * region,
+                                 .progress_interval_ms = 250 };
+        IohWrap *w = qg_mfd_wrap(m, slot, tmp_path, name, TRUE, &params, wopts, opts->cache,
+                                 error);
+
+        if (!w) {
+            return FALSE;
+        }
+        *(slot ? &m->wraps[slot - 1] : ret_main) = w;
+    }
+    m->region = region;
+    return TRUE;
+}
+
+/* A channel's helper is done: its verdict, its figures into @r. */
+static gboolean
+qg_mfd_finish_one(IohWrap *wrap, guint i, QgImageRegion *r, GError **error)
+{
+    if (!ioh_wrap_finish(wrap, error) || !qg_mig_helper_checksum(wrap, &r->checksum, error)) {
+        g_prefix_error(error, "channel %u: ", i);
+        return FALSE;
+    }
+    ioh_wrap_get_progress(wrap, &r->length, NULL);
+    r->stored_length = ioh_wrap_get_stored_bytes(wrap);
+    return TRUE;
+}
+
+gboolean
+qg_mfd_save_finish(QgMfd *m, QgImageInfo *info, const QgMigrateOptions *opts,
+                   GError **error)
+{
+    if (!qg_channels_check_no_extra(m->ch, error)) {
+        return FALSE;
+    }
+    info->channels = m->ch->n;
+    info->regions = g_new0(QgImageRegion, m->ch->n);
+    info->uuid = g_strdup(m->ch->uuid);
+    info->multifd_compression = g_strdup(opts->qemu_compress ?: "none");
+    for (guint i = 0; i < m->ch->n; i++) {
+        info->regions[i].offset = QG_IMAGE_HEADER_SIZE + (i + 1) * m->region;
+        if (!qg_mfd_finish_one(m->wraps[i], i, &info->regions[i], error)) {
+            g_prefix_error(error, "save failed: ");
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* Restore: channel @i's options: its checksum verified, decompressed when stored so. */
+static IohWrapOptions *
+qg_mfd_restore_options(const QgImageInfo *info, guint i, GError **error)
+{
+    g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
+    g_autofree char *sum = g_strdup_printf("%016" G_GINT64_MODIFIER "x",
+                                           info->regions[i].checksum);
+
+    if (!ioh_wrap_options_set_verify_checksum(o, sum, error) ||
+        !ioh_wrap_options_set_decompress(o, info->compression != NULL, error)) {
+        return NULL;
+    }
+    return g_steal_pointer(&o);
+}
+
+gboolean
+qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *info,
+                     const QgMigrateOptions *opts, IohWrap **ret_main, GError **error)
+{
+    g_autoptr(IohWrapOptions) main_opts = qg_mig_wrap_options(opts, info, FALSE, error);
+
+    /* the main channel first: QEMU 7.2 takes the first connection as the main one */
+    for (guint slot = 0; main_opts && slot <= m->ch->n; slot++) {
+        const QgImageRegion *r = slot ? &info->regions[slot - 1] : NULL;
+        IohWrapParams params = { .offset = r ? r->offset : info->stream_offset,
+                                 .length = r ? r->stored_length : info->stored_length,
+                                 .progress_interval_ms = 250 };
+        g_autoptr(IohWrapOptions) o = slot ? qg_mfd_restore_options(info, slot - 1, error)
+                                           : NULL;
+        IohWrap *w;
+
+        if ((slot && !o) || !qg_channels_connect(m->ch, m->ch->path, slot, error)) {
+            return FALSE;
+        }
+        w = qg_mfd_wrap(m, slot, path, path, FALSE, &params, slot ? o : main_opts,
+                        opts->cache, error);
+        if (!w) {
+            return FALSE;
+        }
+        *(slot ? &m->wraps[slot - 1] : ret_main) = w;
+    }
+    (void)qmp;
+    return main_opts != NULL;
+}
+
+gboolean
+qg_mfd_restore_verify(QgMfd *m, const QgImageInfo *info, GError **error)
+{
+    for (guint i = 0; i < m->ch->n; i++) {
+        QgImageRegion got = { 0 };
+
+        if (!qg_mfd_finish_one(m->wraps[i], i, &got, error)) {
+            g_prefix_error(error, "restore failed (guest left paused): ");
+            return FALSE;
+        }
+        if (got.length != info->regions[i].length) {
+            g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
+                        "restore failed (guest left paused): channel %u: the helper "
+                        "delivered %" G_GUINT64_FORMAT " bytes, the index says %"
+                        G_GUINT64_FORMAT, i, got.length, info->regions[i].length);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}

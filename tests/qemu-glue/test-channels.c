@@ -1,0 +1,244 @@
+/* test-channels.c - multi-channel images: `qemu-iohelper save --channels=N` of a real
+ * QEMU (TCG, multifd over our unix socket) and `restore` of it into another, the RAM
+ * compared with pmemsave; QEMU's multifd zstd and our --compress; images whose channel
+ * index does not match their regions, refused with QEMU untouched by a helper. */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "ioh-test.h"
+#include "qg-image.h"
+#include "qg-test.h"
+
+static char *workdir, *data_file, *other_file;
+
+static gboolean
+need_qemu(void)
+{
+    gboolean found = qgt_qemu_binary() != NULL;
+
+    if (!found) {
+        g_test_skip("no qemu-system-x86_64: no guest to save");
+    }
+    return found;
+}
+
+static void
+assert_contains(const char *text, const char *needle)
+{
+    g_test_message("looking for \"%s\" in: %s", needle, text ? text : "(null)");
+    g_assert_nonnull(text);
+    g_assert_nonnull(strstr(text, needle));
+}
+
+/* Saves the guest holding data_file with @extra options (NULL-terminated) into @img;
+ * pmemsaves the paused source into @src_dump. */
+static void
+save_guest(const char *img, const char *const *extra, const char *src_dump)
+{
+    g_autofree char *err = NULL;
+    g_autofree char *st = NULL;
+    QgtQemu *src = qgt_qemu_start(data_file, FALSE);
+    const char *args[16] = { "save", "--qmp", src->sock, img };
+    int n = 4;
+
+    for (; extra && *extra; extra++) {
+        args[n++] = *extra;
+    }
+    args[n] = NULL;
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 0);
+    st = qgt_qemu_status(src);
+    g_assert_cmpstr(st, ==, "postmigrate");
+    qgt_qemu_pmemsave(src, src_dump, QGT_DATA_SIZE);
+    qgt_qemu_stop(src);
+}
+
+/* Restores @img into a new QEMU with @mode_opt (nullable); RAM compared with @want. */
+static void
+restore_guest(const char *img, const char *mode_opt, const char *want)
+{
+    g_autofree char *dump = g_build_filename(workdir, "dst.dump", NULL);
+    g_autofree char *out = NULL;
+    QgtQemu *dst = qgt_qemu_start(other_file, TRUE);
+    const char *args[] = { "restore", "--qmp", dst->sock, img, "--stats=json", mode_opt,
+                           NULL };
+
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    assert_contains(out, "\"channels\":");
+    qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, want));
+    qgt_qemu_stop(dst);
+    g_unlink(dump);
+}
+
+typedef struct {
+    const char *channels;     /* --channels=N */
+    guint n;
+    const char *mode;         /* --bypass-cache=MODE or NULL */
+    const char *qemu_compress;
+    const char *compress;
+} Case;
+
+static const Case cases[] = {
+    { "--channels=1", 1, NULL, NULL, NULL },
+    { "--channels=2", 2, "--bypass-cache=direct", NULL, NULL },
+    { "--channels=4", 4, NULL, NULL, NULL },
+    { "--channels=2", 2, "--bypass-cache=direct", "--qemu-compress=zstd", NULL },
+    { "--channels=2", 2, NULL, NULL, "--compress" },
+};
+
+/* Save with N channels, restore: the paused source's RAM and the restored guest's are
+ * identical; the header indexes N regions after the main stream, each inside the file. */
+static void
+test_roundtrip(gconstpointer data)
+{
+    const Case *c = data;
+    g_autofree char *img = g_build_filename(workdir, "ch.img", NULL);
+    g_autofree char *src_dump = g_build_filename(workdir, "src.dump", NULL);
+    const char *extra[6] = { c->channels };
+    g_autoptr(QgImageInfo) info = NULL;
+    int n = 1;
+
+    if (!need_qemu()) {
+        return;
+    }
+    for (const char *const *o = &c->mode; o <= &c->compress; o++) {
+        if (*o) {
+            extra[n++] = *o;
+        }
+    }
+    save_guest(img, extra, src_dump);
+    info = qgt_image_info(img);
+    g_assert_cmpuint(info->channels, ==, c->n);
+    g_assert_cmpstr(info->multifd_compression, ==, c->qemu_compress ? "zstd" : "none");
+    g_assert_true((info->compression != NULL) == (c->compress != NULL));
+    for (guint i = 0; i < info->channels; i++) {
+        g_assert_cmpuint(info->regions[i].length, >, 0);
+        g_assert_cmpuint(info->regions[i].offset % 4096, ==, 0);
+    }
+    restore_guest(img, c->mode, src_dump);
+    g_unlink(img);
+    g_unlink(src_dump);
+}
+
+/* A restore of @img refused with one line holding @needle; QEMU never loads a guest. */
+static void
+restore_refused(const char *img, const char *needle)
+{
+    g_autofree char *err = NULL;
+    g_autofree char *st = NULL;
+    QgtQemu *dst = qgt_qemu_start(other_file, TRUE);
+    const char *args[] = { "restore", "--qmp", dst->sock, img, NULL };
+
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    qgt_assert_one_line(err);
+    assert_contains(err, needle);
+    st = qgt_qemu_status(dst);
+    g_assert_cmpstr(st, ==, "inmigrate");   /* refused before migrate-incoming */
+    qgt_qemu_stop(dst);
+}
+
+/* Writes @info as @img's header (its placeholder stays a complete header). */
+static void
+rewrite_header(const char *img, const QgImageInfo *info)
+{
+    g_autoptr(GError) error = NULL;
+    int fd = open(img, O_WRONLY | O_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_true(qg_image_write_header(fd, img, info, &error));
+    g_assert_no_error(error);
+    close(fd);
+}
+
+/* An index that does not match its regions: overlapping regions, a region past the
+ * file's end, a region whose init packet names another channel or another save's UUID.
+ * Each refused with one line, before QEMU is asked to load anything. */
+static void
+test_index_mismatch(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "bad.img", NULL);
+    g_autofree char *src_dump = g_build_filename(workdir, "src.dump", NULL);
+    const char *extra[] = { "--channels=2", NULL };
+    g_autoptr(QgImageInfo) info = NULL;
+    QgImageRegion saved;
+
+    if (!need_qemu()) {
+        return;
+    }
+    save_guest(img, extra, src_dump);
+    info = qgt_image_info(img);
+    saved = info->regions[1];
+
+    info->regions[1].offset = info->regions[0].offset;   /* overlap */
+    rewrite_header(img, info);
+    restore_refused(img, "the channel index does not match its regions");
+
+    info->regions[1] = saved;
+    info->regions[1].stored_length = info->regions[1].length = saved.length + (1u << 30);
+    rewrite_header(img, info);
+    restore_refused(img, "image truncated");
+
+    /* the index names another save than the one its channels' init packets came from */
+    info->regions[1] = saved;
+    g_free(info->uuid);
+    info->uuid = g_strdup("0123456789abcdef0123456789abcdef");
+    rewrite_header(img, info);
+    restore_refused(img, "comes from another save");
+    g_unlink(img);
+    g_unlink(src_dump);
+}
+
+/* Usage: --channels out of range, --qemu-compress without it, on a restore, with --live. */
+static void
+test_usage(void)
+{
+    static const char *const bad[][6] = {
+        { "save", "--qmp", "/nonexistent", "x.img", "--channels=0", NULL },
+        { "save", "--qmp", "/nonexistent", "x.img", "--channels=17", NULL },
+        { "save", "--qmp", "/nonexistent", "x.img", "--qemu-compress=zstd", NULL },
+        { "save", "--qmp", "/nonexistent", "x.img", "--qemu-compress=lz4", NULL },
+        { "restore", "--qmp", "/nonexistent", "x.img", "--channels=2", NULL },
+        { "save", "--qmp", "/nonexistent", "x.img", "--channels=2", "--live" },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        const char *args[7] = { 0 };
+        g_autofree char *err = NULL;
+
+        memcpy(args, bad[i], sizeof(bad[i]));
+        g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 2);
+        qgt_assert_one_line(err);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static const char *const names[] = { "1", "2-direct", "4", "2-qemu-zstd-direct",
+                                         "2-compress" };
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    if (argc != 2) {
+        g_printerr("%s: the first argument is the qemu-iohelper to test\n", argv[0]);
+        return 2;
+    }
+    qgt_set_tool(argv[1]);
+    workdir = ioht_workdir();
+    data_file = g_build_filename(workdir, "guest.bin", NULL);
+    other_file = g_build_filename(workdir, "other.bin", NULL);
+    ioht_write_random_file(data_file, QGT_DATA_SIZE, 1);
+    ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
+
+    g_test_add_func("/qemu/channels/usage", test_usage);
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *p = g_strdup_printf("/qemu/channels/roundtrip/%s", names[i]);
+        g_test_add_data_func(p, &cases[i], test_roundtrip);
+    }
+    g_test_add_func("/qemu/channels/index-mismatch", test_index_mismatch);
+    ret = g_test_run();
+    ioht_workdir_remove(workdir);
+    return ret;
+}

@@ -165,7 +165,8 @@ typedef struct {
 } IohtNobody;
 
 /* For a test that runs the helper as nobody: the tree may be out of nobody's reach (a
- * build under /root, or a home of mode 0700), so the helper is copied to @nb->dir and
+ * build under /root, or a home of mode 0700), so the helper (with the private core beside
+ * it in the build tree) is copied to @nb->dir and
  * `--version` run there as nobody. FALSE after g_test_skip() with the reason (not root;
  * nobody cannot run the copy, e.g. a shared library of its own not from the system):
  * the test then returns. Files nobody must reach go in @nb->dir too. */

@@ -102,6 +102,9 @@ ioht_nobody_setup(IohtNobody *nb)
         return FALSE;
     }
     nb->dir = g_dir_make_tmp("ioht-nobody-XXXXXX", NULL);
+    if (nb->dir) {
+        ioht_workdir_adopt(nb->dir);
+    }
     if (!nb->dir || chmod(nb->dir, 0755) < 0) {
         why = g_strdup_printf("cannot make a folder for nobody in %s", g_get_tmp_dir());
     } else if (copy_helper(nb->dir, &nb->helper, &why) && nobody_runs(nb->helper, &why)) {

@@ -10,9 +10,12 @@ G_BEGIN_DECLS
 
 /* A new empty folder for this test process, on a file system that supports O_DIRECT
  * (below $IOH_TEST_DIR, which meson sets to the build tree, else /var/tmp; never tmpfs).
- * Removed with everything in it by ioht_workdir_remove(). */
+ * Removed with everything in it by ioht_workdir_remove(), or else when the process exits,
+ * aborts (a failed assertion) or gets SIGTERM/SIGINT; $IOH_TEST_KEEP keeps it then. */
 char *ioht_workdir(void);
 void ioht_workdir_remove(const char *dir);
+/* A folder made otherwise, removed as one of ioht_workdir() is (at exit or abort). */
+void ioht_workdir_adopt(const char *dir);
 
 /* TRUE when @dir's file system accepts O_DIRECT (an aligned write is tried). */
 gboolean ioht_dir_supports_direct(const char *dir);

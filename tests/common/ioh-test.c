@@ -118,6 +118,16 @@ ioht_workdir_remove(const char *dir)
     g_mutex_unlock(&made_lock);
 }
 
+int
+ioht_run_tests(char **workdir)
+{
+    int rc = g_test_run();
+
+    ioht_workdir_remove(*workdir);
+    g_clear_pointer(workdir, g_free);
+    return rc;
+}
+
 guint
 ioht_count_prefix(const char *dir, const char *prefix)
 {

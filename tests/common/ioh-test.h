@@ -16,6 +16,9 @@ char *ioht_workdir(void);
 void ioht_workdir_remove(const char *dir);
 /* A folder made otherwise, removed as one of ioht_workdir() is (at exit or abort). */
 void ioht_workdir_adopt(const char *dir);
+/* main()'s end in a test with one work folder: g_test_run()'s result, after @workdir
+ * (ioht_workdir()'s) is removed and freed. */
+int ioht_run_tests(char **workdir);
 
 /* TRUE when @dir's file system accepts O_DIRECT (an aligned write is tried). */
 gboolean ioht_dir_supports_direct(const char *dir);

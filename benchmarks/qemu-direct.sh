@@ -35,6 +35,7 @@ trap cleanup EXIT
 # Copies of the binaries: a rebuild during the run must not change them.
 cp "$BUILD/qemu-glue/qemu-iohelper" "$BUILD/helper/iohelper" "$DIR/"
 cp -P "$BUILD"/libwrap/libiohwrap.so "$BUILD"/libwrap/libiohwrap.so.0 "$BUILD"/libwrap/libiohwrap.so.0.*.0 "$DIR/"
+cp "$BUILD"/helper/libiohcore-*.so "$DIR/"    # the private core (helper/meson.build)
 export IOHELPER_PATH=$DIR/iohelper LD_LIBRARY_PATH=$DIR
 head -c "$((BLOB_MIB << 20))" /dev/urandom >"$DIR/blob.bin"
 

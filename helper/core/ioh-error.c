@@ -12,17 +12,22 @@ typedef struct {
     int errsv;          /* the errno of a registered domain (IOH_ERROR: the code) */
 } IohErrorPrivate;
 
-/* The domains whose errors carry an IohErrorPrivate: IOH_ERROR and these. */
-static const char *const field_domains[] = {
-    IOH_ERROR_NAME,
-    "ioh-wrap-error-quark",    /* libwrap's IOH_WRAP_ERROR */
-};
+/* The domains whose errors carry an IohErrorPrivate: IOH_ERROR and those of
+ * ioh_error_domain_register(). The core is one shared library (helper/meson.build), so
+ * this list is the only one in a process. */
+static GMutex domains_lock;
+static GQuark domains[4];
+static guint n_domains;
 
+/* Where GLib puts the private part: just before the GError, aligned as in gtype.c. This
+ * is G_DEFINE_EXTENDED_ERROR's arithmetic, which GLib offers only inside that macro; the
+ * macro cannot be used here: it names the domain after the type (an "IohError" quark),
+ * and these names are fixed ("ioh-error-quark", passed through libwrap to its callers,
+ * and libwrap's public "ioh-wrap-error-quark"), and it gives each domain its own type,
+ * where the domains here share one. */
 static IohErrorPrivate *
 ioh_error_private(const GError *error)
 {
-    /* Where GLib puts the private part: just before the GError, aligned as in gtype.c
-     * (the same arithmetic as G_DEFINE_EXTENDED_ERROR). */
     const gsize sa = 2 * sizeof(gsize);
     const gsize as = (sizeof(IohErrorPrivate) + (sa - 1)) & -sa;
 
@@ -59,58 +64,54 @@ ioh_error_private_clear(GError *error)
     g_clear_pointer(&p->path, g_free);
 }
 
-static GQuark
-register_domain(const char *name)
+/* The index of @domain in domains[], or -1. Called with domains_lock held. */
+static int
+domain_index(GQuark domain)
 {
-    static GMutex lock;
-    GQuark q;
-
-    g_mutex_lock(&lock);
-    q = g_quark_try_string(name);
-    if (q == 0) {
-        q = g_error_domain_register_static(name, sizeof(IohErrorPrivate),
-                                           ioh_error_private_init, ioh_error_private_copy,
-                                           ioh_error_private_clear);
+    for (guint i = 0; i < n_domains; i++) {
+        if (domains[i] == domain) {
+            return (int)i;
+        }
     }
-    g_mutex_unlock(&lock);
-    return q;
+    return -1;
 }
 
 static gboolean
 has_fields(const GError *error)
 {
-    const char *name;
+    gboolean known;
 
     if (!error) {
         return FALSE;
     }
-    if (error->domain == IOH_ERROR) {
-        return TRUE;
-    }
-    name = g_quark_to_string(error->domain);
-    for (guint i = 1; name && i < G_N_ELEMENTS(field_domains); i++) {
-        if (g_str_equal(name, field_domains[i])) {
-            return TRUE;
-        }
-    }
-    return FALSE;
+    g_mutex_lock(&domains_lock);
+    known = domain_index(error->domain) >= 0;
+    g_mutex_unlock(&domains_lock);
+    return known;
 }
 
 GQuark
 ioh_error_domain_register(const char *name)
 {
-    gboolean known = FALSE;
+    GQuark q;
 
-    for (guint i = 0; name && i < G_N_ELEMENTS(field_domains); i++) {
-        known = known || g_str_equal(name, field_domains[i]);
+    g_return_val_if_fail(name && *name, 0);
+    g_mutex_lock(&domains_lock);
+    q = g_quark_try_string(name);
+    if (q == 0 || domain_index(q) < 0) {
+        if (n_domains == G_N_ELEMENTS(domains)) {
+            g_mutex_unlock(&domains_lock);
+            g_return_val_if_reached(0);
+        }
+        q = g_error_domain_register_static(name, sizeof(IohErrorPrivate),
+                                           ioh_error_private_init, ioh_error_private_copy,
+                                           ioh_error_private_clear);
+        domains[n_domains++] = q;
     }
-    g_return_val_if_fail(known, 0);
-    return register_domain(name);
+    g_mutex_unlock(&domains_lock);
+    return q;
 }
 
-/* Registered once per process. A second copy of this code in the same process (a program
- * linking the core that also loads libiohwrap.so, which carries its own) finds the
- * domain registered and shares it: the private layout is the same in every copy. */
 GQuark
 ioh_error_quark(void)
 {
@@ -118,7 +119,7 @@ ioh_error_quark(void)
     static gsize once;
 
     if (g_once_init_enter(&once)) {
-        q = register_domain(IOH_ERROR_NAME);
+        q = ioh_error_domain_register(IOH_ERROR_NAME);
         g_once_init_leave(&once, 1);
     }
     return q;

@@ -67,9 +67,9 @@ const char *ioh_error_get_path(const GError *error);
 
 /* Another domain whose errors carry the same fields as IOH_ERROR's (errno, operation,
  * path), for a library that must keep its own public domain and codes (libwrap's
- * IOH_WRAP_ERROR). Only the names listed in ioh-error.c can be registered (the accessors
- * of every copy of the core in a process must know them); registering twice returns the
- * same quark. */
+ * IOH_WRAP_ERROR). Registering a name twice returns the same quark; a process has room
+ * for three such domains (0 and a critical after). The core is one shared library, so
+ * every part of a process sees the same registrations. */
 GQuark ioh_error_domain_register(const char *name);
 
 /* A new error in @domain (IOH_ERROR or a domain of ioh_error_domain_register()) with

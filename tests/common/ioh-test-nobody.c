@@ -21,23 +21,47 @@ ioht_drop_to_nobody(gpointer data)
     }
 }
 
-/* Copies the helper into @dir as "iohelper", mode 0755. */
+/* Copies @from to @to, mode 0755. */
 static gboolean
-copy_helper(const char *dir, char **ret_path, char **ret_why)
+copy_file(const char *from, const char *to, char **ret_why)
 {
     g_autoptr(GError) error = NULL;
     g_autofree char *bytes = NULL;
-    g_autofree char *path = g_build_filename(dir, "iohelper", NULL);
     gsize len = 0;
 
-    if (!g_file_get_contents(ioht_helper_path(), &bytes, &len, &error) ||
-        !g_file_set_contents(path, bytes, (gssize)len, &error)) {
-        *ret_why = g_strdup_printf("cannot copy the helper to %s: %s", dir, error->message);
+    if (!g_file_get_contents(from, &bytes, &len, &error) ||
+        !g_file_set_contents(to, bytes, (gssize)len, &error)) {
+        *ret_why = g_strdup_printf("cannot copy %s: %s", from, error->message);
         return FALSE;
     }
-    if (chmod(path, 0755) < 0) {
-        *ret_why = g_strdup_printf("chmod %s: %s", path, g_strerror(errno));
+    if (chmod(to, 0755) < 0) {
+        *ret_why = g_strdup_printf("chmod %s: %s", to, g_strerror(errno));
         return FALSE;
+    }
+    return TRUE;
+}
+
+/* Copies the helper into @dir as "iohelper", with the private core beside it (the build
+ * tree's helper finds libiohcore-*.so in its own folder: RUNPATH $ORIGIN; an installed
+ * one has none beside it and finds its own). */
+static gboolean
+copy_helper(const char *dir, char **ret_path, char **ret_why)
+{
+    g_autofree char *path = g_build_filename(dir, "iohelper", NULL);
+    g_autofree char *from_dir = g_path_get_dirname(ioht_helper_path());
+    g_autoptr(GDir) d = g_dir_open(from_dir, 0, NULL);
+    const char *name;
+
+    if (!copy_file(ioht_helper_path(), path, ret_why)) {
+        return FALSE;
+    }
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *from = g_build_filename(from_dir, name, NULL);
+        g_autofree char *to = g_build_filename(dir, name, NULL);
+        if (g_str_has_prefix(name, "libiohcore-") && g_str_has_suffix(name, ".so") &&
+            !copy_file(from, to, ret_why)) {
+            return FALSE;
+        }
     }
     *ret_path = g_steal_pointer(&path);
     return TRUE;
@@ -78,6 +102,9 @@ ioht_nobody_setup(IohtNobody *nb)
         return FALSE;
     }
     nb->dir = g_dir_make_tmp("ioht-nobody-XXXXXX", NULL);
+    if (nb->dir) {
+        ioht_workdir_adopt(nb->dir);
+    }
     if (!nb->dir || chmod(nb->dir, 0755) < 0) {
         why = g_strdup_printf("cannot make a folder for nobody in %s", g_get_tmp_dir());
     } else if (copy_helper(nb->dir, &nb->helper, &why) && nobody_runs(nb->helper, &why)) {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,70 @@
 #include <glib/gstdio.h>
 
 #define TMPFS_MAGIC_ 0x01021994
+
+/* The folders ioht_workdir() made (or adopted) that ioht_workdir_remove() has not removed
+ * yet, with the process that made them: removed when that process exits, aborts (a
+ * failed g_assert) or is killed by meson at a timeout (SIGTERM), so that a failing test
+ * leaves nothing behind in $IOH_TEST_DIR or /var/tmp. $IOH_TEST_KEEP set keeps them, to
+ * look inside after a failure. */
+static GMutex made_lock;
+static GPtrArray *made;
+static pid_t made_by;
+
+static void
+remove_tree(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK)) {
+            remove_tree(p);
+        } else {
+            g_unlink(p);
+        }
+    }
+    g_rmdir(dir);
+}
+
+/* At exit, abort, SIGTERM or SIGINT of the process that made them (not of a forked
+ * child). Best effort in a signal handler: the process is dying anyway. */
+static void
+remove_made(void)
+{
+    if (!made || getpid() != made_by || g_getenv("IOH_TEST_KEEP")) {
+        return;
+    }
+    for (guint i = 0; i < made->len; i++) {
+        remove_tree(made->pdata[i]);
+    }
+    g_ptr_array_set_size(made, 0);
+}
+
+static void
+remove_made_and_die(int sig)
+{
+    remove_made();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void
+ioht_workdir_adopt(const char *dir)
+{
+    g_mutex_lock(&made_lock);
+    if (!made) {
+        made = g_ptr_array_new_with_free_func(g_free);
+        made_by = getpid();
+        atexit(remove_made);
+        signal(SIGABRT, remove_made_and_die);
+        signal(SIGTERM, remove_made_and_die);    /* meson's kill at a timeout */
+        signal(SIGINT, remove_made_and_die);
+    }
+    g_ptr_array_add(made, g_strdup(dir));
+    g_mutex_unlock(&made_lock);
+}
 
 char *
 ioht_workdir(void)
@@ -32,28 +97,35 @@ ioht_workdir(void)
     tmpl = g_build_filename(base, "ioht-XXXXXX", NULL);
     dir = g_mkdtemp(g_steal_pointer(&tmpl));
     g_assert_nonnull(dir);
+    ioht_workdir_adopt(dir);
     return dir;
 }
 
 void
 ioht_workdir_remove(const char *dir)
 {
-    g_autoptr(GDir) d = NULL;
-    const char *name;
-
     if (!dir) {
         return;
     }
-    d = g_dir_open(dir, 0, NULL);
-    while (d && (name = g_dir_read_name(d))) {
-        g_autofree char *p = g_build_filename(dir, name, NULL);
-        if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK)) {
-            ioht_workdir_remove(p);
-        } else {
-            g_unlink(p);
+    remove_tree(dir);
+    g_mutex_lock(&made_lock);
+    for (guint i = 0; made && i < made->len; i++) {
+        if (g_str_equal(made->pdata[i], dir)) {
+            g_ptr_array_remove_index_fast(made, i);
+            break;
         }
     }
-    g_rmdir(dir);
+    g_mutex_unlock(&made_lock);
+}
+
+int
+ioht_run_tests(char **workdir)
+{
+    int rc = g_test_run();
+
+    ioht_workdir_remove(*workdir);
+    g_clear_pointer(workdir, g_free);
+    return rc;
 }
 
 guint

@@ -10,9 +10,15 @@ G_BEGIN_DECLS
 
 /* A new empty folder for this test process, on a file system that supports O_DIRECT
  * (below $IOH_TEST_DIR, which meson sets to the build tree, else /var/tmp; never tmpfs).
- * Removed with everything in it by ioht_workdir_remove(). */
+ * Removed with everything in it by ioht_workdir_remove(), or else when the process exits,
+ * aborts (a failed assertion) or gets SIGTERM/SIGINT; $IOH_TEST_KEEP keeps it then. */
 char *ioht_workdir(void);
 void ioht_workdir_remove(const char *dir);
+/* A folder made otherwise, removed as one of ioht_workdir() is (at exit or abort). */
+void ioht_workdir_adopt(const char *dir);
+/* main()'s end in a test with one work folder: g_test_run()'s result, after @workdir
+ * (ioht_workdir()'s) is removed and freed. */
+int ioht_run_tests(char **workdir);
 
 /* TRUE when @dir's file system accepts O_DIRECT (an aligned write is tried). */
 gboolean ioht_dir_supports_direct(const char *dir);
@@ -165,7 +171,8 @@ typedef struct {
 } IohtNobody;
 
 /* For a test that runs the helper as nobody: the tree may be out of nobody's reach (a
- * build under /root, or a home of mode 0700), so the helper is copied to @nb->dir and
+ * build under /root, or a home of mode 0700), so the helper (with the private core beside
+ * it in the build tree) is copied to @nb->dir and
  * `--version` run there as nobody. FALSE after g_test_skip() with the reason (not root;
  * nobody cannot run the copy, e.g. a shared library of its own not from the system):
  * the test then returns. Files nobody must reach go in @nb->dir too. */

@@ -285,8 +285,6 @@ test_path(void)
 int
 main(int argc, char **argv)
 {
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
     workdir = ioht_workdir();
     g_test_add_func("/untrusted/read/bound", test_read_bound);
@@ -298,8 +296,5 @@ main(int argc, char **argv)
     g_test_add_func("/untrusted/owner", test_owner);
     g_test_add_func("/untrusted/dir", test_dir);
     g_test_add_func("/untrusted/path", test_path);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

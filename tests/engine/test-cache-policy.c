@@ -167,8 +167,6 @@ test_window_shared(void)
 int
 main(int argc, char **argv)
 {
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
     signal(SIGPIPE, SIG_IGN);
     engt_log_start();
@@ -177,8 +175,5 @@ main(int argc, char **argv)
     g_test_add_func("/cache-policy/drop-behind/fadvise-save", test_fadvise_save);
     g_test_add_func("/cache-policy/drop-behind/fadvise-restore", test_fadvise_restore);
     g_test_add_func("/cache-policy/window-shared", test_window_shared);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

@@ -511,8 +511,6 @@ test_pipe_edge(void)
 int
 main(int argc, char **argv)
 {
-    int ret;
-
     g_test_init(&argc, &argv, NULL);
     signal(SIGPIPE, SIG_IGN);
     workdir = ioht_workdir();
@@ -530,8 +528,5 @@ main(int argc, char **argv)
     g_test_add_data_func("/engine/cancel/inline", GINT_TO_POINTER(IOH_CACHE_BUFFERED),
                          test_cancel);
     g_test_add_data_func("/engine/cancel/ring", GINT_TO_POINTER(IOH_CACHE_DIRECT), test_cancel);
-    ret = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return ret;
+    return ioht_run_tests(&workdir);
 }

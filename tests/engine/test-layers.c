@@ -111,8 +111,6 @@ test_decisions_logged(void)
 int
 main(int argc, char **argv)
 {
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
     engt_log_start();
     workdir = ioht_workdir();
@@ -120,8 +118,5 @@ main(int argc, char **argv)
     g_test_add_func("/layers/filter/chain", test_chain);
     g_test_add_func("/layers/filter/table", test_table);
     g_test_add_func("/layers/decisions-logged", test_decisions_logged);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

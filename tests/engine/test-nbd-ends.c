@@ -54,6 +54,19 @@ save_into(const char *uri, const char *in, gsize len, const IohCopyOptions *opts
     return ioh_end_close(dst, error);
 }
 
+/* A restore of the first @len bytes of the export at @uri into @back (@opts given the
+ * length). engt_restore()'s result. */
+static gboolean
+restore_from(const char *uri, guint64 len, IohCopyOptions *opts, IohStats *stats,
+             GByteArray *back, GError **error)
+{
+    g_autoptr(IohEnd) src = ioh_nbd_end_new(uri);
+
+    opts->has_length = TRUE;
+    opts->length = len;
+    return engt_restore(src, opts, stats, back, error);
+}
+
 static void
 server_stop(Server *s)
 {
@@ -81,7 +94,6 @@ test_roundtrip(gconstpointer data)
     g_autofree char *in = engt_random(len, 21);
     g_autoptr(GByteArray) back = g_byte_array_new();
     g_autoptr(GError) error = NULL;
-    g_autoptr(IohEnd) src = NULL;
     IohCopyOptions opts;
     IohStats stats;
     Server s = { 0 };
@@ -97,10 +109,7 @@ test_roundtrip(gconstpointer data)
     g_assert_no_error(error);
     g_assert_cmpuint(stats.bytes, ==, len);
 
-    opts.has_length = TRUE;
-    opts.length = len;
-    src = ioh_nbd_end_new(s.uri);
-    g_assert_true(engt_restore(src, &opts, &stats, back, &error));
+    g_assert_true(restore_from(s.uri, len, &opts, &stats, back, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(back->len, ==, len);
     g_assert_true(memcmp(back->data, in, len) == 0);
@@ -150,7 +159,6 @@ test_restore_past_end(void)
     static const char *const args[] = { "memory", "size=1M", NULL };
     g_autoptr(GByteArray) back = g_byte_array_new();
     g_autoptr(GError) error = NULL;
-    g_autoptr(IohEnd) src = NULL;
     IohCopyOptions opts;
     IohStats stats;
     Server s = { 0 };
@@ -158,10 +166,7 @@ test_restore_past_end(void)
     if (!server_start(&s, args, &opts)) {
         return;
     }
-    opts.has_length = TRUE;
-    opts.length = 2 * MiB;
-    src = ioh_nbd_end_new(s.uri);
-    g_assert_false(engt_restore(src, &opts, &stats, back, &error));
+    g_assert_false(restore_from(s.uri, 2 * MiB, &opts, &stats, back, &error));
     g_assert_nonnull(error);
     g_assert_cmpuint(back->len, <=, MiB);
     server_stop(&s);

@@ -161,8 +161,6 @@ test_fsize_limit(void)
 int
 main(int argc, char **argv)
 {
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);    /* a write past RLIMIT_FSIZE fails with EFBIG instead */
@@ -184,8 +182,5 @@ main(int argc, char **argv)
     g_test_add_data_func("/sink-file/offset/direct", GINT_TO_POINTER(IOH_CACHE_DIRECT),
                          test_offset);
     g_test_add_func("/sink-file/fsize-limit-efbig", test_fsize_limit);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

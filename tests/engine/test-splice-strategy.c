@@ -151,8 +151,6 @@ test_filter_reads(void)
 int
 main(int argc, char **argv)
 {
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
     signal(SIGPIPE, SIG_IGN);
     workdir = ioht_workdir();
@@ -167,8 +165,5 @@ main(int argc, char **argv)
     g_test_add_func("/splice/restore/length", test_restore_length);
     g_test_add_func("/splice/append-falls-back", test_append_falls_back);
     g_test_add_func("/splice/filter-reads", test_filter_reads);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

@@ -209,8 +209,6 @@ test_copy(gconstpointer data)
 int
 main(int argc, char **argv)
 {
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
     workdir = ioht_workdir();
     have_direct = ioht_dir_supports_direct(workdir);
@@ -220,8 +218,5 @@ main(int argc, char **argv)
     g_test_add_func("/zstd/refused", test_refused);
     g_test_add_data_func("/zstd/copy/buffered", GINT_TO_POINTER(IOH_CACHE_BUFFERED), test_copy);
     g_test_add_data_func("/zstd/copy/direct", GINT_TO_POINTER(IOH_CACHE_DIRECT), test_copy);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

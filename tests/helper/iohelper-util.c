@@ -20,11 +20,7 @@ iohelper_test_init(int *argc, char ***argv)
 int
 iohelper_test_run(void)
 {
-    int rc = g_test_run();
-
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }
 
 char **

@@ -490,7 +490,6 @@ main(int argc, char **argv)
 {
     static const char *const modes[] = { "", "--direct", "--fadvise" };
     static const gsize sizes[] = { 0, 1, 4097, 3 * MiB + 7 };
-    int rc;
 
     g_test_init(&argc, &argv, NULL);
     workdir = ioht_workdir();
@@ -526,7 +525,5 @@ main(int argc, char **argv)
     g_test_add_func("/compress/long-window", test_long_window);
     g_test_add_func("/compress/status-and-record", test_status_record);
     g_test_add_func("/compress/usage", test_usage);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

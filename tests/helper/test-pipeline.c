@@ -243,8 +243,6 @@ add_cases(void)
 int
 main(int argc, char **argv)
 {
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
     workdir = ioht_workdir();
     have_direct = ioht_dir_supports_direct(workdir);
@@ -255,8 +253,5 @@ main(int argc, char **argv)
     g_test_add_data_func("/debug/stdout-exact/buffered", "", test_debug_keeps_stdout);
     g_test_add_data_func("/debug/stdout-exact/direct", "--direct", test_debug_keeps_stdout);
     g_test_add_data_func("/debug/stdout-exact/fadvise", "--fadvise", test_debug_keeps_stdout);
-    rc = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return rc;
+    return ioht_run_tests(&workdir);
 }

@@ -276,7 +276,6 @@ main(int argc, char **argv)
 {
     static const char *const modes[] = { "", "--fadvise" };
     static const guint64 sizes[] = { 0, 1, 4095, MiB + 7, 3 * MiB + 4097 };
-    int ret;
 
     g_test_init(&argc, &argv, NULL);
     workdir = ioht_workdir();
@@ -302,8 +301,5 @@ main(int argc, char **argv)
         g_test_add_func("/splice/restore/direct/budget-limits-readers", test_direct_budget);
     }
     g_test_add_func("/splice/save/append-falls-back", test_append_falls_back);
-    ret = g_test_run();
-    ioht_workdir_remove(workdir);
-    g_free(workdir);
-    return ret;
+    return ioht_run_tests(&workdir);
 }

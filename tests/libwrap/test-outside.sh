@@ -15,7 +15,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 notok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; }
 check() { what=$1; shift; if "$@" >"$work/out" 2>&1; then ok "$what"; else notok "$what"; sed 's/^/# /' "$work/out"; fi; }
 
-echo "1..12"
+echo "1..13"
 
 for mode in none --direct --fadvise --pollable; do
     flag=$mode
@@ -45,6 +45,15 @@ fi
 soname=$(objdump -p "$lib" 2>/dev/null | awk '/SONAME/ {print $2}')
 if [ "$soname" = libiohwrap.so.0 ]; then ok "SONAME $soname"; else notok "SONAME is '$soname'"; fi
 
+# The private core: in the directory the installed library's RUNPATH names, no header.
+runpath=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+core=$(find "$dest$runpath" -maxdepth 1 -name 'libiohcore-*.so' 2>/dev/null | head -n1)
+if [ -n "$runpath" ] && [ -n "$core" ] && [ -z "$(find "$dest" -name 'ioh-*.h')" ]; then
+    ok "private core ${core#"$dest"} in libiohwrap's RUNPATH $runpath"
+else
+    notok "private core in libiohwrap's RUNPATH (RUNPATH '$runpath', core '$core')"
+fi
+
 # The installed .pc names the real prefix; a copy pointing into the destdir stands in
 # for the installed tree (glib's own .pc stays the system's).
 mkdir -p "$work/pc"
@@ -57,6 +66,9 @@ if [ $? -eq 0 ] && echo "$flags" | grep -q -- "-liohwrap"; then
 else
     notok "pkg-config --cflags --libs iohwrap"; sed 's/^/# /' "$work/pc.err"
 fi
+# The installed libiohwrap finds the core (libiohcore-*.so, private) through its RUNPATH,
+# the real prefix's: in the destdir, the loader and the linker are told where it is.
+libpath="$(dirname "$lib"):$(dirname "$lib")/iohelper"
 # A sanitized build (CI's second pass) installs a sanitized library: match it.
 san=
 if ldd "$lib" | grep -q libasan; then
@@ -64,8 +76,8 @@ if ldd "$lib" | grep -q libasan; then
 fi
 # shellcheck disable=SC2086
 check "cc outside.c \$(pkg-config --cflags --libs iohwrap)" \
-    cc -Wall -Wextra -Werror $san "$srcdir/outside.c" $flags -o "$work/outside"
-LD_LIBRARY_PATH="$(dirname "$lib")" "$work/outside" "$work/o.save" >"$work/o.out" 2>&1
+    env LD_LIBRARY_PATH="$libpath" cc -Wall -Wextra -Werror $san "$srcdir/outside.c" $flags -o "$work/outside"
+LD_LIBRARY_PATH="$libpath" "$work/outside" "$work/o.save" >"$work/o.out" 2>&1
 if [ $? -eq 0 ] && grep -q "saved through helper: yes" "$work/o.out" &&
     [ "$(cat "$work/o.save")" = "hello, libwrap" ]; then
     ok "outside program runs against the installed library"
@@ -74,7 +86,7 @@ else
 fi
 sed 's/^/# /' "$work/o.out"
 # The outside program must have loaded the installed copy, not the build tree's.
-if LD_LIBRARY_PATH="$(dirname "$lib")" ldd "$work/outside" | grep -q "$dest"; then
+if LD_LIBRARY_PATH="$libpath" ldd "$work/outside" | grep -q "$dest"; then
     ok "outside program links the installed libiohwrap"
 else
     notok "outside program links the installed libiohwrap"

@@ -566,7 +566,6 @@ main(int argc, char **argv)
         { "/qemu/compress/corrupt-qemu-first", test_corrupt_qemu_first },
         { "/qemu/compress/frames-past-end", test_frames_past_end },
     };
-    int ret;
 
     g_test_init(&argc, &argv, NULL);
     if (argc != 2) {
@@ -583,7 +582,5 @@ main(int argc, char **argv)
         g_autofree char *p = g_strdup_printf("/qemu/compress/roundtrip/%s", names[i]);
         g_test_add_data_func(p, &cases[i], test_roundtrip);
     }
-    ret = g_test_run();
-    ioht_workdir_remove(workdir);
-    return ret;
+    return ioht_run_tests(&workdir);
 }

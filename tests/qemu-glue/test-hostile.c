@@ -346,8 +346,6 @@ test_stall_zero(void)
 int
 main(int argc, char **argv)
 {
-    int ret;
-
     qgt_test_init(&argc, &argv);
     workdir = ioht_workdir();
     g_test_add_func("/qemu/hostile/one-line/qmp-error", test_one_line_qmp_error);
@@ -369,7 +367,5 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/hostile/stall/save", test_stall_save);
     g_test_add_func("/qemu/hostile/stall/restore", test_stall_restore);
     g_test_add_func("/qemu/hostile/stall/zero-waits", test_stall_zero);
-    ret = g_test_run();
-    ioht_workdir_remove(workdir);
-    return ret;
+    return ioht_run_tests(&workdir);
 }

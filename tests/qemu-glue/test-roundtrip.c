@@ -633,8 +633,6 @@ test_stats_cpu(void)
 int
 main(int argc, char **argv)
 {
-    int ret;
-
     qgt_test_init(&argc, &argv);
     workdir = ioht_workdir();
     data_file = g_build_filename(workdir, "random.bin", NULL);
@@ -658,7 +656,5 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/error/wrong-state", test_wrong_state);
     g_test_add_func("/qemu/error/config-typo-before-migration", test_config_typo);
     g_test_add_func("/qemu/stats/cpu-figures", test_stats_cpu);
-    ret = g_test_run();
-    ioht_workdir_remove(workdir);
-    return ret;
+    return ioht_run_tests(&workdir);
 }

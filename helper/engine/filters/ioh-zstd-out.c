@@ -51,11 +51,37 @@ ioh_zstd_out_alloc(IohZstdOut *o, const IohFilterOut *out, GError **error)
     return TRUE;
 }
 
+gboolean
+ioh_zstd_out_put(IohZstdOut *o, IohFilterOut *out, const void *buf, gsize len,
+                 GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    gboolean ok = ioh_filter_out(out, buf, len, error);
+
+    o->out_ns += (g_get_monotonic_time() - t0) * 1000;
+    o->out_bytes += len;
+    return ok;
+}
+
+/* ioh_filter_outv(), timed and counted as ioh_zstd_out_put(). */
+static gboolean
+put_pieces(IohZstdOut *o, IohFilterOut *out, GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    gboolean ok = ioh_filter_outv(out, o->iov, o->niov, error);
+
+    o->out_ns += (g_get_monotonic_time() - t0) * 1000;
+    for (int i = 0; i < o->niov; i++) {
+        o->out_bytes += o->iov[i].iov_len;
+    }
+    return ok;
+}
+
 /* Hands on the raw frames' pieces gathered so far (unaligned sink). */
 static gboolean
 flush_pieces(IohZstdOut *o, IohFilterOut *out, GError **error)
 {
-    gboolean ok = o->niov == 0 || ioh_filter_outv(out, o->iov, o->niov, error);
+    gboolean ok = o->niov == 0 || put_pieces(o, out, error);
 
     o->niov = 0;
     o->nsmall = 0;
@@ -172,7 +198,7 @@ copy_frames(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
     if (o->have + need > o->size) {
         gsize done = IOH_ALIGN_DOWN(o->have, out->align);
 
-        if (done > 0 && !ioh_filter_out(out, o->buf, done, error)) {
+        if (done > 0 && !ioh_zstd_out_put(o, out, o->buf, done, error)) {
             return FALSE;
         }
         memmove(o->buf, o->buf + done, o->have - done);
@@ -194,7 +220,7 @@ copy_frames(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
     pos = o->have;
     if (pos == o->size) {
         o->have = 0;
-        return ioh_filter_out(out, o->buf, pos, error);
+        return ioh_zstd_out_put(o, out, o->buf, pos, error);
     }
     return TRUE;
 }
@@ -219,7 +245,7 @@ glue(IohZstdOut *o, guint32 n, IohFilterOut *out, GError **error)
     if (len + 4 > o->size) {    /* a nearly full buffer: its aligned part goes first */
         gsize done = IOH_ALIGN_DOWN(o->have, out->align);
 
-        if (!ioh_filter_out(out, o->buf, done, error)) {
+        if (!ioh_zstd_out_put(o, out, o->buf, done, error)) {
             return FALSE;
         }
         memmove(o->buf, o->buf + done, o->have - done);
@@ -265,9 +291,9 @@ direct_frames(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
 /* The bytes of raw frames @buf may go to the sink uncopied: an O_DIRECT sink whose
  * alignment @buf and a block meet. */
 static gboolean
-direct_uncopied(const guint8 *buf, const IohFilterOut *out)
+direct_uncopied(const IohZstdOut *o, const guint8 *buf, const IohFilterOut *out)
 {
-    return out->align > 1 && ZSTD_RAW_BLOCK % out->align == 0 &&
+    return !o->compact && out->align > 1 && ZSTD_RAW_BLOCK % out->align == 0 &&
            (guintptr)buf % out->align == 0;
 }
 
@@ -289,7 +315,7 @@ ioh_zstd_out_raw(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
     }
     for (gsize done = 0; done < len;) {
         gsize part = MIN(len - done, (gsize)ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK);
-        gsize whole = direct_uncopied(buf + done, out)
+        gsize whole = direct_uncopied(o, buf + done, out)
                           ? IOH_ALIGN_DOWN(part, ZSTD_RAW_BLOCK) : 0;
 
         if (whole > 0 && !direct_frames(o, buf + done, whole, out, error)) {

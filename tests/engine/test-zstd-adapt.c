@@ -180,7 +180,7 @@ run_model(const Model *m, int windows)
     Run run = { 0 };
     double stored = 0;
 
-    ioh_adapt_init(&a, m->workers);
+    ioh_adapt_init(&a, m->workers, m->workers + 1);
     for (int i = 0; i < windows; i++) {
         double t, t_raw;
         int k = a.choice;

@@ -245,7 +245,7 @@ zstd_open(const IohCopyOptions *opts, GError **error)
     z->workers = s.workers;
     if (opts->compress_auto) {
         z->adapt = g_new(IohAdapt, 1);
-        ioh_adapt_init(z->adapt, MAX(s.workers, 1));
+        ioh_adapt_init(z->adapt, MAX(s.workers, 1), g_get_num_processors());
         z->o.compact = TRUE;
     }
     g_debug("zstd: level %d%s, %u worker threads (%u asked), window 2^%d", z->level,
@@ -454,6 +454,13 @@ window_end(Zstd *z, gint64 end, IohFilterOut *out, GError **error)
     w->consumed = consumed - z->win_consumed;
     w->produced = produced - z->win_produced;
     k = ioh_adapt_next(z->adapt, w);
+    g_debug("zstd auto: window %s: %.1f ms, sink %.1f ms for %" G_GUINT64_FORMAT " bytes, "
+            "blocked %.1f ms, idle %.1f ms, workers' CPU %.1f ms; rates MB/s: sink %.0f, "
+            "source %.0f, compressor %.0f; next %s (%s)",
+            ioh_adapt_choice_name(z->adapt->last), w->wall * 1e3, w->sink * 1e3, w->out,
+            w->blocked * 1e3, w->idle * 1e3, w->comp_cpu * 1e3, z->adapt->est.sink / 1e6,
+            z->adapt->est.source / 1e6, z->adapt->est.comp[z->adapt->last] / 1e6,
+            ioh_adapt_choice_name(k), ioh_adapt_why_name(z->adapt->why));
     w->in = 0;
     return set_choice(z, k, out, error);
 }

@@ -102,10 +102,11 @@ ioh_adapt_decide(const IohAdaptRates *r, IohAdaptWhy *ret_why)
 }
 
 void
-ioh_adapt_init(IohAdapt *a, guint workers)
+ioh_adapt_init(IohAdapt *a, guint workers, guint cores)
 {
     memset(a, 0, sizeof(*a));
-    a->workers = MAX(1.0, (double)MIN(workers, g_get_num_processors()));
+    /* one core goes to the threads that read and write (and to the producer) */
+    a->workers = MAX(1.0, MIN((double)workers, (double)cores - 1.0));
     a->choice = IOH_ADAPT_RAW;
     a->why = IOH_ADAPT_WHY_START;
     a->stats.on = TRUE;
@@ -130,7 +131,11 @@ account_ends(IohAdapt *a, const IohAdaptWindow *w)
     if (w->sink > 0 && w->out > 0) {
         ewma(&a->est.sink, (double)w->out / w->sink);
     }
-    if (w->idle > ADAPT_BOUND * w->wall && got > 0) {
+    /* Only a raw window measures the source: compressing takes CPU from the thread that
+     * reads it (and from its producer), and the filter then waits for a source that
+     * compression slowed, which says nothing of what raw would get. */
+    if (a->choice == IOH_ADAPT_RAW && a->stats.windows > 0 && w->idle > ADAPT_BOUND * w->wall &&
+        got > 0) {
         ewma(&a->est.source, got);    /* the filter waited: the source set the pace */
     } else if (a->est.source > 0 && got > a->est.source) {
         a->est.source = got;          /* it gave at least this */
@@ -163,6 +168,7 @@ account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
 {
     double busy = MAX(w->wall - w->idle, 1e-9);
     double seen = (double)w->in / busy;
+    double cpu = w->comp_cpu - a->other_cpu * (double)w->in;
 
     if (w->consumed > 0) {
         ewma(&a->est.ratio[k], MIN(1.0, (double)w->produced / (double)w->consumed));
@@ -170,9 +176,11 @@ account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
     if (w->blocked > ADAPT_BOUND * busy) {
         a->est.comp[k] = seen;    /* the compressor set the pace: this is its rate */
     } else {
-        double cpu = w->comp_cpu > 0 ? (double)w->in * a->workers / w->comp_cpu : 0;
+        /* it had time to spare: what its CPU per byte compressed allows, on the cores it
+         * can have (the window's own bytes may be still in its jobs) */
+        double per_core = w->consumed > 0 && cpu > 0 ? (double)w->consumed / cpu : 0;
 
-        a->est.comp[k] = MAX(seen, cpu);
+        a->est.comp[k] = MAX(seen, per_core * a->workers);
     }
     a->age[k] = 1;
     derive(a, k, FALSE);
@@ -183,12 +191,25 @@ account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
 static void
 account_raw(IohAdapt *a, const IohAdaptWindow *w)
 {
+    int latest = 0;
+
+    if (w->in > 0 && a->stats.windows > 0) {
+        ewma(&a->other_cpu, w->comp_cpu / (double)w->in);
+    }
     if (w->probe_ratio <= 0) {
         return;
     }
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        if (a->age[k] > 0 && (latest == 0 || a->age[k] < a->age[latest])) {
+            latest = k;
+        }
+    }
     a->est.ratio[ADAPT_LEVEL1] = MIN(1.0, w->probe_ratio);
-    if (a->age[ADAPT_LEVEL1] == 0 || a->age[ADAPT_LEVEL1] > ADAPT_FRESH) {
+    if (latest == 0) {    /* no level measured yet: the probe's speed, however rough */
         a->est.comp[ADAPT_LEVEL1] = w->probe_speed * a->workers;
+    } else if (latest != ADAPT_LEVEL1) {
+        a->est.comp[ADAPT_LEVEL1] = a->est.comp[latest] * levels[ADAPT_LEVEL1].speed /
+                                    levels[latest].speed;
     }
     derive(a, ADAPT_LEVEL1, TRUE);
 }
@@ -244,6 +265,7 @@ ioh_adapt_next(IohAdapt *a, const IohAdaptWindow *w)
     }
     a->stats.windows++;
     a->stats.switches += next != a->choice;
+    a->last = a->choice;
     a->choice = next;
     a->why = why;
     return next;

@@ -12,12 +12,15 @@
 
 #include <glib.h>
 
+#include "ioh-limits.h"
+
 G_BEGIN_DECLS
 
 #define IOH_ADAPT_WINDOW ((guint64)8 * 1024 * 1024)
 #define IOH_ADAPT_CHOICES 6      /* raw, then the levels of ioh_adapt_level() */
 #define IOH_ADAPT_RAW 0
-#define IOH_ADAPT_LEVEL_MAX 3    /* the highest level auto uses (its memory is claimed) */
+#define IOH_ADAPT_LEVEL_MAX IOH_ZSTD_AUTO_LEVEL_MAX  /* the highest level auto uses (its
+                                                     * memory is claimed) */
 
 /* Why a choice was made (the bottleneck the rates show for it). */
 typedef enum {
@@ -49,7 +52,8 @@ typedef struct {
     double sink;            /* in the sink's writes */
     double blocked;         /* in libzstd, waiting for its workers */
     double idle;            /* between chunks: waiting for the source */
-    double comp_cpu;        /* CPU seconds of the compressor's worker threads */
+    double comp_cpu;        /* CPU seconds of the threads but the filter's: the
+                             * compressor's workers, and the reader's share */
     double probe_ratio;     /* raw: level 1's ratio on the window's samples (0: none) */
     double probe_speed;     /* ... and its speed on one thread, stream bytes/s */
 } IohAdaptWindow;
@@ -67,7 +71,10 @@ typedef struct {
     IohAdaptRates est;      /* the rates, as estimated so far */
     guint64 age[IOH_ADAPT_CHOICES];   /* windows since each choice was measured (0: never) */
     double workers;         /* cores the compressor's workers can have */
+    double other_cpu;       /* CPU seconds per stream byte of the other threads (the
+                             * reader), measured raw: not the compressor's */
     int choice;             /* of the window being measured */
+    int last;               /* of the window measured last */
     IohAdaptWhy why;
     guint64 why_count[IOH_ADAPT_CHOICES][IOH_ADAPT_WHY_N];
     IohAdaptStats stats;
@@ -81,8 +88,9 @@ int ioh_adapt_level(int k);
  * reason in @ret_why. */
 int ioh_adapt_decide(const IohAdaptRates *r, IohAdaptWhy *ret_why);
 
-/* A new state: the first window raw; @workers the compressor's threads. */
-void ioh_adapt_init(IohAdapt *a, guint workers);
+/* A new state: the first window raw; @workers the compressor's threads, @cores the
+ * machine's (one of them is left to the threads that read and write). */
+void ioh_adapt_init(IohAdapt *a, guint workers, guint cores);
 
 /* Folds window @w, stored with a->choice, into the estimates. */
 void ioh_adapt_account(IohAdapt *a, const IohAdaptWindow *w);

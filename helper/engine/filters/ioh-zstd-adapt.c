@@ -162,6 +162,15 @@ derive(IohAdapt *a, int from, gboolean ratios_too)
     }
 }
 
+/* What the source (as raw measured it) and the disk allow choice @k, stream bytes/s. */
+static double
+ends_bound(const IohAdapt *a, int k)
+{
+    double t = a->est.source > 0 ? a->est.source : G_MAXDOUBLE;
+
+    return a->est.sink > 0 ? MIN(t, a->est.sink / MAX(a->est.ratio[k], 1e-3)) : t;
+}
+
 /* A compressed window: the level's ratio and its compressor's rate. */
 static void
 account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
@@ -181,6 +190,11 @@ account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
         double per_core = w->consumed > 0 && cpu > 0 ? (double)w->consumed / cpu : 0;
 
         a->est.comp[k] = MAX(seen, per_core * a->workers);
+    }
+    /* Slower end to end than raw's source and the disk allow, whatever the cause (its CPU
+     * taken from the producer slows the source): that is what the level gives. */
+    if (w->wall > 0 && (double)w->in / w->wall < ADAPT_TOLERANCE * ends_bound(a, k)) {
+        a->est.comp[k] = MIN(a->est.comp[k], (double)w->in / w->wall);
     }
     a->age[k] = 1;
     derive(a, k, FALSE);

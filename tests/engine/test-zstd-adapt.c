@@ -35,14 +35,14 @@ rates(double source, double sink, double c1, double r1)
 }
 
 /* The speed a choice gives with these rates (0 = unbounded), as the decision's contract
- * states it. */
+ * states it (a compressor sharing cores with a known source counts for 1/1.3). */
 static double
 speed(const IohAdaptRates *r, int k)
 {
     double t = r->source > 0 ? r->source : INFINITY;
 
     if (k != IOH_ADAPT_RAW && r->comp[k] > 0) {
-        t = MIN(t, r->comp[k]);
+        t = MIN(t, r->source > 0 ? r->comp[k] / 1.3 : r->comp[k]);
     }
     return r->sink > 0 ? MIN(t, r->sink / r->ratio[k]) : t;
 }

@@ -24,9 +24,11 @@
 #define ADAPT_TOLERANCE 0.97    /* within 3% of the fastest counts as as fast */
 #define ADAPT_SHRINK 0.97       /* a choice must store 3% less than the one it replaces */
 #define ADAPT_EWMA 0.5          /* weight of the newest window */
+#define ADAPT_DECAY 0.8         /* the sums of bytes and seconds, per window (add_rate()) */
 #define ADAPT_FRESH 32          /* windows a measured choice's rates are trusted */
 #define ADAPT_BOUND 0.10        /* a share of the window: waiting that shows a bottleneck */
 #define ADAPT_TRY 0.75          /* a level predicted this near raw is tried (explore()) */
+#define ADAPT_HEADROOM 1.3      /* a compressor's margin over a source it shares cores with */
 
 /* The levels, and their speed and the bytes they save relative to level 1 (zstd 1.5's
  * benchmark on silesia: priors only, replaced by what the save measures). Savings, not
@@ -49,14 +51,17 @@ ioh_adapt_level(int k)
     return levels[k].level;
 }
 
-/* Choice @k's predicted speed, stream bytes/s (G_MAXDOUBLE: nothing bounds it). */
+/* Choice @k's predicted speed, stream bytes/s (G_MAXDOUBLE: nothing bounds it). Where
+ * the source is known to set raw's pace, a compressor counts for 1/ADAPT_HEADROOM of its
+ * rate: its CPU is taken from the threads that read the source and from the producer
+ * (the same cores), so it must outrun the source by that much not to slow it. */
 static double
 predict(const IohAdaptRates *r, int k)
 {
     double t = r->source > 0 ? r->source : G_MAXDOUBLE;
 
     if (k != IOH_ADAPT_RAW && r->comp[k] > 0) {
-        t = MIN(t, r->comp[k]);
+        t = MIN(t, r->source > 0 ? r->comp[k] / ADAPT_HEADROOM : r->comp[k]);
     }
     if (r->sink > 0) {
         t = MIN(t, r->sink / MAX(r->ratio[k], 1e-3));
@@ -122,23 +127,35 @@ ewma(double *v, double x)
     *v = *v > 0 ? (1 - ADAPT_EWMA) * *v + ADAPT_EWMA * x : x;
 }
 
+/* Adds @bytes in @secs to the decaying sums @r; their rate (0: none yet). A disk's speed
+ * comes in bursts (a write cache, a throttle's time slices: writes at memory speed, then
+ * one that waits 100 ms): the rate of the sums weighs each window by its time, where an
+ * average of the windows' rates would take the bursts for the disk. */
+static double
+add_rate(IohAdaptSum *r, double bytes, double secs)
+{
+    r->bytes = ADAPT_DECAY * r->bytes + bytes;
+    r->secs = ADAPT_DECAY * r->secs + secs;
+    return r->secs > 0 ? r->bytes / r->secs : 0;
+}
+
 /* The sink's and the source's rates, whatever the choice. */
 static void
 account_ends(IohAdapt *a, const IohAdaptWindow *w)
 {
     double got = w->wall > 0 ? (double)w->in / w->wall : 0;
 
-    if (w->sink > 0 && w->out > 0) {
-        ewma(&a->est.sink, (double)w->out / w->sink);
-    }
+    a->est.sink = add_rate(&a->sink, (double)w->out, w->sink);
     /* Only a raw window measures the source: compressing takes CPU from the thread that
      * reads it (and from its producer), and the filter then waits for a source that
      * compression slowed, which says nothing of what raw would get. */
     if (a->choice == IOH_ADAPT_RAW && a->stats.windows > 0 && w->idle > ADAPT_BOUND * w->wall &&
         got > 0) {
-        ewma(&a->est.source, got);    /* the filter waited: the source set the pace */
+        /* the filter waited: the source set the pace */
+        a->est.source = add_rate(&a->source, (double)w->in, w->wall);
     } else if (a->est.source > 0 && got > a->est.source) {
-        a->est.source = got;          /* it gave at least this */
+        a->source = (IohAdaptSum){ (double)w->in, w->wall };    /* it gave at least this */
+        a->est.source = got;
     }
 }
 
@@ -162,15 +179,6 @@ derive(IohAdapt *a, int from, gboolean ratios_too)
     }
 }
 
-/* What the source (as raw measured it) and the disk allow choice @k, stream bytes/s. */
-static double
-ends_bound(const IohAdapt *a, int k)
-{
-    double t = a->est.source > 0 ? a->est.source : G_MAXDOUBLE;
-
-    return a->est.sink > 0 ? MIN(t, a->est.sink / MAX(a->est.ratio[k], 1e-3)) : t;
-}
-
 /* A compressed window: the level's ratio and its compressor's rate. */
 static void
 account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
@@ -187,14 +195,16 @@ account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
     } else {
         /* it had time to spare: what its CPU per byte compressed allows, on the cores it
          * can have (the window's own bytes may be still in its jobs) */
-        double per_core = w->consumed > 0 && cpu > 0 ? (double)w->consumed / cpu : 0;
+        double per_core = w->consumed > 0 && w->out > 0 && cpu > 0
+                              ? (double)w->consumed / cpu : 0;    /* not while filling */
 
         a->est.comp[k] = MAX(seen, per_core * a->workers);
     }
-    /* Slower end to end than raw's source and the disk allow, whatever the cause (its CPU
+    /* Off the disk's time, slower than the source gave raw, whatever the cause (its CPU
      * taken from the producer slows the source): that is what the level gives. */
-    if (w->wall > 0 && (double)w->in / w->wall < ADAPT_TOLERANCE * ends_bound(a, k)) {
-        a->est.comp[k] = MIN(a->est.comp[k], (double)w->in / w->wall);
+    if (a->est.source > 0 && w->wall > w->sink &&
+        (double)w->in / (w->wall - w->sink) < ADAPT_TOLERANCE * a->est.source) {
+        a->est.comp[k] = MIN(a->est.comp[k], (double)w->in / (w->wall - w->sink));
     }
     a->age[k] = 1;
     derive(a, k, FALSE);

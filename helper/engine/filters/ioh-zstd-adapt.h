@@ -68,7 +68,14 @@ typedef struct {
 } IohAdaptStats;
 
 typedef struct {
+    double bytes;
+    double secs;
+} IohAdaptSum;              /* decaying sums: a rate over the last windows */
+
+typedef struct {
     IohAdaptRates est;      /* the rates, as estimated so far */
+    IohAdaptSum sink;       /* ... the sink's and the source's from these */
+    IohAdaptSum source;
     guint64 age[IOH_ADAPT_CHOICES];   /* windows since each choice was measured (0: never) */
     double workers;         /* cores the compressor's workers can have */
     double other_cpu;       /* CPU seconds per stream byte of the other threads (the

@@ -17,6 +17,12 @@
  * each, still standard zstd frames with their checksums, handed on mostly uncopied
  * (ioh-zstd-out.c).
  *
+ * --compress=auto (IohCopyOptions.compress_auto) stores each 8 MiB window raw or at the
+ * level ioh-zstd-adapt.c chooses from what the filter measures of the window: the time in
+ * the sink's writes, blocked in libzstd and waiting for the next chunk, the other threads'
+ * CPU time and libzstd's frame progression; the level changes inside the frame (libzstd's
+ * workers take it for their next job), raw ends it. Its memory is level 3's.
+ *
  * unzstd decodes any sequence of zstd frames (the helper's own, or the zstd CLI's) and
  * refuses a corrupt image: a bad block or checksum, a stream that ends inside a frame
  * (truncated), or one without a zstd frame (empty, or only skippable frames, which zstd

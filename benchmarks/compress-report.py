@@ -9,7 +9,9 @@ one line per run ("n/a" from save_s on: the method was not built). The table: me
 guest and method (seconds also as min-max over the runs), the image's ratio to the raw save
 of the same guest, save CPU seconds per GiB of raw stream. --speedup (benchmarks/compress
 --slow): then each compressed row's save and restore speed-up over raw-direct of the same
-guest, median of each and min-max of the ratio run by run (benchmarks/stats.py). --plot:
+guest, median of each and min-max of the ratio run by run (benchmarks/stats.py), and
+auto-direct's targets (issue 30: unthrottled >= 0.95x raw, at 600 MB/s >= the fastest fixed
+choice, at 150 >= 1.8x raw; image <= raw + 1%). --plot:
 for GUEST, a line per method: method save_median image_bytes save_min save_max
 (benchmarks/compress-plot.gp).
 """
@@ -74,6 +76,31 @@ def speedups(runs):
             (g, m) + tuple(cells)))
 
 
+def auto_targets(runs):
+    """issue 30's targets for auto-direct, per guest label (GUEST, GUEST@600, GUEST@150):
+    save speed against raw-direct and the fixed levels (medians, and the ratio's min-max
+    run by run), image against raw's."""
+    for (g, m), v in runs.items():
+        raw = runs.get((g, "raw-direct"))
+        if m != "auto-direct" or v is None or not raw:
+            continue
+        rate = g.split("@")[1] if "@" in g else "0"
+        fixed = {k[1]: w for k, w in runs.items()
+                 if k[0] == g and w is not None and k[1].startswith(("raw-direct", "zstd"))
+                 and k[1].endswith("-direct")}
+        best = min(fixed, key=lambda k: median(fixed[k]["save"]))
+        want, base = {"0": (0.95, "raw-direct"), "600": (1.0, best),
+                      "150": (1.8, "raw-direct")}.get(rate, (None, best))
+        x = per_round(dict(enumerate(fixed[base]["save"])), dict(enumerate(v["save"])))
+        speed = median(fixed[base]["save"]) / median(v["save"])
+        img = median(v["img"]) / median(raw["img"])
+        verdict = ("" if want is None else
+                   " target >= %.2fx: %s" % (want, "met" if speed >= want else "NOT met"))
+        print("auto target: %-12s save %.2fx of %s (%s)%s; image %.3f of raw: %s" % (
+            g, speed, base, fmt_span(x, "%.2f"), verdict, img,
+            "met" if img <= 1.01 else "NOT met"))
+
+
 def plot(runs, guest):
     for (g, m), v in runs.items():
         if g == guest and v is not None:
@@ -94,6 +121,7 @@ def main():
     table(runs)
     if a.speedup:
         speedups(runs)
+        auto_targets(runs)
 
 
 if __name__ == "__main__":

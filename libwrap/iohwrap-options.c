@@ -39,6 +39,7 @@ iohw_options_copy(const IohWrapOptions *options)
         copy->verify_checksum = g_strdup(options->verify_checksum);
         copy->compress = options->compress;
         copy->compress_level = options->compress_level;
+        copy->compress_auto = options->compress_auto;
         copy->decompress = options->decompress;
         copy->threads = options->threads;
         copy->connections = options->connections;
@@ -88,13 +89,15 @@ ioh_wrap_options_set_verify_checksum(IohWrapOptions *options, const char *hex,
 
 /* ---- compression (0.3) ------------------------------------------------------------ */
 
-/* "zstd" or "zstd:LEVEL" with LEVEL in the helper's bounds (ioh-limits.h). */
+/* "zstd" or "zstd:LEVEL" with LEVEL in the helper's bounds (ioh-limits.h), or "auto"
+ * (also "zstd:auto": the helper's --compress=auto, *ret_auto). */
 static gboolean
-parse_compress(const char *spec, int *ret_level, GError **error)
+parse_compress(const char *spec, int *ret_level, gboolean *ret_auto, GError **error)
 {
     gint64 level = IOH_ZSTD_LEVEL_DEFAULT;
 
-    if (g_str_equal(spec, "zstd") ||
+    *ret_auto = g_str_equal(spec, "auto") || g_str_equal(spec, "zstd:auto");
+    if (*ret_auto || g_str_equal(spec, "zstd") ||
         (g_str_has_prefix(spec, "zstd:") &&
          ioh_number_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &level))) {
         *ret_level = (int)level;
@@ -102,7 +105,7 @@ parse_compress(const char *spec, int *ret_level, GError **error)
     }
     g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
                 "ioh_wrap_options_set_compress: '%s' is not zstd or zstd:LEVEL "
-                "(LEVEL %d to %d)", spec, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
+                "(LEVEL %d to %d) or auto", spec, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX);
     return FALSE;
 }
 
@@ -110,15 +113,17 @@ gboolean
 ioh_wrap_options_set_compress(IohWrapOptions *options, const char *spec, GError **error)
 {
     int level = 0;
+    gboolean autolevel = FALSE;
 
     if (!options) {
         return options_invalid(error, "set_compress");
     }
-    if (spec && !parse_compress(spec, &level, error)) {
+    if (spec && !parse_compress(spec, &level, &autolevel, error)) {
         return FALSE;
     }
     options->compress = spec != NULL;
     options->compress_level = level;
+    options->compress_auto = autolevel;
     return TRUE;
 }
 
@@ -219,7 +224,9 @@ iohw_options_compressing(const IohWrapOptions *options)
 void
 iohw_options_add_compress_args(const IohWrapOptions *options, GPtrArray *argv)
 {
-    if (options->compress) {
+    if (options->compress && options->compress_auto) {
+        g_ptr_array_add(argv, g_strdup("--compress=auto"));
+    } else if (options->compress) {
         g_ptr_array_add(argv, g_strdup_printf("--compress=zstd:%d", options->compress_level));
     }
     if (options->decompress) {

@@ -151,6 +151,7 @@ struct _IohWrapOptions {
     char *verify_checksum;    /* the helper's --verify-checksum (lower case), NULL: none */
     gboolean compress;        /* the helper's --compress=zstd:LEVEL (save) */
     int compress_level;
+    gboolean compress_auto;   /* ... or --compress=auto */
     gboolean decompress;      /* the helper's --decompress (restore) */
     guint threads;            /* the helper's --threads (with compress), 0: its default */
     guint connections;        /* the helper's --connections (NBD), 0: its default */

@@ -500,7 +500,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohWrap, ioh_wrap_free)
  * ioh_wrap_options_set_compress:
  * @options: the options.
  * @spec: (nullable): "zstd" (the helper's default level, 1) or "zstd:LEVEL" (LEVEL -7
- *     to 19; negative: zstd's fast levels), or NULL for none.
+ *     to 19; negative: zstd's fast levels), "auto" or "zstd:auto" (raw frames
+ *     or a level chosen per window from the disk's and the compressor's measured speeds,
+ *     the helper's `--compress=auto`), or NULL for none.
  * @error: return location for a #GError.
  *
  * Save only (ioh_wrap_new_with_options() refuses it on a restore): the helper stores

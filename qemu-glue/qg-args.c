@@ -41,8 +41,8 @@ parse_stats(QgArgs *a, const char *value, GError **error)
     return TRUE;
 }
 
-/* --compress alone is zstd at the helper's default level; the value is checked here, so
- * that a bad one is a usage error before QEMU is asked anything. */
+/* --compress alone (or =zstd, no level) is the helper's --compress=auto; the value is
+ * checked here, so that a bad one is a usage error before QEMU is asked anything. */
 static gboolean
 parse_compress(QgArgs *a, const char *value, GError **error)
 {
@@ -77,7 +77,7 @@ typedef enum {
 
 static const char *const cache_words[] = { "direct", "fadvise", "none", NULL };
 static const char *const stats_words[] = { "text", "json", NULL };
-static const char *const compress_words[] = { "zstd", NULL };
+static const char *const compress_words[] = { "zstd", "auto", NULL };
 
 /* The grammar is the helper's (ioh-opt.h): an optional value follows '='. */
 static const IohOptEntry entries[] = {
@@ -117,8 +117,10 @@ static const char usage_text[] =
     "  --timeout=S              seconds to wait for any one QMP reply (default 120)\n"
     "  --stall-timeout=S        fail when no byte of the stream moved for S seconds\n"
     "                           (default 120; 0: never)\n"
-    "  --compress[=zstd[:LEVEL]]  save: store the stream as zstd frames (LEVEL -7 to 19,\n"
-    "                           default 1); a restore reads it from the header\n"
+    "  --compress[=zstd[:LEVEL]]  save: store the stream as zstd frames (LEVEL -7 to 19;\n"
+    "                           no LEVEL, or auto: raw or a level per window, from the\n"
+    "                           disk's and the compressor's speeds); a restore reads it\n"
+    "                           from the header\n"
     "  --threads=N              save --compress: zstd's compression threads (1 to 64;\n"
     "                           default: the online CPUs)\n"
     "  --channels=N             save: N parallel channels (QEMU's multifd, 1 to 16),\n"

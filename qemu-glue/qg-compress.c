@@ -33,7 +33,9 @@ qg_mig_save_options(IohWrapOptions *o, const QgMigrateOptions *opts,
     if (!info->compression) {
         return TRUE;
     }
-    spec = g_strdup_printf("%s:%d", info->compression, info->compress_level);
+    spec = info->compress_auto ? g_strdup_printf("%s:auto", info->compression)
+                               : g_strdup_printf("%s:%d", info->compression,
+                                                 info->compress_level);
     return ioh_wrap_options_set_compress(o, spec, error) &&
            ioh_wrap_options_set_threads(o, opts->threads, error);
 }
@@ -62,6 +64,7 @@ qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats)
 {
     stats->compressed = info->compression != NULL;
     stats->compress_level = info->compress_level;
+    stats->compress_auto = info->compress_auto;
     stats->stored_length = info->stored_length;
 }
 

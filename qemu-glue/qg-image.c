@@ -96,6 +96,10 @@ qg_image_add_compression(JsonBuilder *b, const QgImageInfo *info)
     json_builder_add_string_value(b, info->compression);
     json_builder_set_member_name(b, "level");
     json_builder_add_int_value(b, info->compress_level);
+    if (info->compress_auto) {
+        json_builder_set_member_name(b, "adaptive");
+        json_builder_add_boolean_value(b, TRUE);
+    }
     json_builder_end_object(b);
 }
 
@@ -186,6 +190,8 @@ qg_image_decode_compression(JsonObject *stream, QgImageInfo *info)
     }
     info->compression = g_strdup("zstd");
     info->compress_level = (int)level;
+    info->compress_auto = json_object_has_member(c, "adaptive") &&
+                          json_object_get_boolean_member(c, "adaptive");
     info->stored_length = (guint64)stored;
     return TRUE;
 }
@@ -407,18 +413,21 @@ qg_image_read_header(int fd, const char *path, GError **error)
 gboolean
 qg_image_set_compression(QgImageInfo *info, const char *spec, GError **error)
 {
-    gint64 level = IOH_ZSTD_LEVEL_DEFAULT;
+    gint64 level = IOH_ZSTD_AUTO_LEVEL_MAX;
+    gboolean autolevel = g_str_equal(spec, "zstd") || g_str_equal(spec, "zstd:auto") ||
+                         g_str_equal(spec, "auto");
 
-    if (!g_str_equal(spec, "zstd") &&
+    if (!autolevel &&
         !(g_str_has_prefix(spec, "zstd:") &&
           ioh_number_signed(spec + 5, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &level))) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                    "--compress takes zstd or zstd:LEVEL (LEVEL %d to %d), not '%s'",
+                    "--compress takes zstd or zstd:LEVEL (LEVEL %d to %d) or auto, not '%s'",
                     IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, spec);
         return FALSE;
     }
     g_free(info->compression);
     info->compression = g_strdup("zstd");
     info->compress_level = (int)level;
+    info->compress_auto = autolevel;
     return TRUE;
 }

@@ -19,7 +19,9 @@
  * Compressed images (since issue 12) have format version 2 and two more members in
  * "stream": "stored-length" (the bytes after the header: a sequence of standard zstd
  * frames, so `tail -c +4097 IMAGE | zstd -dc` is the stream) and "compression":
- * {"method": "zstd", "level": L}. "length" and "checksum" stay the stream's (the
+ * {"method": "zstd", "level": L} (since issue 30, saved with --compress=auto:
+ * {"method": "zstd", "level": 3, "adaptive": true}, the level the highest any frame
+ * may have; readers that know no "adaptive" still read the image). "length" and "checksum" stay the stream's (the
  * uncompressed bytes QEMU wrote and reads). Raw images keep version 1 and the metadata
  * they had, byte for byte, so the tools of the previous release read them; a tool that
  * knows only version 1 refuses a compressed image ("format version 2") instead of
@@ -76,7 +78,10 @@ typedef struct {
     guint64 checksum;       /* XXH3-64 of the stream */
     /* format version 2: a compressed image */
     char *compression;      /* "zstd", or NULL: the stream is stored as it is */
-    int compress_level;     /* the level it was saved with (may be negative) */
+    int compress_level;     /* the level it was saved with (may be negative); with
+                             * compress_auto the highest level any frame may have */
+    gboolean compress_auto; /* --compress=auto: raw frames or levels up to compress_level,
+                             * chosen per window ("adaptive": true in "compression") */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
     /* format version 3: QEMU's multifd channels, each in its own region */
     guint channels;         /* 0: a single stream */

@@ -81,7 +81,8 @@ typedef struct {
     gboolean helper;        /* an iohelper process served the file: always TRUE (it
                              * computes the checksum; docs/qemu-glue.md) */
     gboolean compressed;    /* the image holds zstd frames */
-    int compress_level;     /* the level it was saved with */
+    int compress_level;     /* the level it was saved with (auto: the highest) */
+    gboolean compress_auto; /* saved with --compress=auto */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
     guint channels;         /* multifd channels besides the main one; 0: one stream */
 } QgMigrateStats;

@@ -83,6 +83,8 @@ add_compression_json(JsonBuilder *b, const QgMigrateStats *s)
     if (s->compressed) {
         json_builder_set_member_name(b, "compression_level");
         json_builder_add_int_value(b, s->compress_level);
+        json_builder_set_member_name(b, "compression_auto");
+        json_builder_add_boolean_value(b, s->compress_auto);
     }
     json_builder_set_member_name(b, "channels");   /* multifd's, besides the main one */
     json_builder_add_int_value(b, s->channels);
@@ -172,10 +174,10 @@ static void
 print_stats_stored(const QgMigrateStats *s)
 {
     if (s->compressed) {
-        printf("stored: %.1f MiB, ratio %.3f (zstd level %d)\n",
+        printf("stored: %.1f MiB, ratio %.3f (zstd %slevel %d)\n",
                (double)s->stored_length / (1 << 20),
                s->stream_length ? (double)s->stored_length / s->stream_length : 1.0,
-               s->compress_level);
+               s->compress_auto ? "auto, raw or up to " : "", s->compress_level);
     }
 }
 

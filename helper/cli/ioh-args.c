@@ -41,6 +41,8 @@ static const char usage_text[] =
     "                         HEX (16 hex digits); the stream is already delivered then\n"
     "  --compress=zstd[:LEVEL]  save: store the stream as zstd frames (LEVEL -7 to 19,\n"
     "                         default 1); the checksum stays that of the stream\n"
+    "  --compress=auto        save: zstd frames, raw or at a level chosen per window\n"
+    "                         from the disk's and the compressor's measured speeds\n"
     "  --decompress           restore: the file holds zstd frames; a corrupt one fails\n"
     "  --threads=N            zstd's compression threads (default: the online CPUs)\n"
     "  --connections=N        NBD: connections to the server (default 4 when it\n"
@@ -216,15 +218,21 @@ store_number(IohArgs *a, OptId id, guint64 v)
 }
 
 /* --compress=zstd[:LEVEL], LEVEL within ioh-limits.h's bounds (negative: zstd's fast
- * levels). */
+ * levels), or --compress=auto (also zstd:auto): the level or raw chosen per window. */
 static gboolean
 apply_compress(IohArgs *a, const char *val, GError **error)
 {
     const char *level = g_str_has_prefix(val, "zstd:") ? val + 5 : NULL;
     gint64 v = IOH_ZSTD_LEVEL_DEFAULT;
 
+    a->copy.compress_auto = g_str_equal(val, "auto") || g_strcmp0(level, "auto") == 0;
+    if (a->copy.compress_auto) {
+        a->compress = TRUE;
+        return TRUE;
+    }
     if (!level && !g_str_equal(val, "zstd")) {
-        return ioh_args_usage_error(error, "--compress: '%s' is not zstd or zstd:LEVEL", val);
+        return ioh_args_usage_error(error, "--compress: '%s' is not zstd, zstd:LEVEL or "
+                                    "auto", val);
     }
     if (level && !ioh_number_signed(level, 10, IOH_ZSTD_LEVEL_MIN, IOH_ZSTD_LEVEL_MAX, &v)) {
         return ioh_args_usage_error(error, "--compress: level '%s' is not a number from %d "

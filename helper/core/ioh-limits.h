@@ -44,6 +44,9 @@ G_BEGIN_DECLS
 #define IOH_ZSTD_LEVEL_MIN (-7)
 #define IOH_ZSTD_LEVEL_MAX 19
 #define IOH_ZSTD_LEVEL_DEFAULT 1
+/* --compress=auto: raw frames or a level up to this one, per window (ioh-zstd-adapt.h);
+ * a qemu-iohelper image header records it as the level, with "adaptive". */
+#define IOH_ZSTD_AUTO_LEVEL_MAX 3
 #define IOH_THREADS_MIN 1
 #define IOH_THREADS_MAX 64
 

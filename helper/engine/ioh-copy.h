@@ -44,6 +44,8 @@ typedef struct {
     guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
                                  * checksum differs (EBADMSG) */
     int compress_level;         /* the zstd filter's level (ioh-limits.h) */
+    gboolean compress_auto;     /* ... or chosen per window (--compress=auto,
+                                 * ioh-zstd-adapt.h): compress_level is then ignored */
     guint threads;              /* the zstd filter's worker threads; 0: the online CPUs */
     guint nbd_connections;      /* NBD end: connections (0: several with multi-conn, else 1) */
     guint nbd_requests;         /* NBD end: commands in flight per connection (0: default) */

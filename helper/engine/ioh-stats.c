@@ -45,17 +45,21 @@ static char *
 compression_text(const IohStats *stats)
 {
     g_autofree char *level = NULL;
+    g_autofree char *choices = NULL;
 
     if (!stats->compression) {
         return g_strdup("");
     }
-    level = stats->has_level ? g_strdup_printf(" level %d", stats->compression_level)
+    level = stats->has_level ? g_strdup_printf("%s level %d", stats->adapt.on ? " auto, up to"
+                                                                             : "",
+                                               stats->compression_level)
                              : g_strdup("");
+    choices = ioh_adapt_stats_text(&stats->adapt);
     return g_strdup_printf(", %s%s: %" G_GUINT64_FORMAT " bytes stored, ratio %.3f, "
-                           "compression CPU %.3f s, CPU %.3f s", stats->compression,
+                           "compression CPU %.3f s, CPU %.3f s%s", stats->compression,
                            level, stats->stored, ioh_stats_ratio(stats),
                            (double)stats->compress_cpu_us / G_USEC_PER_SEC,
-                           (double)stats->cpu_us / G_USEC_PER_SEC);
+                           (double)stats->cpu_us / G_USEC_PER_SEC, choices);
 }
 
 static double
@@ -113,6 +117,9 @@ add_compression(JsonBuilder *b, const IohStats *stats)
     if (stats->has_level) {
         json_builder_set_member_name(b, "compression_level");
         json_builder_add_int_value(b, stats->compression_level);
+    }
+    if (stats->adapt.on) {
+        ioh_adapt_stats_json(b, &stats->adapt);
     }
     json_builder_set_member_name(b, "stored");
     json_builder_add_int_value(b, (gint64)stats->stored);

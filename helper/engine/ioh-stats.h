@@ -4,6 +4,7 @@
 #include <glib.h>
 
 #include "ioh-mem-account.h"
+#include "ioh-zstd-adapt.h"
 
 G_BEGIN_DECLS
 
@@ -34,6 +35,8 @@ typedef struct {
     gboolean has_level;     /* a compressing save: compression_level is its level (a
                              * restore cannot know the level the image was made with) */
     int compression_level;
+    IohAdaptStats adapt;    /* --compress=auto: what each window was stored with, and why
+                             * (compression_level is then the highest level used) */
     gint64 compress_cpu_us; /* CPU time spent (de)compressing, every thread */
     gboolean has_budget;    /* a --memory-budget applied: budget is its size */
     guint64 budget;

@@ -26,13 +26,15 @@ static char *workdir;
 static gboolean have_direct;
 
 /* Runs `bash -c` with pipefail, $H the helper and $W the work directory, on the command
- * made from @fmt; returns the exit code, the stderr in *ret_err (may be NULL). */
-static int sh(char **ret_err, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+ * made from @fmt, inside @slow's throttle when not NULL; returns the exit code, the stderr
+ * in *ret_err (may be NULL). */
+static int shv(IohtThrottle *slow, char **ret_err, const char *fmt, va_list ap)
+    G_GNUC_PRINTF(3, 0);
 
 static int
-sh(char **ret_err, const char *fmt, ...)
+shv(IohtThrottle *slow, char **ret_err, const char *fmt, va_list ap)
 {
-    g_autofree char *cmd = NULL;
+    g_autofree char *cmd = g_strdup_vprintf(fmt, ap);
     g_autofree char *h = g_shell_quote(ioht_helper_path());
     g_autofree char *w = g_shell_quote(workdir);
     g_autofree char *script = NULL;
@@ -40,21 +42,35 @@ sh(char **ret_err, const char *fmt, ...)
     g_autoptr(GError) error = NULL;
     const char *argv[] = { "/bin/bash", "-c", NULL, NULL };
     int status;
-    va_list ap;
 
-    va_start(ap, fmt);
-    cmd = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
     script = g_strdup_printf("set -o pipefail; H=%s; W=%s; cd \"$W\"; %s", h, w, cmd);
     argv[2] = script;
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL,
-                               &err, &status, &error));
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT,
+                               slow ? ioht_throttle_enter : NULL, slow, NULL, &err, &status,
+                               &error));
     g_assert_no_error(error);
     if (ret_err) {
         *ret_err = g_steal_pointer(&err);
     }
     return ioht_exit_code(status);
 }
+
+/* shv() with the command's arguments; sh() outside any throttle. */
+static int sh_slow(IohtThrottle *slow, char **ret_err, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static int
+sh_slow(IohtThrottle *slow, char **ret_err, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = shv(slow, ret_err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+#define sh(ret_err, ...) sh_slow(NULL, ret_err, __VA_ARGS__)
 
 /* The value `xxhsum -H3 NAME` prints (NAME in the work directory). */
 static char *
@@ -485,9 +501,105 @@ test_usage(void)
     g_assert_cmpint(sh(NULL, "test ! -e copy"), ==, 0);
 }
 
+/* The bytes --compress=auto stored raw and compressed, from its --stats=json object @o;
+ * they add up to the stream. */
+static void
+auto_choices(JsonObject *o, guint64 *ret_raw, guint64 *ret_compressed)
+{
+    JsonObject *a = json_object_get_object_member(o, "compression_auto");
+    JsonObject *c = json_object_get_object_member(a, "choices");
+    g_autoptr(GList) names = json_object_get_members(c);
+
+    *ret_raw = *ret_compressed = 0;
+    for (GList *l = names; l; l = l->next) {
+        JsonObject *k = json_object_get_object_member(c, l->data);
+        guint64 n = (guint64)json_object_get_int_member(k, "bytes");
+
+        g_assert_nonnull(json_object_get_string_member(k, "why"));
+        *(g_str_equal(l->data, "raw") ? ret_raw : ret_compressed) += n;
+    }
+    g_assert_cmpuint(*ret_raw + *ret_compressed, ==,
+                     (guint64)json_object_get_int_member(o, "bytes"));
+}
+
+typedef struct {
+    const char *mode;
+    const char *data;   /* "random" or "guest" (make_mixed_pages: guest-RAM-like pages) */
+} AutoCase;
+
+/* --compress=auto: byte-exact back through zstd -dc and --decompress, whatever it chose
+ * (it depends on this machine's speeds); random data all raw (incompressible whatever the
+ * speeds), and never over raw + 1% (raw frames copied, never padded, under --direct). */
+static void
+test_auto_round_trip(gconstpointer data)
+{
+    const AutoCase *c = data;
+    g_autofree char *err = NULL;
+    g_autoptr(JsonParser) p = json_parser_new();
+    gboolean random = g_str_equal(c->data, "random");
+    guint64 raw, compressed;
+    JsonObject *o;
+
+    if (g_str_equal(c->mode, "--direct") && !have_direct) {
+        g_test_skip("no O_DIRECT here");
+        return;
+    }
+    if (random) {
+        make_stream("s", 48 * MiB + 4097, TRUE);
+    } else {
+        make_mixed_pages("s", 48 * MiB);
+    }
+    g_assert_cmpint(sh(&err, "cat s | $H %s --compress=auto --stats=json - img", c->mode), ==, 0);
+    o = stats_of(err, p);
+    auto_choices(o, &raw, &compressed);
+    g_assert_cmpint(json_object_get_int_member(o, "stored"), ==, (gint64)file_size("img"));
+    if (random) {
+        g_assert_cmpuint(compressed, ==, 0);
+        g_assert_cmpuint(file_size("img"), <=, file_size("s") + file_size("s") / 100);
+    }
+    g_assert_cmpint(sh(NULL, "zstd -q -dc img | cmp - s && $H %s --decompress img - | cmp - s",
+                       c->mode), ==, 0);
+}
+
+/* A disk throttled to 50 MB/s and text that level 1 stores at a tenth: auto compresses
+ * (raw would take 4 times as long as any level, on any machine that compresses 100 MB/s),
+ * and the image reads back. Skipped where cgroup-v1 blkio throttling is unavailable. */
+static void
+test_auto_throttled(void)
+{
+    g_autofree char *why = NULL;
+    g_autofree char *err = NULL;
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_autoptr(IohtThrottle) slow = NULL;
+    guint64 raw, compressed;
+    JsonObject *o;
+
+    if (!have_direct) {
+        g_test_skip("no O_DIRECT here (the throttle holds O_DIRECT writes)");
+        return;
+    }
+    slow = ioht_throttle_new(workdir, 50, &why);
+    if (!slow) {
+        g_test_skip(why);
+        return;
+    }
+    make_stream("s", 64 * MiB, FALSE);
+    g_assert_cmpint(sh_slow(slow, &err, "cat s | $H --direct --compress=auto --stats=json "
+                            "- img"), ==, 0);
+    o = stats_of(err, p);
+    auto_choices(o, &raw, &compressed);
+    g_assert_cmpuint(compressed, >=, 32 * MiB);
+    g_assert_cmpfloat(json_object_get_double_member(o, "ratio"), <, 0.5);
+    g_assert_cmpint(sh(NULL, "zstd -q -dc img | cmp - s && $H --decompress img - | cmp - s"),
+                    ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
+    static const AutoCase autos[] = {
+        { "", "random" }, { "", "guest" }, { "--direct", "random" }, { "--direct", "guest" },
+    };
     static const char *const modes[] = { "", "--direct", "--fadvise" };
     static const gsize sizes[] = { 0, 1, 4097, 3 * MiB + 7 };
 
@@ -525,5 +637,13 @@ main(int argc, char **argv)
     g_test_add_func("/compress/long-window", test_long_window);
     g_test_add_func("/compress/status-and-record", test_status_record);
     g_test_add_func("/compress/usage", test_usage);
+    for (gsize i = 0; i < G_N_ELEMENTS(autos); i++) {
+        g_autofree char *path = g_strdup_printf("/compress/auto/round-trip/%s/%s",
+                                                *autos[i].mode ? autos[i].mode + 2
+                                                               : "buffered", autos[i].data);
+
+        g_test_add_data_func(path, &autos[i], test_auto_round_trip);
+    }
+    g_test_add_func("/compress/auto/throttled-compresses", test_auto_throttled);
     return ioht_run_tests(&workdir);
 }

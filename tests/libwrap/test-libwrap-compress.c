@@ -127,7 +127,8 @@ test_compress_roundtrip(IohtDir *fx, gconstpointer data)
     stored = save_compressed(src, saved, c->flags, c->spec, c->threads, &sum);
     g_assert_cmpstr(sum, ==, want);
     g_assert_cmpuint(stored, >, 0);
-    g_assert_cmpuint(stored, <, size / 2);
+    /* auto stores raw where this disk is faster than the compressor: never much over */
+    g_assert_cmpuint(stored, <, strstr(c->spec, "auto") ? size + size / 100 : size / 2);
     g_assert_cmpint(g_stat(saved, &st), ==, 0);
     g_assert_cmpuint((guint64)st.st_size, ==, 4096 + stored);
     cmd = g_strdup_printf("tail -c +4097 '%s' | zstd -q -dc > '%s'", saved, unz);
@@ -188,7 +189,7 @@ test_compress_refuses(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_assert_false(ioh_wrap_options_set_compress(options, bad[i], &error));
         g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
-        g_assert_nonnull(strstr(error->message, "is not zstd or zstd:LEVEL (LEVEL -7 to 19)"));
+        g_assert_nonnull(strstr(error->message, "is not zstd or zstd:LEVEL (LEVEL -7 to 19) or auto"));
         g_clear_error(&error);
     }
     g_assert_false(ioh_wrap_options_set_threads(options, 65, &error));
@@ -268,8 +269,11 @@ main(int argc, char **argv)
             { IOH_WRAP_POLLABLE, "zstd:-3", 2 },
             { IOH_WRAP_FADVISE, "zstd:3", 1 },
             { IOH_WRAP_DIRECT, "zstd", 2 },
+            { IOH_WRAP_DIRECT, "auto", 0 },
+            { IOH_WRAP_NONE, "zstd:auto", 1 },
         };
-        static const char *const names[] = { "none", "pollable", "fadvise", "direct" };
+        static const char *const names[] = { "none", "pollable", "fadvise", "direct",
+                                             "auto-direct", "auto-none" };
 
         for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
             g_autofree char *name = g_strdup_printf("/libwrap/compress/roundtrip/%s",

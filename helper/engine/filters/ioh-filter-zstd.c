@@ -17,6 +17,12 @@
  * each, still standard zstd frames with their checksums, handed on mostly uncopied
  * (ioh-zstd-out.c).
  *
+ * --compress=auto (IohCopyOptions.compress_auto) stores each 8 MiB window raw or at the
+ * level ioh-zstd-adapt.c chooses from what the filter measures of the window: the time in
+ * the sink's writes, blocked in libzstd and waiting for the next chunk, the other threads'
+ * CPU time and libzstd's frame progression; the level changes inside the frame (libzstd's
+ * workers take it for their next job), raw ends it. Its memory is level 3's.
+ *
  * unzstd decodes any sequence of zstd frames (the helper's own, or the zstd CLI's) and
  * refuses a corrupt image: a bad block or checksum, a stream that ends inside a frame
  * (truncated), or one without a zstd frame (empty, or only skippable frames, which zstd
@@ -29,11 +35,13 @@
 #include "ioh-cpu.h"
 #include "ioh-error.h"
 #include "ioh-layer.h"
+#include "ioh-zstd-adapt.h"
 #include "ioh-zstd-out.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #define ZSTD_STATIC_LINKING_ONLY    /* the parameters, the memory estimates, frame headers */
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -66,6 +74,16 @@ typedef struct {
     IohMemAccount *memory;   /* the copy's account (ioh-mem-account.h) */
     gint64 cpu_ns;           /* of the calling thread inside libzstd */
     GHashTable *threads;     /* the process's threads when the filter opened */
+    guint workers;           /* zstd: libzstd's worker threads (0: none) */
+    IohAdapt *adapt;         /* zstd, --compress=auto: the choice per window */
+    int top;                 /* auto: the highest level a chunk was compressed at */
+    gboolean top_set;
+    IohAdaptWindow win;      /* auto: the window being measured, and where it started: */
+    gint64 win_start, last_end, win_cpu, win_own, win_out_ns;
+    guint64 win_out, win_consumed, win_produced;
+    guint64 done_consumed;   /* auto: the frames ended so far, their progression */
+    guint64 done_produced;
+    gint64 blocked_ns;       /* auto: wall time in ZSTD_compressStream2 */
 } Zstd;
 
 static void
@@ -78,6 +96,7 @@ zstd_free(gpointer data)
         ZSTD_freeDCtx(z->dctx);
         ZSTD_freeCCtx(z->probe);
         g_free(z->probe_buf);
+        g_free(z->adapt);
         ioh_zstd_out_clear(&z->o);
         if (z->threads) {
             g_hash_table_unref(z->threads);
@@ -170,9 +189,9 @@ zstd_fit(guint64 bytes, gpointer data)
 
 /* Claims the compressor's memory: its shape into @s. */
 static void
-zstd_claim(const IohCopyOptions *opts, ZstdShape *s)
+zstd_claim(const IohCopyOptions *opts, int level, ZstdShape *s)
 {
-    s->level = opts->compress_level;
+    s->level = level;
     s->threads = opts->threads ? opts->threads : g_get_num_processors();
     s->wdef = (int)ZSTD_getCParams(s->level, 0, 0).windowLog;
     s->wmin = MIN(s->wdef, ZSTD_FLOOR_WLOG);
@@ -211,8 +230,8 @@ zstd_open(const IohCopyOptions *opts, GError **error)
     Zstd *z = g_new0(Zstd, 1);
     ZstdShape s;
 
-    zstd_claim(opts, &s);
-    z->level = opts->compress_level;
+    z->level = opts->compress_auto ? IOH_ADAPT_LEVEL_MAX : opts->compress_level;
+    zstd_claim(opts, z->level, &s);
     z->threads = ioh_cpu_threads();
     z->cctx = ZSTD_createCCtx();
     z->probe = ZSTD_createCCtx();
@@ -229,8 +248,14 @@ zstd_open(const IohCopyOptions *opts, GError **error)
         zstd_free(z);
         return NULL;
     }
-    g_debug("zstd: level %d, %u worker threads (%u asked), window 2^%d", z->level,
-            s.workers, s.threads, s.wlog);
+    z->workers = s.workers;
+    if (opts->compress_auto) {
+        z->adapt = g_new(IohAdapt, 1);
+        ioh_adapt_init(z->adapt, MAX(s.workers, 1), g_get_num_processors());
+        z->o.compact = TRUE;
+    }
+    g_debug("zstd: level %d%s, %u worker threads (%u asked), window 2^%d", z->level,
+            z->adapt ? " at most (auto)" : "", s.workers, s.threads, s.wlog);
     return z;
 }
 
@@ -263,17 +288,18 @@ compress(Zstd *z, ZSTD_inBuffer *in, ZSTD_EndDirective op, IohFilterOut *out,
 {
     for (;;) {
         ZSTD_outBuffer ob = { z->o.buf, z->o.size, z->o.have };
-        gint64 t0 = ioh_cpu_thread_ns();
+        gint64 t0 = ioh_cpu_thread_ns(), w0 = g_get_monotonic_time();
         size_t left = ZSTD_compressStream2(z->cctx, &ob, in, op);
 
         z->cpu_ns += ioh_cpu_thread_ns() - t0;
+        z->blocked_ns += (g_get_monotonic_time() - w0) * 1000;
         if (ZSTD_isError(left)) {
             return ioh_error_set(error, EIO, "compress", out->file, "zstd: %s",
                                  ZSTD_getErrorName(left));
         }
         z->o.have = ob.pos;
         if (z->o.have == z->o.size) {
-            if (!ioh_filter_out(out, z->o.buf, z->o.size, error)) {
+            if (!ioh_zstd_out_put(&z->o, out, z->o.buf, z->o.size, error)) {
                 return FALSE;
             }
             z->o.have = 0;
@@ -284,20 +310,14 @@ compress(Zstd *z, ZSTD_inBuffer *in, ZSTD_EndDirective op, IohFilterOut *out,
     }
 }
 
-/* TRUE when samples of @buf do not compress: store it raw. */
-static gboolean
-incompressible(Zstd *z, const guint8 *buf, gsize len)
+/* Level 1 on @samples samples of @buf (len >= ZSTD_PROBE_MIN): what they came to per
+ * byte; the CPU time it took in @ret_ns. */
+static double
+probe(Zstd *z, const guint8 *buf, gsize len, guint samples, gint64 *ret_ns)
 {
     gsize in = 0, got = 0;
-    gint64 t0;
+    gint64 t0 = ioh_cpu_thread_ns();
 
-    /* storing raw already, one sample tells when the data turns compressible */
-    guint samples = z->raw ? 1 : ZSTD_PROBE_SAMPLES;
-
-    if (len < ZSTD_PROBE_MIN) {
-        return FALSE;
-    }
-    t0 = ioh_cpu_thread_ns();
     for (guint i = 0; i < samples; i++) {
         gsize off = samples == 1 ? (len - ZSTD_PROBE_SAMPLE) / 2
                                  : (len - ZSTD_PROBE_SAMPLE) / (samples - 1) * i;
@@ -308,8 +328,22 @@ incompressible(Zstd *z, const guint8 *buf, gsize len)
         in += ZSTD_PROBE_SAMPLE;
         got += ZSTD_isError(r) ? ZSTD_PROBE_SAMPLE : r;
     }
-    z->cpu_ns += ioh_cpu_thread_ns() - t0;
-    z->raw = (double)got > IOH_ZSTD_RAW_RATIO * (double)in;
+    *ret_ns = ioh_cpu_thread_ns() - t0;
+    z->cpu_ns += *ret_ns;
+    return (double)got / (double)in;
+}
+
+/* TRUE when samples of @buf do not compress: store it raw. */
+static gboolean
+incompressible(Zstd *z, const guint8 *buf, gsize len)
+{
+    gint64 ns;
+
+    if (len < ZSTD_PROBE_MIN) {
+        return FALSE;
+    }
+    /* storing raw already, one sample tells when the data turns compressible */
+    z->raw = probe(z, buf, len, z->raw ? 1 : ZSTD_PROBE_SAMPLES, &ns) > IOH_ZSTD_RAW_RATIO;
     return z->raw;
 }
 
@@ -326,9 +360,166 @@ end_frame(Zstd *z, gboolean last, IohFilterOut *out, GError **error)
     if (!compress(z, &in, ZSTD_e_end, out, error)) {
         return FALSE;
     }
+    if (z->adapt) {
+        ZSTD_frameProgression fp = ZSTD_getFrameProgression(z->cctx);
+
+        z->done_consumed += fp.consumed;
+        z->done_produced += fp.produced;
+    }
     z->in_frame = FALSE;
     z->frames++;
     return TRUE;
+}
+
+/* ---- --compress=auto: the choice of each window (ioh-zstd-adapt.h) ---- */
+
+static double
+seconds(gint64 ns)
+{
+    return (double)ns / 1e9;
+}
+
+static gint64
+now_ns(void)
+{
+    return g_get_monotonic_time() * 1000;
+}
+
+static gint64
+process_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (gint64)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The stream bytes libzstd compressed so far and what they came to, over every frame. */
+static void
+progression(Zstd *z, guint64 *ret_consumed, guint64 *ret_produced)
+{
+    ZSTD_frameProgression fp = { 0 };
+
+    if (z->in_frame) {
+        fp = ZSTD_getFrameProgression(z->cctx);
+    }
+    *ret_consumed = z->done_consumed + fp.consumed;
+    *ret_produced = z->done_produced + fp.produced;
+}
+
+/* A window starts at @start (ns): the counters as they stand. */
+static void
+window_start(Zstd *z, gint64 start)
+{
+    memset(&z->win, 0, sizeof(z->win));
+    z->win_start = start;
+    z->win_cpu = process_cpu_ns();
+    z->win_own = ioh_cpu_thread_ns();
+    z->win_out_ns = z->o.out_ns;
+    z->win_out = z->o.out_bytes;
+    z->blocked_ns = 0;
+    progression(z, &z->win_consumed, &z->win_produced);
+}
+
+/* The next windows' choice on the compressor: a level (raw needs nothing set). Without
+ * workers libzstd takes a new level only with a new frame, so the frame ends first. */
+static gboolean
+set_choice(Zstd *z, int k, IohFilterOut *out, GError **error)
+{
+    int level;
+
+    if (k == IOH_ADAPT_RAW) {
+        return TRUE;
+    }
+    level = ioh_adapt_level(k);
+    if (level == z->level) {
+        return TRUE;
+    }
+    if (z->workers == 0 && !end_frame(z, FALSE, out, error)) {
+        return FALSE;
+    }
+    z->level = level;
+    return zstd_check(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level),
+                      "compression level", error);
+}
+
+/* The window is whole at @end (ns): measured, and the next one's choice made. */
+static gboolean
+window_end(Zstd *z, gint64 end, IohFilterOut *out, GError **error)
+{
+    IohAdaptWindow *w = &z->win;
+    guint64 consumed, produced;
+    int k;
+
+    progression(z, &consumed, &produced);
+    w->wall = seconds(end - z->win_start);
+    w->sink = seconds(z->o.out_ns - z->win_out_ns);
+    w->out = z->o.out_bytes - z->win_out;
+    w->blocked = seconds(z->blocked_ns);
+    w->comp_cpu = seconds((process_cpu_ns() - z->win_cpu) - (ioh_cpu_thread_ns() - z->win_own));
+    w->consumed = consumed - z->win_consumed;
+    w->produced = produced - z->win_produced;
+    k = ioh_adapt_next(z->adapt, w);
+    g_debug("zstd auto: window %s: %.1f ms, sink %.1f ms for %" G_GUINT64_FORMAT " bytes, "
+            "blocked %.1f ms, idle %.1f ms, workers' CPU %.1f ms; rates MB/s: sink %.0f, "
+            "source %.0f, compressor %.0f; next %s (%s)",
+            ioh_adapt_choice_name(z->adapt->last), w->wall * 1e3, w->sink * 1e3, w->out,
+            w->blocked * 1e3, w->idle * 1e3, w->comp_cpu * 1e3, z->adapt->est.sink / 1e6,
+            z->adapt->est.source / 1e6, z->adapt->est.comp[z->adapt->last] / 1e6,
+            ioh_adapt_choice_name(k), ioh_adapt_why_name(z->adapt->why));
+    w->in = 0;
+    return set_choice(z, k, out, error);
+}
+
+/* A raw window's first chunk: level 1 on its samples, for the estimates. */
+static void
+probe_window(Zstd *z, const guint8 *buf, gsize len)
+{
+    gint64 ns = 0;
+
+    if (z->win.in == 0 && len >= ZSTD_PROBE_MIN) {
+        z->win.probe_ratio = probe(z, buf, len, ZSTD_PROBE_SAMPLES, &ns);
+        z->win.probe_speed = ns > 0 ? ZSTD_PROBE_SAMPLES * ZSTD_PROBE_SAMPLE / seconds(ns) : 0;
+    }
+}
+
+/* One chunk as the window's choice says: raw frames, or compressed at its level (still
+ * raw where the chunk's samples do not compress, as with a fixed level). */
+static gboolean
+auto_store(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
+{
+    ZSTD_inBuffer in = { buf, len, 0 };
+
+    if (z->adapt->choice == IOH_ADAPT_RAW) {
+        probe_window(z, buf, len);
+    } else if (!incompressible(z, buf, len)) {
+        z->in_frame = TRUE;
+        z->top = z->top_set ? MAX(z->top, z->level) : z->level;
+        z->top_set = TRUE;
+        return compress(z, &in, ZSTD_e_continue, out, error);
+    }
+    z->raw_chunks++;
+    return end_frame(z, FALSE, out, error) && ioh_zstd_out_raw(&z->o, buf, len, out, error);
+}
+
+static gboolean
+ioh_zstd_auto_transform(Zstd *z, const guint8 *buf, gsize len, IohFilterOut *out,
+                        GError **error)
+{
+    gint64 now = now_ns();
+
+    if (z->win.in == 0) {
+        window_start(z, z->last_end ? z->last_end : now);
+    }
+    if (z->last_end) {
+        z->win.idle += seconds(now - z->last_end);    /* waiting for this chunk */
+    }
+    if (!auto_store(z, buf, len, out, error)) {
+        return FALSE;
+    }
+    z->win.in += len;
+    z->last_end = now_ns();
+    return z->win.in < IOH_ADAPT_WINDOW || window_end(z, z->last_end, out, error);
 }
 
 static gboolean
@@ -340,6 +531,9 @@ zstd_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
 
     if (!ioh_zstd_out_alloc(&z->o, out, error)) {
         return FALSE;
+    }
+    if (z->adapt) {
+        return ioh_zstd_auto_transform(z, buf, len, out, error);
     }
     if (incompressible(z, buf, len)) {
         z->raw_chunks++;
@@ -359,7 +553,7 @@ zstd_flush(gpointer data, IohFilterOut *out, GError **error)
     if (!ioh_zstd_out_alloc(&z->o, out, error) || !end_frame(z, TRUE, out, error)) {
         return FALSE;
     }
-    if (z->o.have > 0 && !ioh_filter_out(out, z->o.buf, z->o.have, error)) {
+    if (z->o.have > 0 && !ioh_zstd_out_put(&z->o, out, z->o.buf, z->o.have, error)) {
         return FALSE;
     }
     z->o.have = 0;
@@ -519,6 +713,12 @@ zstd_finish(gpointer data, const IohEnd *src, const IohEnd *dst, IohStats *stats
     stats->compression = "zstd";
     stats->has_level = z->cctx != NULL;    /* unzstd cannot know the image's level */
     stats->compression_level = z->level;
+    if (z->adapt) {
+        z->adapt->stats.bytes[z->adapt->choice] += z->win.in;    /* the last window */
+        ioh_adapt_finish(z->adapt);
+        stats->adapt = z->adapt->stats;
+        stats->compression_level = z->top_set ? z->top : ioh_adapt_level(1);
+    }
     stats->compress_cpu_us = (z->cpu_ns + z->o.cpu_ns) / 1000 +
                              ioh_cpu_new_threads_us(z->threads);
     g_debug("zstd: %" G_GUINT64_FORMAT " stream bytes, %" G_GUINT64_FORMAT " stored, "

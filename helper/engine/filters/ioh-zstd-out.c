@@ -23,9 +23,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define ZSTD_OUT_BUFFER ((gsize)1024 * 1024)
 #define ZSTD_OUT_DIRECT ((gsize)4 * 1024 * 1024)
+#define ZSTD_OUT_HUGE ((gsize)2 * 1024 * 1024)   /* a huge page */
 #define ZSTD_RAW_BLOCK (128 * 1024)  /* the largest block zstd allows */
 #define ZSTD_RAW_FRAMES 8           /* raw frames hashed at once */
 #define ZSTD_RAW_HEAD 9             /* a raw frame's bytes before its block's */
@@ -43,19 +45,51 @@ ioh_zstd_out_alloc(IohZstdOut *o, const IohFilterOut *out, GError **error)
     o->size = out->align > 1 ? MAX(ZSTD_OUT_DIRECT, out->align + ZSTD_RAW_FRAMES *
                                    (ZSTD_RAW_BLOCK + ZSTD_RAW_HEAD + 4)) : ZSTD_OUT_BUFFER;
     o->size = IOH_ALIGN_UP(o->size, out->align);    /* copy_frames() fits */
-    if (posix_memalign((void **)&o->buf, MAX(out->align, sizeof(void *)), o->size) != 0) {
+    if (posix_memalign((void **)&o->buf, out->align > 1 ? ZSTD_OUT_HUGE : sizeof(void *),
+                       o->size) != 0) {
         o->buf = NULL;
         return ioh_error_set(error, ENOMEM, NULL, NULL, "zstd: cannot allocate %zu bytes",
                              o->size);
     }
+    /* O_DIRECT: huge pages, as the ring's: each write pins the buffer's pages, and 4 KiB
+     * pages cost a pin each (docs/engine.md, "What a save costs in CPU") */
+    if (out->align > 1) {
+        madvise(o->buf, o->size, MADV_HUGEPAGE);
+    }
     return TRUE;
+}
+
+gboolean
+ioh_zstd_out_put(IohZstdOut *o, IohFilterOut *out, const void *buf, gsize len,
+                 GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    gboolean ok = ioh_filter_out(out, buf, len, error);
+
+    o->out_ns += (g_get_monotonic_time() - t0) * 1000;
+    o->out_bytes += len;
+    return ok;
+}
+
+/* ioh_filter_outv(), timed and counted as ioh_zstd_out_put(). */
+static gboolean
+put_pieces(IohZstdOut *o, IohFilterOut *out, GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    gboolean ok = ioh_filter_outv(out, o->iov, o->niov, error);
+
+    o->out_ns += (g_get_monotonic_time() - t0) * 1000;
+    for (int i = 0; i < o->niov; i++) {
+        o->out_bytes += o->iov[i].iov_len;
+    }
+    return ok;
 }
 
 /* Hands on the raw frames' pieces gathered so far (unaligned sink). */
 static gboolean
 flush_pieces(IohZstdOut *o, IohFilterOut *out, GError **error)
 {
-    gboolean ok = o->niov == 0 || ioh_filter_outv(out, o->iov, o->niov, error);
+    gboolean ok = o->niov == 0 || put_pieces(o, out, error);
 
     o->niov = 0;
     o->nsmall = 0;
@@ -172,7 +206,7 @@ copy_frames(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
     if (o->have + need > o->size) {
         gsize done = IOH_ALIGN_DOWN(o->have, out->align);
 
-        if (done > 0 && !ioh_filter_out(out, o->buf, done, error)) {
+        if (done > 0 && !ioh_zstd_out_put(o, out, o->buf, done, error)) {
             return FALSE;
         }
         memmove(o->buf, o->buf + done, o->have - done);
@@ -194,7 +228,7 @@ copy_frames(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
     pos = o->have;
     if (pos == o->size) {
         o->have = 0;
-        return ioh_filter_out(out, o->buf, pos, error);
+        return ioh_zstd_out_put(o, out, o->buf, pos, error);
     }
     return TRUE;
 }
@@ -219,7 +253,7 @@ glue(IohZstdOut *o, guint32 n, IohFilterOut *out, GError **error)
     if (len + 4 > o->size) {    /* a nearly full buffer: its aligned part goes first */
         gsize done = IOH_ALIGN_DOWN(o->have, out->align);
 
-        if (!ioh_filter_out(out, o->buf, done, error)) {
+        if (!ioh_zstd_out_put(o, out, o->buf, done, error)) {
             return FALSE;
         }
         memmove(o->buf, o->buf + done, o->have - done);
@@ -265,9 +299,9 @@ direct_frames(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
 /* The bytes of raw frames @buf may go to the sink uncopied: an O_DIRECT sink whose
  * alignment @buf and a block meet. */
 static gboolean
-direct_uncopied(const guint8 *buf, const IohFilterOut *out)
+direct_uncopied(const IohZstdOut *o, const guint8 *buf, const IohFilterOut *out)
 {
-    return out->align > 1 && ZSTD_RAW_BLOCK % out->align == 0 &&
+    return !o->compact && out->align > 1 && ZSTD_RAW_BLOCK % out->align == 0 &&
            (guintptr)buf % out->align == 0;
 }
 
@@ -289,7 +323,7 @@ ioh_zstd_out_raw(IohZstdOut *o, const guint8 *buf, gsize len, IohFilterOut *out,
     }
     for (gsize done = 0; done < len;) {
         gsize part = MIN(len - done, (gsize)ZSTD_RAW_FRAMES * ZSTD_RAW_BLOCK);
-        gsize whole = direct_uncopied(buf + done, out)
+        gsize whole = direct_uncopied(o, buf + done, out)
                           ? IOH_ALIGN_DOWN(part, ZSTD_RAW_BLOCK) : 0;
 
         if (whole > 0 && !direct_frames(o, buf + done, whole, out, error)) {

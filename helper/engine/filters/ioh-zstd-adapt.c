@@ -1,0 +1,382 @@
+/* ioh-zstd-adapt.c - --compress=auto: the choice of raw frames or a zstd level per window
+ *
+ * zstd's own `--adapt` (programs/fileio.c) moves one level at a time, once per job: down
+ * when its input waits on the compressor, up when the compressor waits on the output. It
+ * has no raw choice (its fastest level still costs a core), reacts a level per job, and
+ * has no model of what another level would do. Here the decision is a model: each choice
+ * k's predicted speed is min(source, compressor_k, sink / ratio_k) — the source's rate,
+ * the compressor's at k, and the sink's drain rate over what k stores per stream byte.
+ * Raw's compressor is free (checksums at memory speed), so raw is predicted at
+ * min(source, sink): the choice is never predicted slower than raw, and among the choices
+ * within 3% of the fastest the one that stores least is taken, in one step. The rates are
+ * measured as the save goes: the sink's from the time its writes take, the source's from
+ * the time the filter waits for it, each level's compressor from the time the filter is
+ * blocked in libzstd (the compressor was the bottleneck: what it gave is its rate) or
+ * else from its workers' CPU time, the ratio from libzstd's frame progression. What was
+ * not measured lately is derived from what was (the table below, zstd's relative speeds
+ * and ratios), and while storing raw from the probe's level-1 samples.
+ */
+#include "ioh-zstd-adapt.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#define ADAPT_TOLERANCE 0.97    /* within 3% of the fastest counts as as fast */
+#define ADAPT_SHRINK 0.97       /* a choice must store 3% less than the one it replaces */
+#define ADAPT_EWMA 0.5          /* weight of the newest window */
+#define ADAPT_DECAY 0.8         /* the sums of bytes and seconds, per window (add_rate()) */
+#define ADAPT_FRESH 32          /* windows a measured choice's rates are trusted */
+#define ADAPT_BOUND 0.10        /* a share of the window: waiting that shows a bottleneck */
+#define ADAPT_TRY 0.75          /* a level predicted this near raw is tried (explore()) */
+#define ADAPT_HEADROOM 1.3      /* a compressor's margin over a source it shares cores with */
+
+/* The levels, and their speed and the bytes they save relative to level 1 (zstd 1.5's
+ * benchmark on silesia: priors only, replaced by what the save measures). Savings, not
+ * sizes, scale: data level 1 cannot shrink, no level shrinks. */
+static const struct {
+    int level;
+    double speed;
+    double save;
+} levels[IOH_ADAPT_CHOICES] = {
+    { 0, 0, 0 }, { -5, 1.6, 0.84 }, { -3, 1.4, 0.895 }, { -1, 1.15, 0.957 }, { 1, 1.0, 1.0 },
+    { 3, 0.6, 1.03 },
+};
+
+#define ADAPT_LEVEL1 4          /* the index of level 1, the probe's */
+
+int
+ioh_adapt_level(int k)
+{
+    g_return_val_if_fail(k > IOH_ADAPT_RAW && k < IOH_ADAPT_CHOICES, 1);
+    return levels[k].level;
+}
+
+/* Choice @k's predicted speed, stream bytes/s (G_MAXDOUBLE: nothing bounds it). Where
+ * the source is known to set raw's pace, a compressor counts for 1/ADAPT_HEADROOM of its
+ * rate: its CPU is taken from the threads that read the source and from the producer
+ * (the same cores), so it must outrun the source by that much not to slow it. */
+static double
+predict(const IohAdaptRates *r, int k)
+{
+    double t = r->source > 0 ? r->source : G_MAXDOUBLE;
+
+    if (k != IOH_ADAPT_RAW && r->comp[k] > 0) {
+        t = MIN(t, r->source > 0 ? r->comp[k] / ADAPT_HEADROOM : r->comp[k]);
+    }
+    if (r->sink > 0) {
+        t = MIN(t, r->sink / MAX(r->ratio[k], 1e-3));
+    }
+    return t;
+}
+
+/* Why @pick was chosen. */
+static IohAdaptWhy
+reason(const IohAdaptRates *r, int pick)
+{
+    gboolean shrinks = FALSE;
+
+    if (pick != IOH_ADAPT_RAW) {
+        return r->sink > 0 && (r->source <= 0 || r->sink < r->source) ? IOH_ADAPT_WHY_SINK
+                                                                       : IOH_ADAPT_WHY_SOURCE;
+    }
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        shrinks = shrinks || r->ratio[k] < ADAPT_SHRINK * r->ratio[IOH_ADAPT_RAW];
+    }
+    return shrinks ? IOH_ADAPT_WHY_COMPRESSOR : IOH_ADAPT_WHY_INCOMPRESSIBLE;
+}
+
+int
+ioh_adapt_decide(const IohAdaptRates *r, IohAdaptWhy *ret_why)
+{
+    double best = 0;
+    int pick = IOH_ADAPT_RAW;
+
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        best = MAX(best, predict(r, k));
+    }
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        if (predict(r, k) >= ADAPT_TOLERANCE * best &&
+            r->ratio[k] < ADAPT_SHRINK * r->ratio[pick]) {
+            pick = k;
+        }
+    }
+    if (ret_why) {
+        *ret_why = reason(r, pick);
+    }
+    return pick;
+}
+
+void
+ioh_adapt_init(IohAdapt *a, guint workers, guint cores)
+{
+    memset(a, 0, sizeof(*a));
+    /* one core goes to the threads that read and write (and to the producer) */
+    a->workers = MAX(1.0, MIN((double)workers, (double)cores - 1.0));
+    a->choice = IOH_ADAPT_RAW;
+    a->why = IOH_ADAPT_WHY_START;
+    a->stats.on = TRUE;
+    a->est.ratio[IOH_ADAPT_RAW] = 1.0;
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        a->est.ratio[k] = 1.0;    /* nothing known: no level shrinks, raw */
+    }
+}
+
+static void
+ewma(double *v, double x)
+{
+    *v = *v > 0 ? (1 - ADAPT_EWMA) * *v + ADAPT_EWMA * x : x;
+}
+
+/* Adds @bytes in @secs to the decaying sums @r; their rate (0: none yet). A disk's speed
+ * comes in bursts (a write cache, a throttle's time slices: writes at memory speed, then
+ * one that waits 100 ms): the rate of the sums weighs each window by its time, where an
+ * average of the windows' rates would take the bursts for the disk. */
+static double
+add_rate(IohAdaptSum *r, double bytes, double secs)
+{
+    r->bytes = ADAPT_DECAY * r->bytes + bytes;
+    r->secs = ADAPT_DECAY * r->secs + secs;
+    return r->secs > 0 ? r->bytes / r->secs : 0;
+}
+
+/* The sink's and the source's rates, whatever the choice. */
+static void
+account_ends(IohAdapt *a, const IohAdaptWindow *w)
+{
+    double got = w->wall > 0 ? (double)w->in / w->wall : 0;
+
+    a->est.sink = add_rate(&a->sink, (double)w->out, w->sink);
+    /* Only a raw window measures the source: compressing takes CPU from the thread that
+     * reads it (and from its producer), and the filter then waits for a source that
+     * compression slowed, which says nothing of what raw would get. */
+    if (a->choice == IOH_ADAPT_RAW && a->stats.windows > 0 && w->idle > ADAPT_BOUND * w->wall &&
+        got > 0) {
+        /* the filter waited: the source set the pace */
+        a->est.source = add_rate(&a->source, (double)w->in, w->wall);
+    } else if (a->est.source > 0 && got > a->est.source) {
+        a->source = (IohAdaptSum){ (double)w->in, w->wall };    /* it gave at least this */
+        a->est.source = got;
+    }
+}
+
+/* Choice @from's rates carried to every choice not measured lately, by the table. */
+static void
+derive(IohAdapt *a, int from, gboolean ratios_too)
+{
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        gboolean stale = a->age[k] == 0 || a->age[k] > ADAPT_FRESH;
+
+        if (k == from) {
+            continue;
+        }
+        if (stale && a->est.comp[from] > 0) {
+            a->est.comp[k] = a->est.comp[from] * levels[k].speed / levels[from].speed;
+        }
+        if (stale || ratios_too) {
+            a->est.ratio[k] = CLAMP(1.0 - (1.0 - a->est.ratio[from]) * levels[k].save /
+                                    levels[from].save, 0.01, 1.0);
+        }
+    }
+}
+
+/* A compressed window: the level's ratio and its compressor's rate. */
+static void
+account_level(IohAdapt *a, int k, const IohAdaptWindow *w)
+{
+    double busy = MAX(w->wall - w->idle, 1e-9);
+    double seen = (double)w->in / busy;
+    double cpu = w->comp_cpu - a->other_cpu * (double)w->in;
+
+    if (w->consumed > 0) {
+        ewma(&a->est.ratio[k], MIN(1.0, (double)w->produced / (double)w->consumed));
+    }
+    if (w->blocked > ADAPT_BOUND * busy) {
+        a->est.comp[k] = seen;    /* the compressor set the pace: this is its rate */
+    } else {
+        /* it had time to spare: what its CPU per byte compressed allows, on the cores it
+         * can have (the window's own bytes may be still in its jobs) */
+        double per_core = w->consumed > 0 && w->out > 0 && cpu > 0
+                              ? (double)w->consumed / cpu : 0;    /* not while filling */
+
+        a->est.comp[k] = MAX(seen, per_core * a->workers);
+    }
+    /* Off the disk's time, slower than the source gave raw, whatever the cause (its CPU
+     * taken from the producer slows the source): that is what the level gives. */
+    if (a->est.source > 0 && w->wall > w->sink &&
+        (double)w->in / (w->wall - w->sink) < ADAPT_TOLERANCE * a->est.source) {
+        a->est.comp[k] = MIN(a->est.comp[k], (double)w->in / (w->wall - w->sink));
+    }
+    a->age[k] = 1;
+    derive(a, k, FALSE);
+}
+
+/* A raw window: the probe's level-1 samples stand for every level's ratio; its speed, on
+ * one thread, for the compressor's where no level was measured lately. */
+static void
+account_raw(IohAdapt *a, const IohAdaptWindow *w)
+{
+    int latest = 0;
+
+    if (w->in > 0 && a->stats.windows > 0) {
+        ewma(&a->other_cpu, w->comp_cpu / (double)w->in);
+    }
+    if (w->probe_ratio <= 0) {
+        return;
+    }
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        if (a->age[k] > 0 && (latest == 0 || a->age[k] < a->age[latest])) {
+            latest = k;
+        }
+    }
+    a->est.ratio[ADAPT_LEVEL1] = MIN(1.0, w->probe_ratio);
+    if (latest == 0) {    /* no level measured yet: the probe's speed, however rough */
+        a->est.comp[ADAPT_LEVEL1] = w->probe_speed * a->workers;
+    } else if (latest != ADAPT_LEVEL1) {
+        a->est.comp[ADAPT_LEVEL1] = a->est.comp[latest] * levels[ADAPT_LEVEL1].speed /
+                                    levels[latest].speed;
+    }
+    derive(a, ADAPT_LEVEL1, TRUE);
+}
+
+void
+ioh_adapt_account(IohAdapt *a, const IohAdaptWindow *w)
+{
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        a->age[k] += a->age[k] > 0;
+    }
+    account_ends(a, w);
+    if (a->choice == IOH_ADAPT_RAW) {
+        account_raw(a, w);
+    } else {
+        account_level(a, a->choice, w);
+    }
+    a->stats.bytes[a->choice] += w->in;
+}
+
+/* Raw because no level is predicted fast enough: the fastest level, for one window, when
+ * it is predicted near raw (a window at no less than ADAPT_TRY of raw's speed once in
+ * ADAPT_FRESH costs under 1%) and was not measured lately: its predictions come from the
+ * table and the probe, which may be wrong, and only a window at that level tells. */
+static int
+explore(const IohAdapt *a)
+{
+    int fastest = 1;
+
+    for (int k = 2; k < IOH_ADAPT_CHOICES; k++) {
+        if (predict(&a->est, k) > predict(&a->est, fastest)) {
+            fastest = k;
+        }
+    }
+    if (predict(&a->est, fastest) < ADAPT_TRY * predict(&a->est, IOH_ADAPT_RAW) ||
+        (a->age[fastest] > 0 && a->age[fastest] <= ADAPT_FRESH)) {
+        return IOH_ADAPT_RAW;
+    }
+    return fastest;
+}
+
+int
+ioh_adapt_next(IohAdapt *a, const IohAdaptWindow *w)
+{
+    IohAdaptWhy why;
+    int next;
+
+    ioh_adapt_account(a, w);
+    a->why_count[a->choice][a->why]++;
+    next = ioh_adapt_decide(&a->est, &why);
+    if (next == IOH_ADAPT_RAW && why == IOH_ADAPT_WHY_COMPRESSOR && explore(a)) {
+        next = explore(a);
+        why = IOH_ADAPT_WHY_TRY;
+    }
+    a->stats.windows++;
+    a->stats.switches += next != a->choice;
+    a->last = a->choice;
+    a->choice = next;
+    a->why = why;
+    return next;
+}
+
+void
+ioh_adapt_finish(IohAdapt *a)
+{
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        guint64 most = 0;
+
+        for (int y = 0; y < IOH_ADAPT_WHY_N; y++) {
+            if (a->why_count[k][y] > most) {
+                most = a->why_count[k][y];
+                a->stats.why[k] = (IohAdaptWhy)y;
+            }
+        }
+        if (most == 0) {
+            a->stats.why[k] = a->why;    /* only the last window, still open, had it */
+        }
+    }
+}
+
+const char *
+ioh_adapt_choice_name(int k)
+{
+    static const char *const names[IOH_ADAPT_CHOICES] = { "raw", "-5", "-3", "-1", "1", "3" };
+
+    return k >= 0 && k < IOH_ADAPT_CHOICES ? names[k] : "?";
+}
+
+const char *
+ioh_adapt_why_name(IohAdaptWhy why)
+{
+    static const char *const names[IOH_ADAPT_WHY_N] = {
+        "first window", "sink-bound", "source-bound", "compression slower than raw",
+        "incompressible", "trying the level",
+    };
+
+    return why < IOH_ADAPT_WHY_N ? names[why] : "?";
+}
+
+char *
+ioh_adapt_stats_text(const IohAdaptStats *s)
+{
+    GString *t = g_string_new(NULL);
+
+    if (!s->on) {
+        return g_string_free(t, FALSE);
+    }
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        if (s->bytes[k] > 0) {
+            g_string_append_printf(t, "%s%s%s %.1f MiB (%s)", t->len ? ", " : ", auto: ",
+                                   k ? "level " : "", ioh_adapt_choice_name(k),
+                                   (double)s->bytes[k] / (1024.0 * 1024.0),
+                                   ioh_adapt_why_name(s->why[k]));
+        }
+    }
+    g_string_append_printf(t, "%s%" G_GUINT64_FORMAT " windows, %" G_GUINT64_FORMAT
+                           " switches", t->len ? ", " : ", auto: ", s->windows, s->switches);
+    return g_string_free(t, FALSE);
+}
+
+void
+ioh_adapt_stats_json(gpointer builder, const IohAdaptStats *s)
+{
+    JsonBuilder *b = builder;
+
+    json_builder_set_member_name(b, "compression_auto");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "choices");
+    json_builder_begin_object(b);
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        if (s->bytes[k] > 0) {
+            json_builder_set_member_name(b, ioh_adapt_choice_name(k));
+            json_builder_begin_object(b);
+            json_builder_set_member_name(b, "bytes");
+            json_builder_add_int_value(b, (gint64)s->bytes[k]);
+            json_builder_set_member_name(b, "why");
+            json_builder_add_string_value(b, ioh_adapt_why_name(s->why[k]));
+            json_builder_end_object(b);
+        }
+    }
+    json_builder_end_object(b);
+    json_builder_set_member_name(b, "windows");
+    json_builder_add_int_value(b, (gint64)s->windows);
+    json_builder_set_member_name(b, "switches");
+    json_builder_add_int_value(b, (gint64)s->switches);
+    json_builder_end_object(b);
+}

@@ -1,0 +1,334 @@
+/* test-zstd-adapt.c - --compress=auto's decision (ioh-zstd-adapt.h), in-process: the pure
+ * decision from rates, and whole saves of windows whose measurements come from a model
+ * of a disk, a source and a compressor (injected: no timing of this machine involved). */
+#include <glib.h>
+#include <math.h>
+
+#include "ioh-zstd-adapt.h"
+
+#define MB 1e6
+#define WIN ((double)IOH_ADAPT_WINDOW)
+
+/* A level's speed and the bytes it saves relative to level 1 in the model (not the
+ * module's priors: the module must learn them). */
+static const double model_speed[IOH_ADAPT_CHOICES] = { 0, 1.9, 1.6, 1.2, 1.0, 0.55 };
+static const double model_save[IOH_ADAPT_CHOICES] = { 0, 0.8, 0.87, 0.95, 1.0, 1.04 };
+
+static double
+model_ratio(double r1, int k)
+{
+    return k ? CLAMP(1.0 - (1.0 - r1) * model_save[k], 0.01, 1.0) : 1.0;
+}
+
+/* rates for the pure decision: level 1 compresses at @c1 to @r1, the others as the model */
+static IohAdaptRates
+rates(double source, double sink, double c1, double r1)
+{
+    IohAdaptRates r = { .source = source, .sink = sink };
+
+    r.ratio[IOH_ADAPT_RAW] = 1.0;
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        r.comp[k] = c1 * model_speed[k];
+        r.ratio[k] = model_ratio(r1, k);
+    }
+    return r;
+}
+
+/* The speed a choice gives with these rates (0 = unbounded), as the decision's contract
+ * states it (a compressor sharing cores with a known source counts for 1/1.3). */
+static double
+speed(const IohAdaptRates *r, int k)
+{
+    double t = r->source > 0 ? r->source : INFINITY;
+
+    if (k != IOH_ADAPT_RAW && r->comp[k] > 0) {
+        t = MIN(t, r->source > 0 ? r->comp[k] / 1.3 : r->comp[k]);
+    }
+    return r->sink > 0 ? MIN(t, r->sink / r->ratio[k]) : t;
+}
+
+static void
+test_decide_fast_sink(void)
+{
+    IohAdaptRates r = rates(0, 2000 * MB, 400 * MB, 0.35);
+    IohAdaptWhy why;
+
+    g_assert_cmpint(ioh_adapt_decide(&r, &why), ==, IOH_ADAPT_RAW);
+    g_assert_cmpint(why, ==, IOH_ADAPT_WHY_COMPRESSOR);
+}
+
+static void
+test_decide_slow_sink(void)
+{
+    IohAdaptRates r = rates(0, 150 * MB, 400 * MB, 0.35);
+    IohAdaptWhy why;
+    int k = ioh_adapt_decide(&r, &why);
+
+    g_assert_cmpint(k, !=, IOH_ADAPT_RAW);
+    g_assert_cmpint(why, ==, IOH_ADAPT_WHY_SINK);
+    g_assert_cmpfloat(speed(&r, k), >=, 1.8 * speed(&r, IOH_ADAPT_RAW));
+    /* the one that stores least among those as fast: level 1 here (400 MB/s of input
+     * takes 140 MB/s of disk), not -1 or lower (faster compressors, larger images) */
+    g_assert_cmpint(ioh_adapt_level(k), ==, 1);
+}
+
+static void
+test_decide_incompressible(void)
+{
+    IohAdaptRates r = rates(0, 150 * MB, 400 * MB, 1.0);
+    IohAdaptWhy why;
+
+    g_assert_cmpint(ioh_adapt_decide(&r, &why), ==, IOH_ADAPT_RAW);
+    g_assert_cmpint(why, ==, IOH_ADAPT_WHY_INCOMPRESSIBLE);
+}
+
+/* The source sets the pace (300 MB/s, disk 2 GB/s): the most compression that keeps up. */
+static void
+test_decide_source_bound(void)
+{
+    IohAdaptRates r = rates(300 * MB, 2000 * MB, 400 * MB, 0.35);
+    IohAdaptWhy why;
+    int k = ioh_adapt_decide(&r, &why);
+
+    g_assert_cmpint(ioh_adapt_level(k), ==, 1);    /* level 3 gives only 220 MB/s */
+    g_assert_cmpint(why, ==, IOH_ADAPT_WHY_SOURCE);
+}
+
+/* Nothing measured: raw. */
+static void
+test_decide_unknown(void)
+{
+    IohAdaptRates r = { 0 };
+
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        r.ratio[k] = 1.0;
+    }
+    g_assert_cmpint(ioh_adapt_decide(&r, NULL), ==, IOH_ADAPT_RAW);
+}
+
+/* Over many random rates: the choice is never predicted slower than 0.97x raw nor than
+ * 0.97x the fastest, and never stores more than raw. */
+static void
+test_decide_never_slower(void)
+{
+    GRand *rand = g_rand_new_with_seed(30);
+
+    for (int i = 0; i < 100000; i++) {
+        IohAdaptRates r = rates(g_rand_boolean(rand) ? 0 : g_rand_double_range(rand, 10, 4000) * MB,
+                                g_rand_double_range(rand, 10, 4000) * MB,
+                                g_rand_double_range(rand, 10, 2000) * MB,
+                                g_rand_double_range(rand, 0.05, 1.2));
+        double best = 0;
+        int k = ioh_adapt_decide(&r, NULL);
+
+        for (int j = 0; j < IOH_ADAPT_CHOICES; j++) {
+            best = MAX(best, speed(&r, j));
+        }
+        g_assert_cmpfloat(speed(&r, k), >=, 0.97 * speed(&r, IOH_ADAPT_RAW));
+        g_assert_cmpfloat(speed(&r, k), >=, 0.97 * best);
+        g_assert_cmpfloat(r.ratio[k], <=, 1.0);
+    }
+    g_rand_free(rand);
+}
+
+/* ---- whole saves against a model ---- */
+
+typedef struct {
+    double source;      /* B/s (0: unbounded) */
+    double slowed;      /* the source's rate while compressing (0: the same): the CPU
+                         * compression takes is the producer's */
+    double sink;        /* stored B/s */
+    double c1;          /* level 1's compressor, stream B/s with every worker */
+    double r1;          /* level 1's ratio */
+    guint workers;
+    gboolean bursty;    /* the sink takes every other window's writes at 10x its rate,
+                         * the next ones the slower (a throttle's slices, a write cache) */
+} Model;
+
+/* Window @i, of choice @k, as the filter would measure it against @m; its time in
+ * @ret_t. */
+static IohAdaptWindow
+measure(const Model *m, int i, int k, double *ret_t)
+{
+    double ratio = model_ratio(m->r1, k);
+    double comp = k ? m->c1 * model_speed[k] : INFINITY;
+    double src = k && m->slowed > 0 ? m->slowed : m->source > 0 ? m->source : INFINITY;
+    double t = WIN / MIN(MIN(src, comp), m->sink / ratio);
+    IohAdaptWindow w = { .in = (guint64)WIN, .out = (guint64)(WIN * ratio), .wall = t };
+
+    w.sink = WIN * ratio / m->sink;
+    if (m->bursty) {    /* the same time over two windows, unevenly */
+        w.sink *= i % 2 ? 1.9 : 0.1;
+        w.wall += w.sink - WIN * ratio / m->sink;
+        t = w.wall;
+    }
+    w.idle = src <= MIN(comp, m->sink / ratio) ? t - WIN / MIN(comp, m->sink / ratio) : 0;
+    if (k) {
+        w.consumed = w.in;
+        w.produced = w.out;
+        w.blocked = comp < MIN(src, m->sink / ratio) ? t - w.sink : 0;
+        w.comp_cpu = WIN * m->workers / comp;
+    } else {
+        w.probe_ratio = m->r1 * 1.05;                   /* samples: a bit off */
+        w.probe_speed = m->c1 / m->workers * 0.7;       /* small inputs: slower */
+    }
+    *ret_t = t;
+    return w;
+}
+
+typedef struct {
+    double t;           /* the save's time */
+    double t_raw;       /* raw's */
+    double stored;      /* bytes stored / raw's */
+    guint64 raw_bytes;
+} Run;
+
+static Run
+run_model(const Model *m, int windows)
+{
+    IohAdapt a;
+    Run run = { 0 };
+    double stored = 0;
+
+    ioh_adapt_init(&a, m->workers, m->workers + 1);
+    for (int i = 0; i < windows; i++) {
+        double t, t_raw;
+        int k = a.choice;
+        IohAdaptWindow w = measure(m, i, k, &t);
+
+        measure(m, i, IOH_ADAPT_RAW, &t_raw);
+        run.t += t;
+        run.t_raw += t_raw;
+        stored += (double)w.out;
+        ioh_adapt_next(&a, &w);
+    }
+    ioh_adapt_finish(&a);
+    run.stored = stored / (WIN * windows);
+    run.raw_bytes = a.stats.bytes[IOH_ADAPT_RAW];
+    g_assert_cmpuint(a.stats.windows, ==, (guint64)windows);
+    return run;
+}
+
+/* A fast disk and a compressor that cannot keep up: raw, within 5% of raw's time. */
+static void
+test_model_fast_disk(void)
+{
+    Model m = { 0, 0, 2000 * MB, 500 * MB, 0.35, 2, FALSE };
+    Run r = run_model(&m, 128);
+
+    g_assert_cmpfloat(r.t, <=, 1.05 * r.t_raw);
+    g_assert_cmpuint(r.raw_bytes, >=, (guint64)(0.9 * 128 * WIN));
+}
+
+/* A throttled disk: compresses, at least 1.8x raw's speed. */
+static void
+test_model_slow_disk(void)
+{
+    Model m = { 0, 0, 150 * MB, 500 * MB, 0.35, 2, FALSE };
+    Run r = run_model(&m, 128);
+
+    g_assert_cmpfloat(r.t_raw / r.t, >=, 1.8);
+    g_assert_cmpfloat(r.stored, <=, 0.5);
+}
+
+/* The same disk in bursts: the writes of one window at 1.5 GB/s, of the next at 80 MB/s
+ * (150 MB/s over both): still at least 1.8x raw. */
+static void
+test_model_bursty_disk(void)
+{
+    Model m = { 0, 0, 150 * MB, 500 * MB, 0.35, 2, TRUE };
+    Run r = run_model(&m, 128);
+
+    g_assert_cmpfloat(r.t_raw / r.t, >=, 1.8);
+}
+
+/* A disk near the compressor's speed (600 MB/s): no slower than raw nor than any fixed
+ * level would be, within 5%. */
+static void
+test_model_middle_disk(void)
+{
+    Model m = { 0, 0, 600 * MB, 500 * MB, 0.35, 2, FALSE };
+    Run r = run_model(&m, 128);
+    double best = r.t_raw;
+
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        double t;
+
+        measure(&m, 0, k, &t);
+        best = MIN(best, t * 128);
+    }
+    g_assert_cmpfloat(r.t, <=, 1.05 * best);
+}
+
+/* Incompressible data: raw throughout, never a compressed window. */
+static void
+test_model_random(void)
+{
+    Model m = { 0, 0, 150 * MB, 500 * MB, 1.0, 2, FALSE };
+    Run r = run_model(&m, 64);
+
+    g_assert_cmpuint(r.raw_bytes, ==, (guint64)(64 * WIN));
+}
+
+/* A slow source (300 MB/s) and a fast disk: compresses as much as keeps up, no slower. */
+static void
+test_model_slow_source(void)
+{
+    Model m = { 300 * MB, 0, 2000 * MB, 500 * MB, 0.35, 2, FALSE };
+    Run r = run_model(&m, 128);
+
+    g_assert_cmpfloat(r.t, <=, 1.05 * r.t_raw);
+    g_assert_cmpfloat(r.stored, <=, 0.5);
+}
+
+/* A source that compression slows (QEMU on the same cores: 700 MB/s, 450 while
+ * compressing) and a fast disk: the level's own measurements look fine (source-bound,
+ * never blocked), but it is slower than raw end to end: raw, within 5%. */
+static void
+test_model_slowed_source(void)
+{
+    Model m = { 700 * MB, 450 * MB, 2000 * MB, 600 * MB, 0.35, 2, FALSE };
+    Run r = run_model(&m, 128);
+
+    g_assert_cmpfloat(r.t, <=, 1.05 * r.t_raw);
+}
+
+static void
+test_stats_text(void)
+{
+    IohAdaptStats s = { .on = TRUE, .windows = 3, .switches = 1 };
+    g_autofree char *t = NULL;
+    g_autofree char *off = NULL;
+    IohAdaptStats none = { 0 };
+
+    s.bytes[IOH_ADAPT_RAW] = 8 * 1024 * 1024;
+    s.why[IOH_ADAPT_RAW] = IOH_ADAPT_WHY_START;
+    s.bytes[4] = 16 * 1024 * 1024;
+    s.why[4] = IOH_ADAPT_WHY_SINK;
+    t = ioh_adapt_stats_text(&s);
+    g_assert_cmpstr(t, ==, ", auto: raw 8.0 MiB (first window), level 1 16.0 MiB (sink-bound), "
+                    "3 windows, 1 switches");
+    off = ioh_adapt_stats_text(&none);
+    g_assert_cmpstr(off, ==, "");
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/adapt/decide/fast-sink-raw", test_decide_fast_sink);
+    g_test_add_func("/adapt/decide/slow-sink-compresses", test_decide_slow_sink);
+    g_test_add_func("/adapt/decide/incompressible-raw", test_decide_incompressible);
+    g_test_add_func("/adapt/decide/source-bound", test_decide_source_bound);
+    g_test_add_func("/adapt/decide/unknown-raw", test_decide_unknown);
+    g_test_add_func("/adapt/decide/never-slower", test_decide_never_slower);
+    g_test_add_func("/adapt/model/fast-disk", test_model_fast_disk);
+    g_test_add_func("/adapt/model/slow-disk", test_model_slow_disk);
+    g_test_add_func("/adapt/model/bursty-disk", test_model_bursty_disk);
+    g_test_add_func("/adapt/model/middle-disk", test_model_middle_disk);
+    g_test_add_func("/adapt/model/random", test_model_random);
+    g_test_add_func("/adapt/model/slow-source", test_model_slow_source);
+    g_test_add_func("/adapt/model/slowed-source", test_model_slowed_source);
+    g_test_add_func("/adapt/stats-text", test_stats_text);
+    return g_test_run();
+}

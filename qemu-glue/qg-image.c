@@ -37,6 +37,7 @@ qg_image_info_free(QgImageInfo *info)
     g_free(info->qemu_version);
     g_free(info->machine);
     g_free(info->compression);
+    g_free(info->encryption);
     g_free(info);
 }
 
@@ -78,22 +79,42 @@ get_le64(const guint8 *p)
     return GUINT64_FROM_LE(v);
 }
 
-/* Version 2: the stored length and the compression, inside "stream". */
+/* The format version @info needs: the oldest that can describe it, so that raw and
+ * compressed images stay readable by the releases that made them. */
+static guint32
+qg_image_version(const QgImageInfo *info)
+{
+    return info->encryption    ? QG_IMAGE_FORMAT_VERSION_ENCRYPTED
+           : info->compression ? QG_IMAGE_FORMAT_VERSION_COMPRESSED
+                               : QG_IMAGE_FORMAT_VERSION;
+}
+
+/* Versions 2 and 3: the stored length, the compression, the encryption (its format
+ * only: never a key), inside "stream". */
 static void
 qg_image_add_compression(JsonBuilder *b, const QgImageInfo *info)
 {
-    if (!info->compression) {
+    if (!info->compression && !info->encryption) {
         return;   /* version 1, as before compression existed */
     }
     json_builder_set_member_name(b, "stored-length");
     json_builder_add_int_value(b, (gint64)info->stored_length);
-    json_builder_set_member_name(b, "compression");
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "method");
-    json_builder_add_string_value(b, info->compression);
-    json_builder_set_member_name(b, "level");
-    json_builder_add_int_value(b, info->compress_level);
-    json_builder_end_object(b);
+    if (info->compression) {
+        json_builder_set_member_name(b, "compression");
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "method");
+        json_builder_add_string_value(b, info->compression);
+        json_builder_set_member_name(b, "level");
+        json_builder_add_int_value(b, info->compress_level);
+        json_builder_end_object(b);
+    }
+    if (info->encryption) {
+        json_builder_set_member_name(b, "encryption");
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "format");
+        json_builder_add_string_value(b, info->encryption);
+        json_builder_end_object(b);
+    }
 }
 
 gboolean
@@ -141,8 +162,7 @@ qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
     }
     memset(buf, 0, QG_IMAGE_HEADER_SIZE);
     memcpy(buf, QG_IMAGE_MAGIC, 8);
-    put_le32(buf + 8, info->compression ? QG_IMAGE_FORMAT_VERSION_COMPRESSED
-                                        : QG_IMAGE_FORMAT_VERSION);
+    put_le32(buf + 8, qg_image_version(info));
     put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
     put_le32(buf + 16, (guint32)len);
     put_le32(buf + 20, 0);
@@ -185,7 +205,25 @@ qg_image_decode_compression(JsonObject *stream, QgImageInfo *info)
     return TRUE;
 }
 
-/* The "stream" member: offset, length, checksum; in version 2 the compression. */
+/* Version 3's encryption: format "age", a stored length; the compression when present. */
+static gboolean
+qg_image_decode_encryption(JsonObject *stream, QgImageInfo *info)
+{
+    JsonObject *e = ioh_json_get_object(stream, "encryption");
+    gint64 stored = ioh_json_get_int(stream, "stored-length", -1);
+
+    if (!e || g_strcmp0(ioh_json_get_string(e, "format"), "age") != 0 || stored < 0 ||
+        (json_object_has_member(stream, "compression") &&
+         !qg_image_decode_compression(stream, info))) {
+        return FALSE;
+    }
+    info->encryption = g_strdup("age");
+    info->stored_length = (guint64)stored;
+    return TRUE;
+}
+
+/* The "stream" member: offset, length, checksum; in version 2 the compression, in
+ * version 3 the encryption. */
 static gboolean
 qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                        QgImageInfo *info, const char *path, GError **error)
@@ -208,6 +246,22 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                     "corrupt image header %s: format version 1 (raw) but the stream is "
                     "recorded compressed", path);
         return FALSE;
+    }
+    if (version < QG_IMAGE_FORMAT_VERSION_ENCRYPTED &&
+        json_object_has_member(stream, "encryption")) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: format version %u but the stream is "
+                    "recorded encrypted", path, version);
+        return FALSE;
+    }
+    if (version == QG_IMAGE_FORMAT_VERSION_ENCRYPTED) {
+        if (!qg_image_decode_encryption(stream, info)) {
+            g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                        "corrupt image header %s: encryption (format age, stored-length, "
+                        "a valid compression if any) missing or invalid", path);
+            return FALSE;
+        }
+        return TRUE;
     }
     if (version == QG_IMAGE_FORMAT_VERSION_COMPRESSED &&
         !qg_image_decode_compression(stream, info)) {
@@ -248,11 +302,11 @@ qg_image_header_decode(const guint8 *buf, gsize len, const char *path, GError **
     version = get_le32(buf + 8);
     hsize = get_le32(buf + 12);
     jlen = get_le32(buf + 16);
-    if (version < QG_IMAGE_FORMAT_VERSION || version > QG_IMAGE_FORMAT_VERSION_COMPRESSED) {
+    if (version < QG_IMAGE_FORMAT_VERSION || version > QG_IMAGE_FORMAT_VERSION_ENCRYPTED) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION,
-                    "unsupported image %s: format version %u (this tool reads %u and %u)",
+                    "unsupported image %s: format version %u (this tool reads %u to %u)",
                     path, version, QG_IMAGE_FORMAT_VERSION,
-                    QG_IMAGE_FORMAT_VERSION_COMPRESSED);
+                    QG_IMAGE_FORMAT_VERSION_ENCRYPTED);
         return NULL;
     }
     if (hsize != QG_IMAGE_HEADER_SIZE || jlen > hsize - QG_IMAGE_FIXED) {
@@ -384,7 +438,9 @@ qg_image_read_header(int fd, const char *path, GError **error)
                     "image truncated %s: %" G_GUINT64_FORMAT " bytes of %s, "
                     "the header says %" G_GUINT64_FORMAT, path,
                     (guint64)MAX(st.st_size - (gint64)info->stream_offset, 0),
-                    info->compression ? "compressed stream" : "stream",
+                    info->encryption    ? "encrypted stream"
+                    : info->compression ? "compressed stream"
+                                        : "stream",
                     info->stored_length);
         return NULL;
     }

@@ -25,6 +25,15 @@
  * knows only version 1 refuses a compressed image ("format version 2") instead of
  * feeding QEMU zstd frames. A version above 2 is refused the same way.
  *
+ * Encrypted images (since issue 28) have format version 3, "stored-length" and
+ * "encryption": {"format": "age"} in "stream" (and "compression" when the stream was
+ * compressed before it was encrypted): the bytes after the header are one age v1 file
+ * (age's own header, then its ChaCha20-Poly1305 STREAM), so
+ * `tail -c +4097 IMAGE | age -d -i KEY` gives the stream (`| zstd -dc` when compressed).
+ * The header records that the stream is encrypted, never a key nor a recipient. The
+ * tools of the previous release read versions 1 and 2 only, so they refuse an encrypted
+ * image ("format version 3") instead of feeding QEMU ciphertext.
+ *
  * A save writes the "IOHQPART" placeholder first and the real header LAST, after the
  * stream is durable; so a file whose save died never reads as a complete image.
  */
@@ -36,7 +45,8 @@ G_BEGIN_DECLS
 
 #define QG_IMAGE_HEADER_SIZE 4096
 #define QG_IMAGE_FORMAT_VERSION 1              /* a raw image */
-#define QG_IMAGE_FORMAT_VERSION_COMPRESSED 2   /* a compressed image: the newest read */
+#define QG_IMAGE_FORMAT_VERSION_COMPRESSED 2   /* a compressed image */
+#define QG_IMAGE_FORMAT_VERSION_ENCRYPTED 3    /* an encrypted image: the newest read */
 
 #define QG_IMAGE_ERROR (qg_image_error_quark())
 GQuark qg_image_error_quark(void);
@@ -64,6 +74,8 @@ typedef struct {
     char *compression;      /* "zstd", or NULL: the stream is stored as it is */
     int compress_level;     /* the level it was saved with (may be negative) */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
+    /* format version 3: an encrypted image */
+    char *encryption;       /* "age", or NULL: the stored bytes are not encrypted */
 } QgImageInfo;
 
 QgImageInfo *qg_image_info_new(void);

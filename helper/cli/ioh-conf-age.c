@@ -9,13 +9,15 @@
 /* The keys naming recipients: either makes every save of the host's helpers encrypted. */
 static const char *const recipient_keys[] = { "recipients", "recipients-file", NULL };
 
-/* libvirt's form saves when its FD is write-only (a read-write FD is refused later). */
+/* A save for libvirt itself: the PATH FD form with a write-only FD (a read-write FD is
+ * refused later) and no status fd. libvirt passes no options; libwrap uses the same form
+ * but always with --status-fd, whose result line tells it what was written. */
 static gboolean
 libvirt_save(const IohArgs *a)
 {
     int fl = fcntl(a->fd, F_GETFL);
 
-    return a->libvirt && fl >= 0 && (fl & O_ACCMODE) == O_WRONLY;
+    return a->libvirt && a->status_fd < 0 && fl >= 0 && (fl & O_ACCMODE) == O_WRONLY;
 }
 
 gboolean

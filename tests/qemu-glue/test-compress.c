@@ -355,10 +355,10 @@ test_corrupt(void)
     /* An image of a newer format: refused before QEMU is touched. */
     copy_truncated(img, bad, 4096 + info->stored_length);
     fd = open(bad, O_RDWR | O_CLOEXEC);
-    b = 3;
+    b = 4;
     g_assert_cmpint(pwrite(fd, &b, 1, 8), ==, 1);
     close(fd);
-    restore_refused(bad, "format version 3 (this tool reads 1 and 2)", TRUE);
+    restore_refused(bad, "format version 4 (this tool reads 1 to 3)", TRUE);
 
     /* The file cut short: the header says more, refused before QEMU is touched. */
     copy_truncated(img, bad, 4096 + info->stored_length - 5000);
@@ -475,12 +475,12 @@ test_header(void)
     g_assert_cmpuint(back->stream_length, ==, 1000000);
     g_clear_pointer(&back, qg_image_info_free);
 
-    buf[8] = 3;
+    buf[8] = 4;
     back = qg_image_header_decode(buf, sizeof(buf), "img", &error);
     g_assert_null(back);
     g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION);
-    assert_contains(error->message, "unsupported image img: format version 3 "
-                                    "(this tool reads 1 and 2)");
+    assert_contains(error->message, "unsupported image img: format version 4 "
+                                    "(this tool reads 1 to 3)");
     g_clear_error(&error);
 
     /* A version-2 header without its compression is corrupt, not raw. */

@@ -7,6 +7,7 @@
  *   qg-save-file.c   the new image (prefix qg_save_file_): "FILE.part-XXXXXX", then header, rename, fsync
  *   qg-save.c, qg-restore.c  the two jobs, step by step
  *   qg-compress.c    compressed images: the helper's options, the header's figures
+ *   qg-encrypt.c     encrypted images: recipients, the identity, the header's record
  */
 #pragma once
 
@@ -174,7 +175,7 @@ gboolean qg_mig_compress_check(QgImageInfo *info, const QgMigrateOptions *opts,
 /* libwrap's options for the job: a save's checksum and compression (@info's), a
  * restore's verification and decompression (from the header in @info). */
 IohWrapOptions *qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info,
-                                    gboolean save, GError **error);
+                                    gboolean save, const char *path, GError **error);
 /* The compression figures of @info into @stats. */
 void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
 /* A failed restore of a compressed image (*@error), after QEMU loaded the stream when
@@ -186,5 +187,20 @@ void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
  * (QG_IMAGE_ERROR_CORRUPT). Nothing otherwise. */
 void qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, gboolean loaded,
                               GError **error);
+
+/* ---- qg-encrypt.c: encrypted images ---- */
+
+/* Save: records in @info that the image is encrypted (age) when @opts names recipients.
+ * Before QEMU is touched. */
+gboolean qg_mig_encrypt_check(QgImageInfo *info, const QgMigrateOptions *opts,
+                              GError **error);
+/* Adds to @o a save's recipients (@opts), or a restore's identity when the header in
+ * @info says the image (@path) is encrypted: without opts->identity, IOH_ERROR EINVAL
+ * "encrypted image PATH: restore it with --identity=FILE ...". */
+gboolean qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
+                                const QgImageInfo *info, gboolean save, const char *path,
+                                GError **error);
+/* Whether @info's image is encrypted, into @stats. */
+void qg_mig_encrypt_stats(const QgImageInfo *info, QgMigrateStats *stats);
 
 G_END_DECLS

@@ -64,6 +64,15 @@ typedef struct {
      * reads the compression from the header and needs nothing here. */
     const char *compress;
     guint threads;              /* save with compress: zstd's workers; 0: the CPUs */
+    /* save: age recipients ("age1...") and recipients files (NULL-terminated; NULL or
+     * empty: none): the helper encrypts what it stores to them, the header (version 3)
+     * records it. A restore reads that from the header. */
+    const char *const *recipients;
+    const char *const *recipients_files;
+    /* restore of an encrypted image: the age identity file (mode 0600 or stricter),
+     * handed to the helper on an fd; an encrypted image without it is refused before
+     * QEMU gets a byte. Unused for a plain image. */
+    const char *identity;
 } QgMigrateOptions;
 
 typedef struct {
@@ -78,6 +87,7 @@ typedef struct {
     gboolean compressed;    /* the image holds zstd frames */
     int compress_level;     /* the level it was saved with */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
+    gboolean encrypted;     /* the image is age-encrypted */
 } QgMigrateStats;
 
 /**

@@ -97,7 +97,8 @@ static gboolean
 qg_save_plumb(QgSave *s, GError **error)
 {
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
-    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(s->job.opts, s->info, TRUE, error);
+    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(s->job.opts, s->info, TRUE,
+                                                          s->job.path, error);
 
     s->wrap = wopts ? ioh_wrap_new_with_options(&s->file->fd, s->file->tmp_path,
                                                 qg_mig_wrap_flags(s->job.opts->cache),
@@ -173,6 +174,9 @@ qg_save_stream_bound(QgSave *s)
     if (s->job.opts->compress) {
         bound += bound / 128 + (1 << 20);     /* incompressible pages: raw blocks' framing */
     }
+    if (s->info->encryption) {
+        bound += bound / 4096 + (64 << 10);   /* age: 16 bytes a 64 KiB chunk, its header */
+    }
     g_debug("NBD save: the stream may take up to %" G_GUINT64_FORMAT " bytes (RAM blocks: %"
             G_GUINT64_FORMAT " bytes in %u)", bound, bytes, blocks);
     return bound;
@@ -208,7 +212,8 @@ static gboolean
 qg_save_nbd_plumb(QgSave *s, GError **error)
 {
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
-    g_autoptr(IohWrapOptions) options = qg_mig_wrap_options(s->job.opts, s->info, TRUE, error);
+    g_autoptr(IohWrapOptions) options = qg_mig_wrap_options(s->job.opts, s->info, TRUE,
+                                                            s->job.path, error);
     int fd = -1;
 
     /* the helper's own bound on the server, the final flush included: QEMU's progress,
@@ -324,6 +329,7 @@ qg_save_complete(QgSave *s, GError **error)
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
     qg_mig_compress_stats(s->info, &s->job.stats);
+    qg_mig_encrypt_stats(s->info, &s->job.stats);
     /* The header last: after the helper's flush, flushed itself. */
     if (s->uri ? !qg_save_nbd_commit(s, error)
                : !qg_save_file_commit(s->file, s->info, error)) {
@@ -353,6 +359,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
      * file it cannot write. */
     s->target = s->uri ? g_strdup(path) : qg_file_save_target(path, error);
     if (!s->target || !qg_mig_compress_check(s->info, opts, error) ||
+        !qg_mig_encrypt_check(s->info, opts, error) ||
         !qg_save_check_qemu(s, error) ||
         !qg_save_prepare(s, error) || !qg_save_migrate(s, error) ||
         !qg_save_complete(s, error)) {

@@ -228,28 +228,37 @@ read_identity_fd(IohAgeKeys *k, int fd, const char *name, GError **error)
     return ok;
 }
 
-gboolean
-ioh_age_keys_read_identity_file(IohAgeKeys *k, const char *file, GError **error)
+int
+ioh_age_keys_open_identity_file(const char *file, GError **error)
 {
     int fd = ioh_untrusted_open(AT_FDCWD, file, O_RDONLY, 0, error);
     struct stat st;
 
     if (fd < 0) {
-        return FALSE;
+        return -1;
     }
     if (fstat(fd, &st) < 0) {
         ioh_error_set_errno(error, errno, "stat", file);
         close(fd);
-        return FALSE;
+        return -1;
     }
     /* as ssh refuses a private key others could have read: it is no secret any more */
     if (st.st_mode & (S_IRWXG | S_IRWXO)) {
         close(fd);
-        return ioh_error_set(error, EPERM, "identity", file, "accessible by group or "
-                             "others (mode %04o): a secret key must be mode 0600 or "
-                             "stricter", (unsigned)(st.st_mode & 07777));
+        ioh_error_set(error, EPERM, "identity", file, "accessible by group or "
+                      "others (mode %04o): a secret key must be mode 0600 or "
+                      "stricter", (unsigned)(st.st_mode & 07777));
+        return -1;
     }
-    return read_identity_fd(k, fd, file, error);
+    return fd;
+}
+
+gboolean
+ioh_age_keys_read_identity_file(IohAgeKeys *k, const char *file, GError **error)
+{
+    int fd = ioh_age_keys_open_identity_file(file, error);
+
+    return fd >= 0 && read_identity_fd(k, fd, file, error);
 }
 
 gboolean

@@ -50,6 +50,11 @@ gboolean ioh_age_keys_read_recipients(IohAgeKeys *keys, const char *file, GError
 gboolean ioh_age_keys_read_identity_file(IohAgeKeys *keys, const char *file,
                                          GError **error);
 
+/* Opens the identity file @file as ioh_age_keys_read_identity_file() does, without
+ * reading it: the fd (O_CLOEXEC) or -1 with @error set. For libwrap, which hands the
+ * helper the open file rather than its name. */
+int ioh_age_keys_open_identity_file(const char *file, GError **error);
+
 /* The same from the inherited fd @fd (read to its end, then closed): libwrap's way, the
  * key never in argv or the environment. */
 gboolean ioh_age_keys_read_identity_fd(IohAgeKeys *keys, int fd, GError **error);

@@ -49,8 +49,9 @@ ioh_args_age_option(IohArgs *a, const char *name, const char *val, GError **erro
     return TRUE;
 }
 
-gboolean
-ioh_args_age_load(IohArgs *a, GError **error)
+/* The keys the options named, read. */
+static gboolean
+load_keys(IohArgs *a, GError **error)
 {
     if (a->identity_file && a->identity_fd >= 0) {
         return ioh_args_usage_error(error, "--identity and --identity-fd cannot be "
@@ -117,6 +118,16 @@ ioh_args_age_check_plain(const IohArgs *a, int fd, const char *name, guint64 off
         return ioh_error_set(error, EINVAL, "read", name, "an age-encrypted image: restore "
                              "it with --identity=FILE");
     }
+    return TRUE;
+}
+
+gboolean
+ioh_args_age_load(IohArgs *a, GError **error)
+{
+    if (!load_keys(a, error)) {
+        return FALSE;
+    }
+    a->copy.age = a->age;
     return TRUE;
 }
 

@@ -275,7 +275,6 @@ apply_compression(IohArgs *a)
     if (n > (sum ? 1u : 0u)) {
         a->copy.filters = a->filters;
     }
-    a->copy.age = a->age;
 }
 
 /* --checksum=ALG and --verify-checksum=HEX (which implies --checksum=xxh3): the stream

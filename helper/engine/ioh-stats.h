@@ -35,6 +35,8 @@ typedef struct {
                              * restore cannot know the level the image was made with) */
     int compression_level;
     gint64 compress_cpu_us; /* CPU time spent (de)compressing, every thread */
+    const char *encryption; /* "age" when a filter encrypted or decrypted the stream */
+    guint encryption_recipients; /* its X25519 recipients (a save's, an image's); no key */
     gboolean has_budget;    /* a --memory-budget applied: budget is its size */
     guint64 budget;
     guint n_memory;         /* the layers that asked the memory account, in order: what

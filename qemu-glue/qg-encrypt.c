@@ -54,8 +54,8 @@ qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
         return TRUE;    /* an identity given for a plain image is not needed: unused */
     }
     if (!opts->identity) {
-        return ioh_error_set(error, EINVAL, "read", path, "encrypted image %s: restore it "
-                             "with --identity=FILE (an age identity it was saved to)", path);
+        return ioh_error_set(error, EINVAL, "read", path, "an age-encrypted image: restore "
+                             "it with --identity=FILE (an age identity it was saved to)");
     }
     return ioh_wrap_options_set_identity_file(o, opts->identity, error);
 }

@@ -103,7 +103,7 @@ void qgt_assert_usage(const char *const *args, const char *needle);
 void qgt_guest_files(char **ret_workdir, char **ret_data, char **ret_other, guint32 seed);
 
 /* A restore of @img into a new QEMU holding @other, with @opt (NULL: none), that fails
- * (exit 1) with one line naming @img and saying @needle, and never lets the guest
+ * (exit 1) with one line saying @needle, and never lets the guest
  * resume: QEMU untouched (still waiting for a stream) when @untouched. The line. */
 char *qgt_restore_refused(const char *img, const char *other, const char *opt,
                           const char *needle, gboolean untouched);

@@ -195,7 +195,9 @@ test_raw_and_compressed(void)
 static void
 restore_refused(const char *img, const char *needle, gboolean untouched)
 {
-    g_free(qgt_restore_refused(img, other_file, NULL, needle, untouched));
+    g_autofree char *line = qgt_restore_refused(img, other_file, NULL, needle, untouched);
+
+    assert_contains(line, img);
 }
 
 /* A flipped byte in the frames, a newer format, a file cut short, frames cut short under

@@ -273,8 +273,10 @@ test_refused(void)
 
     line = restore_refused(img, NULL, "--identity=FILE", TRUE);
     g_assert_nonnull(strstr(line, img));
+    g_assert_cmpuint(strstr(line, img) - line, ==, strlen("qemu-iohelper: read "));
+    g_assert_null(strstr(strstr(line, img) + strlen(img), img));   /* named once */
     g_clear_pointer(&line, g_free);
-    line = restore_refused(img, id2, "", TRUE);
+    line = restore_refused(img, id2, img, TRUE);
     g_assert_null(strstr(line, k2.secret));
     g_clear_pointer(&line, g_free);
 
@@ -288,7 +290,7 @@ test_refused(void)
     g_free(restore_refused(bad, id1, "corrupt image header", TRUE));
 
     flip_copy(img, bad, 4096 + info->stored_length, 4096 + info->stored_length / 2);
-    g_free(restore_refused(bad, id1, "", FALSE));
+    g_free(restore_refused(bad, id1, bad, FALSE));
     g_unlink(img);
     g_unlink(bad);
     g_unlink(loose);
@@ -333,7 +335,7 @@ test_secrets(void)
     g_setenv("IOHELPER_PATH", spy, TRUE);
     g_free(save_guest(img, extra, NULL, NULL));
     out = restore_guest(img, id1, "--progress", data_file);
-    line = restore_refused(img, id2, "", TRUE);
+    line = restore_refused(img, id2, img, TRUE);
     g_setenv("IOHELPER_PATH", real, TRUE);
     g_unsetenv("IOH_REAL_HELPER");
 

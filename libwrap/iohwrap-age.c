@@ -130,6 +130,22 @@ iohw_age_options_copy(const IohWrapOptions *from, IohWrapOptions *to)
                                              : -1;
 }
 
+const char *
+ioh_wrap_get_encryption(IohWrap *wrap)
+{
+    const char *enc = NULL;
+
+    if (wrap) {
+        g_mutex_lock(&wrap->lock);
+        if (wrap->state == IOHW_STATE_REAPED && !wrap->result && wrap->monitor &&
+            wrap->monitor->got_result) {
+            enc = wrap->monitor->encryption;
+        }
+        g_mutex_unlock(&wrap->lock);
+    }
+    return enc;
+}
+
 void
 iohw_age_options_clear(IohWrapOptions *options)
 {

@@ -48,6 +48,7 @@ typedef struct {
     gboolean got_final;        /* a final line (result or error) was read */
     GError *final_error;       /* the error line, as IOH_WRAP_ERROR_FAILED */
     char *checksum;            /* the result line's checksum (hex), NULL without one */
+    char *encryption;          /* the result line's encryption ("age"), NULL without */
     guint64 stored;            /* the storage side's counter (compressed bytes) */
 
     int err_fd;

@@ -636,4 +636,18 @@ gboolean ioh_wrap_options_set_identity_file(IohWrapOptions *options, const char 
  */
 gboolean ioh_wrap_options_set_identity_fd(IohWrapOptions *options, int fd, GError **error);
 
+/**
+ * ioh_wrap_get_encryption:
+ * @wrap: (nullable): a wrap.
+ *
+ * "age" when the helper encrypted what it stored (a save) or decrypted what it read (a
+ * restore), from the final line of its status protocol; NULL otherwise, before a
+ * successful finish, after a failure and without a helper. A save can be encrypted
+ * without any recipient asked for here: the host's /etc/iohelper.conf may name
+ * recipients for every save (docs/security.md); a caller that records how an image was
+ * stored (as qemu-iohelper's header does) must ask. The string belongs to the wrap.
+ * (Since 0.4.)
+ */
+const char *ioh_wrap_get_encryption(IohWrap *wrap);
+
 G_END_DECLS

@@ -60,6 +60,22 @@ qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
     return ioh_wrap_options_set_identity_file(o, opts->identity, error);
 }
 
+gboolean
+qg_mig_encrypt_result(QgImageInfo *info, IohWrap *wrap, const char *path, GError **error)
+{
+    const char *enc = ioh_wrap_get_encryption(wrap);
+
+    if (info->encryption && g_strcmp0(enc, info->encryption) != 0) {
+        return ioh_error_set(error, EIO, "write", path, "the helper stored the stream "
+                             "without encrypting it (an iohelper older than this tool?)");
+    }
+    if (!info->encryption && enc) {
+        /* the host's /etc/iohelper.conf named recipients: the image is theirs */
+        info->encryption = g_strdup(enc);
+    }
+    return TRUE;
+}
+
 void
 qg_mig_encrypt_stats(const QgImageInfo *info, QgMigrateStats *stats)
 {

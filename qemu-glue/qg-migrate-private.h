@@ -200,6 +200,11 @@ gboolean qg_mig_encrypt_check(QgImageInfo *info, const QgMigrateOptions *opts,
 gboolean qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
                                 const QgImageInfo *info, gboolean save, const char *path,
                                 GError **error);
+/* After a successful save: what the helper says it stored. An image it encrypted without
+ * recipients from us (the host's config named some) is recorded encrypted; one we asked
+ * encrypted that it did not encrypt is an error (IOH_ERROR EIO naming @path). */
+gboolean qg_mig_encrypt_result(QgImageInfo *info, IohWrap *wrap, const char *path,
+                               GError **error);
 /* Whether @info's image is encrypted, into @stats. */
 void qg_mig_encrypt_stats(const QgImageInfo *info, QgMigrateStats *stats);
 

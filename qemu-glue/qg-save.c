@@ -328,6 +328,10 @@ qg_save_complete(QgSave *s, GError **error)
     }
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
+    if (!qg_mig_encrypt_result(s->info, s->wrap, s->job.path, error)) {
+        g_prefix_error(error, "save failed: ");
+        return FALSE;
+    }
     qg_mig_compress_stats(s->info, &s->job.stats);
     qg_mig_encrypt_stats(s->info, &s->job.stats);
     /* The header last: after the helper's flush, flushed itself. */

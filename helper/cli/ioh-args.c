@@ -537,6 +537,15 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
     return take_operands(a, operands, error) && ioh_clash_check_options(a, error);
 }
 
+void
+ioh_args_update_filters(IohArgs *a)
+{
+    /* from the checksum alone again: apply_compression() reads it from copy.filters */
+    a->copy.filters = a->checksum_filters[0] ? a->checksum_filters : NULL;
+    memset(a->filters, 0, sizeof(a->filters));
+    apply_compression(a);
+}
+
 gboolean
 ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error)
 {

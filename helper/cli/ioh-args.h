@@ -75,6 +75,10 @@ typedef struct {
  * one-line message. Reads no file: the config file is ioh-conf.h's. */
 gboolean ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error);
 
+/* Builds @args->copy.filters again after a setting changed (the config file's
+ * recipients: ioh-conf-age.h). */
+void ioh_args_update_filters(IohArgs *args);
+
 /* Releases the strings held by @args (the struct itself is the caller's). */
 void ioh_args_clear(IohArgs *args);
 

@@ -390,6 +390,19 @@ libvirt_direction(const IohArgs *a, IohDirection *ret, char **ret_src, char **re
 }
 
 gboolean
+ioh_clash_direction(const IohArgs *a, IohDirection *ret)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *dst = NULL;
+
+    if (a->libvirt) {
+        return libvirt_direction(a, ret, &src, &dst);
+    }
+    *ret = direction_of(operand_is_image(&a->in_op, a->in), operand_is_image(&a->out_op, a->out));
+    return TRUE;
+}
+
+gboolean
 ioh_clash_check_direction(const IohArgs *a, GError **error)
 {
     g_autofree char *src = NULL;

@@ -232,7 +232,10 @@ read_result(JsonObject *o, IohProtocolMsg *m, GError **error)
     if (!ioh_cache_mode_from_string(mode, &m->mode, NULL)) {
         return bad(error, "member \"mode\" is not buffered, direct, fadvise or nbd");
     }
-    return read_checksum(o, m, error) && read_compression(o, m, error);
+    return read_checksum(o, m, error) && read_compression(o, m, error) &&
+           get_string(o, "encryption", FALSE, &m->encryption, error) &&
+           (!m->encryption || *m->encryption ||
+            bad(error, "member \"encryption\" is empty"));
 }
 
 static gboolean

@@ -388,6 +388,62 @@ test_age_secrets(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     key_clear(&k2);
 }
 
+/* The host's config names a recipient: a save that asks for none is encrypted to it, and
+ * ioh_wrap_get_encryption() says so (the caller must record it); without the config it
+ * says NULL; a restore reports "age" when it decrypted. */
+static void
+test_age_host_config(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
+{
+    g_autofree char *src = tpath(fx->dir, "src");
+    g_autofree char *saved = tpath(fx->dir, "vm.save");
+    g_autofree char *back = tpath(fx->dir, "back");
+    g_autofree char *conf = tpath(fx->dir, "iohelper.conf");
+    g_autofree char *text = NULL;
+    g_autoptr(GError) error = NULL;
+    IohWrapParams params = { .offset = 4096 };
+    Key k;
+
+    if (!have_age()) {
+        return;
+    }
+    k = key_new(fx->dir, "k");
+    ioht_write_random_file(src, MIB + 9, 44);
+    text = g_strdup_printf("[iohelper]\nrecipients=%s\n", k.recipient);
+    g_assert_true(g_file_set_contents_full(conf, text, -1, G_FILE_SET_CONTENTS_CONSISTENT,
+                                           0644, NULL));
+    for (int with_conf = 0; with_conf < 2; with_conf++) {
+        g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
+        g_autoptr(IohWrap) wrap = NULL;
+        int fd = open_save(saved);
+
+        g_setenv("IOHELPER_CONF", with_conf ? conf : "/nonexistent/iohelper.conf", TRUE);
+        g_assert_true(ioh_wrap_options_set_checksum(o, "xxh3", NULL));
+        wrap = ioh_wrap_new_with_options(&fd, saved, IOH_WRAP_NONE, &params, o, &error);
+        g_assert_no_error(error);
+        g_assert_null(ioh_wrap_get_encryption(wrap));     /* not before the finish */
+        g_assert_true(ioht_feed_file(src, fd));
+        g_assert_true(ioh_wrap_finish(wrap, &error));
+        g_assert_cmpstr(ioh_wrap_get_encryption(wrap), ==, with_conf ? "age" : NULL);
+    }
+    g_unsetenv("IOHELPER_CONF");
+    assert_age_reads(saved, &k, FALSE, src);
+    {
+        g_autoptr(IohWrapOptions) ro = options_identity(k.file);
+        g_autoptr(IohWrap) wrap = NULL;
+        IohWrapParams rp = { .offset = 4096 };
+        int fd = open_restore(saved);
+
+        wrap = ioh_wrap_new_with_options(&fd, saved, IOH_WRAP_POLLABLE, &rp, ro, &error);
+        g_assert_no_error(error);
+        ioht_drain_to_file(fd, back);
+        g_assert_true(ioh_wrap_finish(wrap, &error));
+        g_assert_cmpstr(ioh_wrap_get_encryption(wrap), ==, "age");
+    }
+    g_assert_true(ioht_files_equal(src, back));
+    g_assert_null(ioh_wrap_get_encryption(NULL));
+    key_clear(&k);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -398,5 +454,6 @@ main(int argc, char **argv)
     ioht_dir_add("/libwrap/age/wrong-and-loose-identity", NULL, test_age_wrong_and_loose);
     ioht_dir_add("/libwrap/age/refuses", NULL, test_age_refuses);
     ioht_dir_add("/libwrap/age/secrets", NULL, test_age_secrets);
+    ioht_dir_add("/libwrap/age/host-config", NULL, test_age_host_config);
     return g_test_run();
 }

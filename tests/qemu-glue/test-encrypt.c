@@ -418,6 +418,38 @@ test_usage(void)
     }
 }
 
+/* The host's /etc/iohelper.conf names a recipient and the save names none: the helper
+ * encrypts, the tool learns it from the helper's result line and writes a version-3
+ * header, so the restore asks for --identity (QEMU untouched) instead of feeding QEMU
+ * ciphertext, and restores byte-exact with it. */
+static void
+test_host_config(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "h.img", NULL);
+    g_autofree char *conf = g_build_filename(workdir, "iohelper.conf", NULL);
+    g_autofree char *text = g_strdup_printf("[iohelper]\nrecipients=%s\n", k1.recipient);
+    g_autofree char *id1 = g_strdup_printf("--identity=%s", k1.file);
+    g_autofree char *out = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    const char *extra[] = { "--stats=json", NULL };
+
+    if (!need_tools(TRUE)) {
+        return;
+    }
+    g_assert_true(g_file_set_contents_full(conf, text, -1, G_FILE_SET_CONTENTS_CONSISTENT,
+                                           0644, NULL));
+    g_setenv("IOHELPER_CONF", conf, TRUE);
+    out = save_guest(img, extra, NULL, NULL);
+    g_unsetenv("IOHELPER_CONF");
+    g_assert_nonnull(strstr(out, "\"encryption\":\"age\""));
+    g_assert_cmpuint(qgt_image_version(img), ==, QG_IMAGE_FORMAT_VERSION_ENCRYPTED);
+    info = qgt_read_info(img);
+    check_age_part(img, info, &k1);
+    g_free(restore_refused(img, NULL, "--identity=FILE", TRUE));
+    g_free(restore_guest(img, id1, NULL, data_file));
+    g_unlink(img);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -437,6 +469,7 @@ main(int argc, char **argv)
                          test_roundtrip);
     g_test_add_func("/qemu/encrypt/refused", test_refused);
     g_test_add_func("/qemu/encrypt/secrets", test_secrets);
+    g_test_add_func("/qemu/encrypt/host-config", test_host_config);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     return ret;

@@ -356,6 +356,10 @@ test_secrets(void)
                        "AGE-SECRET cmdline environ rec rec2 status status2 2>/dev/null",
                        secret), ==, 0);
     g_assert_null(strstr(err, "AGE-SECRET"));
+    /* the result line says the image is encrypted, and for how many (protocol minor 3) */
+    g_assert_cmpint(sh(NULL, "tail -n 1 status | grep -q '\"encryption\":\"age\","
+                       "\"encryption_recipients\":1' && tail -n 1 status2 | "
+                       "grep -q '\"encryption\":\"age\"'"), ==, 0);
     /* a mapping both locked and never dumped: the identities' (ioh-secmem.h) */
     g_assert_cmpint(sh(NULL, "awk '/ lo( |$)/ && / dd( |$)/' smaps | grep -q ."), ==, 0);
 }

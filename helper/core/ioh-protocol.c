@@ -176,6 +176,7 @@ add_result(JsonBuilder *b, const IohProtocolMsg *msg)
     }
     if (msg->encryption) {
         add_string(b, "encryption", msg->encryption);
+        add_count(b, "encryption_recipients", msg->encryption_recipients);
     }
 }
 

@@ -76,8 +76,9 @@ typedef struct {
     double ratio;              /* stored / written */
     double compress_cpu_seconds;  /* CPU time spent (de)compressing, every thread */
     double cpu_seconds;        /* the helper's CPU time during the copy, every thread */
-    /* result, minor 2 (issue 28): set when a filter encrypted or decrypted the stream */
-    char *encryption;          /* "age"; NULL when the stored bytes are not encrypted */
+    /* result, minor 3: set when a filter encrypted or decrypted the stream */
+    char *encryption;          /* "age"; NULL when the image is not encrypted */
+    guint encryption_recipients;  /* the image's X25519 recipients (never a key) */
 
     /* error */
     char *operation;           /* "write", "open", ...; may be NULL */

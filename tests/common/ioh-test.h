@@ -144,6 +144,20 @@ guint64 ioht_drain(int fd, const IohtPumpOpts *o);
 gboolean ioht_feed_file(const char *src, int fd);
 guint64 ioht_drain_to_file(int fd, const char *dst);
 
+/* ---- shell command lines (ioh-test-sh.c) ---- */
+
+/* Runs `bash -c` with pipefail, $H the helper and $W @dir (the working directory), on the
+ * command made from @fmt; returns the exit code, the stderr in *@ret_err (may be NULL). */
+int ioht_sh(const char *dir, char **ret_err, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* The size of @name in @dir (asserted to exist). */
+gsize ioht_sh_file_size(const char *dir, const char *name);
+
+/* The JSON object on the last line of @err (--stats=json), parsed by @parser. */
+typedef struct _JsonObject JsonObject;
+typedef struct _JsonParser JsonParser;
+JsonObject *ioht_sh_last_json(const char *err, JsonParser *parser);
+
 /* ---- a real NBD server (ioh-test-nbdkit.c) ---- */
 
 /* Starts `nbdkit --unix SOCK -P DIR/nbdkit.pid PLUGIN ARGS...` (@plugin_args, NULL-

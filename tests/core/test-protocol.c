@@ -222,35 +222,6 @@ test_round_trip_no_checksum(void)
 
 /* Minor 1: a compressed save's members, in the exact line and back (a negative level too),
  * and a line without them (minor 0) decodes as uncompressed. */
-/* Minor 3: a result says "encryption":"age" when the stored bytes are age (a host's
- * config may encrypt a save nobody asked to: the caller learns it here); an empty one is
- * refused; without the member, nothing is encrypted. */
-static void
-test_round_trip_encryption(void)
-{
-    g_auto(IohProtocolMsg) m = { 0 };
-    g_auto(IohProtocolMsg) back = { 0 };
-    g_auto(IohProtocolMsg) plain = { 0 };
-    g_autoptr(GError) e = NULL;
-    g_autofree char *line = NULL;
-    static const char empty[] = "{\"v\":1,\"minor\":3,\"type\":\"result\",\"written\":1,"
-        "\"stored\":1,\"synced\":1,\"seconds\":1,\"sync_seconds\":0,\"reads\":1,"
-        "\"writes\":1,\"direction\":\"save\",\"mode\":\"direct\",\"encryption\":\"\"}";
-
-    fill_result(&m);
-    m.encryption = g_strdup("age");
-    line = ioh_protocol_encode(&m, NULL);
-    g_assert_nonnull(strstr(line, ",\"encryption\":\"age\"}\n"));
-    round_trip(&m, &back);
-    g_assert_cmpstr(back.encryption, ==, "age");
-    g_clear_pointer(&m.encryption, g_free);
-    round_trip(&m, &plain);
-    g_assert_null(plain.encryption);
-    ioh_protocol_msg_clear(&back);
-    g_assert_false(ioh_protocol_decode(empty, strlen(empty), &back, &e));
-    g_assert_nonnull(e);
-}
-
 static void
 test_round_trip_compression(void)
 {
@@ -304,6 +275,36 @@ test_round_trip_compression(void)
         g_assert_null(back.compression);
         g_assert_cmpuint(back.stored, ==, back.written);
     }
+}
+
+/* Minor 3: an encrypted image's members (what, how many recipients; never a key), in the
+ * exact line and back; a line without them decodes as not encrypted, an empty name is
+ * refused. */
+static void
+test_round_trip_encryption(void)
+{
+    g_auto(IohProtocolMsg) m = { 0 };
+    g_auto(IohProtocolMsg) back = { 0 };
+    g_auto(IohProtocolMsg) none = { 0 };
+    g_autofree char *line = NULL;
+    g_autofree char *empty = NULL;
+    g_autoptr(GError) e = NULL;
+
+    fill_result(&m);
+    m.encryption = g_strdup("age");
+    m.encryption_recipients = 2;
+    line = ioh_protocol_encode(&m, NULL);
+    g_assert_nonnull(strstr(line, ",\"encryption\":\"age\",\"encryption_recipients\":2}\n"));
+    round_trip(&m, &back);
+    g_assert_cmpstr(back.encryption, ==, "age");
+    g_assert_cmpuint(back.encryption_recipients, ==, 2);
+    g_clear_pointer(&m.encryption, g_free);
+    round_trip(&m, &none);
+    g_assert_null(none.encryption);
+    empty = g_strdup(line);
+    memcpy(strstr(empty, "\"age\""), "\"\",   ", 6);
+    g_assert_false(ioh_protocol_decode(empty, strlen(empty), &none, &e));
+    g_assert_nonnull(strstr(e->message, "\"encryption\" is empty"));
 }
 
 /* Strings with everything a path can hold come back byte for byte (valid UTF-8) or with

@@ -218,7 +218,10 @@ read_stanza(Parser *p, const char *line, gsize n, GError **error)
     st->args = g_strsplit(text, " ", -1);
     st->body = g_byte_array_new();
     g_ptr_array_add(p->stanzas, st);
-    if (!args_valid(st->args) || p->stanzas->len > IOH_AGE_STANZAS_MAX) {
+    if (p->stanzas->len > IOH_AGE_STANZAS_MAX) {
+        return malformed(p, "more than 1024 stanzas", error);
+    }
+    if (!args_valid(st->args)) {
         return malformed(p, "a stanza's line", error);
     }
     do {

@@ -158,6 +158,21 @@ typedef struct _JsonObject JsonObject;
 typedef struct _JsonParser JsonParser;
 JsonObject *ioht_sh_last_json(const char *err, JsonParser *parser);
 
+/* ---- age key pairs (ioh-test-age.c) ---- */
+
+/* TRUE when age and age-keygen are installed; else marks the test skipped, saying why. */
+gboolean ioht_skip_unless_age(void);
+
+typedef struct {
+    char *file;        /* the identity file (mode 0600) */
+    char *recipient;   /* its public key, age1... */
+    char *secret;      /* its AGE-SECRET-KEY-1... line: what must never be shown */
+} IohtAgeKey;
+
+/* A new key pair made by age-keygen at @path. */
+IohtAgeKey ioht_age_key_new(const char *path);
+void ioht_age_key_clear(IohtAgeKey *k);
+
 /* ---- a real NBD server (ioh-test-nbdkit.c) ---- */
 
 /* Starts `nbdkit --unix SOCK -P DIR/nbdkit.pid PLUGIN ARGS...` (@plugin_args, NULL-

@@ -6,22 +6,7 @@
  */
 #include "iohelper-util.h"
 
-typedef struct {
-    char *file;
-    char *recipient;
-} Key;
-
-static gboolean
-have_age(void)
-{
-    g_autofree char *age = g_find_program_in_path("age");
-    g_autofree char *keygen = g_find_program_in_path("age-keygen");
-
-    if (!age || !keygen) {
-        g_test_skip("age or age-keygen is missing (Debian package age)");
-    }
-    return age && keygen;
-}
+typedef IohtAgeKey Key;
 
 /* Runs `sh -c @cmd`; its exit code. */
 static int
@@ -38,24 +23,9 @@ sh(const char *cmd)
 static Key
 key_new(const char *name)
 {
-    Key k = { .file = wpath(name) };
-    g_autofree char *cmd = g_strdup_printf("age-keygen -o '%s' 2>/dev/null", k.file);
-    g_autofree char *pub = g_strdup_printf("age-keygen -y '%s'", k.file);
-    const char *argv[] = { "/bin/sh", "-c", pub, NULL };
+    g_autofree char *path = wpath(name);
 
-    g_assert_cmpint(sh(cmd), ==, 0);
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               &k.recipient, NULL, NULL, NULL));
-    g_strstrip(k.recipient);
-    g_assert_cmpint(g_chmod(k.file, 0600), ==, 0);
-    return k;
-}
-
-static void
-key_clear(Key *k)
-{
-    g_free(k->file);
-    g_free(k->recipient);
+    return ioht_age_key_new(path);
 }
 
 /* The config file @text (mode 0644: the helper refuses a group-writable one), in use
@@ -100,7 +70,7 @@ test_conf_standalone(void)
     const char *stats[] = { "--stats=json", NULL };
     Key k1, k2, k3;
 
-    if (!have_age()) {
+    if (!ioht_skip_unless_age()) {
         return;
     }
     k1 = key_new("ca-k1");
@@ -142,9 +112,9 @@ test_conf_standalone(void)
     }
     g_assert_true(ioht_files_equal(src, back));
     g_unsetenv("IOHELPER_CONF");
-    key_clear(&k1);
-    key_clear(&k2);
-    key_clear(&k3);
+    ioht_age_key_clear(&k1);
+    ioht_age_key_clear(&k2);
+    ioht_age_key_clear(&k3);
 }
 
 /* libvirt's form as libwrap runs it (`--status-fd=N PATH 1`, the stream after a header at
@@ -165,7 +135,7 @@ test_conf_libwrap_form(void)
     Key k;
     int fd, sfd, p[2];
 
-    if (!have_age()) {
+    if (!ioht_skip_unless_age()) {
         return;
     }
     k = key_new("cl-k");
@@ -192,7 +162,7 @@ test_conf_libwrap_form(void)
     ioht_assert_contains(lines, "\"type\":\"result\"");
     ioht_assert_contains(lines, "\"encryption\":\"age\"");
     g_unsetenv("IOHELPER_CONF");
-    key_clear(&k);
+    ioht_age_key_clear(&k);
 }
 
 /* A recipient in the config that is not one: a usage error (exit 2) naming the file and

@@ -9,27 +9,9 @@
 
 #include "libwrap-util.h"
 
-/* A key pair made by age-keygen: the identity file (0600) and the recipient. */
-typedef struct {
-    char *file;
-    char *recipient;
-    char *secret;      /* the file's AGE-SECRET-KEY-1... line */
-} Key;
+typedef IohtAgeKey Key;
 
-static gboolean
-have_age(void)
-{
-    g_autofree char *age = g_find_program_in_path("age");
-    g_autofree char *keygen = g_find_program_in_path("age-keygen");
-
-    if (!age || !keygen) {
-        g_test_skip("age or age-keygen is missing (Debian package age)");
-        return FALSE;
-    }
-    return TRUE;
-}
-
-/* Runs `sh -c @cmd`; its stdout (it must succeed). */
+/* Runs `sh -c @cmd`, which must succeed; its stdout. */
 static char *
 sh_out(const char *cmd)
 {
@@ -48,27 +30,9 @@ sh_out(const char *cmd)
 static Key
 key_new(const char *dir, const char *name)
 {
-    Key k = { .file = tpath(dir, name) };
-    g_autofree char *cmd = g_strdup_printf("age-keygen -o '%s' 2>/dev/null && "
-                                           "age-keygen -y '%s'", k.file, k.file);
-    g_autofree char *text = NULL;
-    char *line;
+    g_autofree char *path = tpath(dir, name);
 
-    k.recipient = g_strstrip(sh_out(cmd));
-    g_assert_true(g_file_get_contents(k.file, &text, NULL, NULL));
-    line = strstr(text, "AGE-SECRET-KEY-1");
-    g_assert_nonnull(line);
-    k.secret = g_strndup(line, strcspn(line, "\n"));
-    g_assert_cmpint(g_chmod(k.file, 0600), ==, 0);
-    return k;
-}
-
-static void
-key_clear(Key *k)
-{
-    g_free(k->file);
-    g_free(k->recipient);
-    g_free(k->secret);
+    return ioht_age_key_new(path);
 }
 
 /* Saves @src at offset 4096 of @saved, encrypted as @options say (plus the checksum);
@@ -153,7 +117,7 @@ test_age_roundtrip(IohtDir *fx, gconstpointer data)
     guint64 stored, got = 0;
     int mfd;
 
-    if (!have_age()) {
+    if (!ioht_skip_unless_age()) {
         return;
     }
     k1 = key_new(fx->dir, "k1");
@@ -184,8 +148,8 @@ test_age_roundtrip(IohtDir *fx, gconstpointer data)
     g_assert_true(restore_with(saved, back, stored, ro_fd, &got, &error));
     g_assert_no_error(error);
     g_assert_true(ioht_files_equal(src, back));
-    key_clear(&k1);
-    key_clear(&k2);
+    ioht_age_key_clear(&k1);
+    ioht_age_key_clear(&k2);
 }
 
 /* Another key's identity: the restore fails naming the image, and the consumer got
@@ -206,7 +170,7 @@ test_age_wrong_and_loose(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     guint64 stored, got = 1;
     int fd, before;
 
-    if (!have_age()) {
+    if (!ioht_skip_unless_age()) {
         return;
     }
     k1 = key_new(fx->dir, "k1");
@@ -236,8 +200,8 @@ test_age_wrong_and_loose(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     g_assert_true(fd_is_open(fd));
     g_assert_cmpint(waitpid(-1, NULL, WNOHANG), <, 0);   /* nothing spawned */
     close(fd);
-    key_clear(&k1);
-    key_clear(&k2);
+    ioht_age_key_clear(&k1);
+    ioht_age_key_clear(&k2);
 }
 
 /* The setters refuse what is not an age recipient (never quoting it) and NULLs; the
@@ -360,7 +324,7 @@ test_age_secrets(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     Key k1, k2;
     guint64 stored, got;
 
-    if (!have_age()) {
+    if (!ioht_skip_unless_age()) {
         return;
     }
     k1 = key_new(fx->dir, "k1");
@@ -384,8 +348,8 @@ test_age_secrets(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     g_assert_nonnull(strstr(cmdlines, k1.recipient));    /* public: it may be seen */
     assert_no_secret(fx->dir, &k1, error->message);
     assert_no_secret(fx->dir, &k2, error->message);
-    key_clear(&k1);
-    key_clear(&k2);
+    ioht_age_key_clear(&k1);
+    ioht_age_key_clear(&k2);
 }
 
 /* The host's config names a recipient: a save that asks for none is encrypted to it, and
@@ -403,7 +367,7 @@ test_age_host_config(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     IohWrapParams params = { .offset = 4096 };
     Key k;
 
-    if (!have_age()) {
+    if (!ioht_skip_unless_age()) {
         return;
     }
     k = key_new(fx->dir, "k");
@@ -441,7 +405,7 @@ test_age_host_config(IohtDir *fx, G_GNUC_UNUSED gconstpointer data)
     }
     g_assert_true(ioht_files_equal(src, back));
     g_assert_null(ioh_wrap_get_encryption(NULL));
-    key_clear(&k);
+    ioht_age_key_clear(&k);
 }
 
 int

@@ -22,22 +22,14 @@
  * holds before a restore, and two age key pairs. */
 static char *workdir, *data_file, *other_file;
 
-typedef struct {
-    char *file;
-    char *recipient;
-    char *secret;     /* the AGE-SECRET-KEY-1... line */
-} Key;
+typedef IohtAgeKey Key;
 
 static Key k1, k2;
 
 static gboolean
 need_tools(gboolean qemu)
 {
-    g_autofree char *age = g_find_program_in_path("age");
-    g_autofree char *keygen = g_find_program_in_path("age-keygen");
-
-    if (!age || !keygen) {
-        g_test_skip("age or age-keygen is missing (Debian package age)");
+    if (!ioht_skip_unless_age()) {
         return FALSE;
     }
     if (qemu && !qgt_qemu_binary()) {
@@ -50,19 +42,9 @@ need_tools(gboolean qemu)
 static void
 key_make(Key *k, const char *name)
 {
-    g_autofree char *cmd = NULL;
-    g_autofree char *text = NULL;
-    char *line;
+    g_autofree char *path = g_build_filename(workdir, name, NULL);
 
-    k->file = g_build_filename(workdir, name, NULL);
-    cmd = g_strdup_printf("age-keygen -o '%s' 2>/dev/null && age-keygen -y '%s'", k->file,
-                          k->file);
-    k->recipient = g_strstrip(qgt_sh_out(cmd));
-    g_assert_true(g_file_get_contents(k->file, &text, NULL, NULL));
-    line = strstr(text, "AGE-SECRET-KEY-1");
-    g_assert_nonnull(line);
-    k->secret = g_strndup(line, strcspn(line, "\n"));
-    g_assert_cmpint(g_chmod(k->file, 0600), ==, 0);
+    *k = ioht_age_key_new(path);
 }
 
 static char *

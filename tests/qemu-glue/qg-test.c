@@ -382,7 +382,8 @@ char *
 qgt_restore_guest(const char *img, const char *other, const char *const *opts,
                   const char *want)
 {
-    g_autofree char *dump = g_strdup_printf("%s.restored", img);
+    g_autofree char *dir = g_path_get_dirname(other);   /* img may be an NBD URI */
+    g_autofree char *dump = g_build_filename(dir, "restored.dump", NULL);
     g_autofree char *out = NULL;
     g_autofree char *st = NULL;
     QgtQemu *dst = qgt_qemu_start(other, TRUE);

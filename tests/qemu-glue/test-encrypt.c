@@ -6,6 +6,7 @@
  * secret is in no process's command line or environment, nor in any message. And the
  * header's version 3, without QEMU. */
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "ioh-test.h"
 #include "qg-image.h"
+#include "qg-image-nbd.h"
 #include "qg-test.h"
 
 #define PAGE 4096
@@ -432,6 +434,37 @@ test_host_config(void)
     g_unlink(img);
 }
 
+/* To an NBD export (nbdkit's memory plugin): the header at 0 says age, the image is read
+ * back through the export, and the restore with --identity is byte-exact. */
+static void
+test_nbd(void)
+{
+    g_autofree char *sock = g_build_filename(workdir, "e.sock", NULL);
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///?socket=%s", sock);
+    g_autofree char *r1 = g_strdup_printf("--recipient=%s", k1.recipient);
+    g_autofree char *id1 = g_strdup_printf("--identity=%s", k1.file);
+    g_autoptr(QgImageNbd) img = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    const char *plugin[] = { "memory", "300M", NULL };
+    const char *extra[] = { r1, NULL };
+    GPid pid;
+
+    if (!need_tools(TRUE) || !(pid = ioht_nbdkit_start(workdir, sock, plugin))) {
+        return;
+    }
+    g_free(save_guest(uri, extra, NULL, NULL));
+    img = qg_image_nbd_open(uri, FALSE, 0, NULL, NULL);
+    g_assert_nonnull(img);
+    info = qg_image_nbd_read_header(img, NULL);
+    g_assert_nonnull(info);
+    g_assert_cmpstr(info->encryption, ==, "age");
+    g_assert_cmpuint(info->stored_length, >, info->stream_length);
+    g_clear_pointer(&img, qg_image_nbd_free);
+    g_free(restore_refused(uri, NULL, "--identity", TRUE));
+    g_free(restore_guest(uri, id1, NULL, data_file));
+    kill(pid, SIGKILL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -452,6 +485,7 @@ main(int argc, char **argv)
     g_test_add_func("/qemu/encrypt/refused", test_refused);
     g_test_add_func("/qemu/encrypt/secrets", test_secrets);
     g_test_add_func("/qemu/encrypt/host-config", test_host_config);
+    g_test_add_func("/qemu/encrypt/nbd", test_nbd);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     return ret;

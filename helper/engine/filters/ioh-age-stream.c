@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ioh-age-crypto.h"
+#include "ioh-secmem.h"
 
 /* One thread's contiguous share of a call's chunks. */
 typedef struct {
@@ -23,7 +24,9 @@ typedef struct {
 struct _IohAgeStream {
     guint threads;
     IohAgeAead **aead;       /* one per thread */
-    GThreadPool *pool;       /* threads - 1 workers (NULL: one thread) */
+    GThreadPool *pool;       /* one worker per thread */
+    Part *parts;             /* the call in progress, one per thread */
+    guint n_parts;
     GMutex lock;
     GCond done;
     guint pending;           /* parts not yet done */
@@ -94,9 +97,8 @@ ioh_age_stream_new(const guint8 payload_key[32], guint threads)
             return NULL;
         }
     }
-    if (s->threads > 1) {
-        s->pool = g_thread_pool_new(worker, s, (int)s->threads - 1, TRUE, NULL);
-    }
+    s->parts = g_new0(Part, s->threads);
+    s->pool = g_thread_pool_new(worker, s, (int)s->threads, TRUE, NULL);
     return s;
 }
 
@@ -109,6 +111,7 @@ ioh_age_stream_free(IohAgeStream *s)
     if (s->pool) {
         g_thread_pool_free(s->pool, FALSE, TRUE);
     }
+    g_free(s->parts);
     for (guint i = 0; i < s->threads; i++) {
         ioh_age_aead_free(s->aead[i]);
     }
@@ -118,59 +121,92 @@ ioh_age_stream_free(IohAgeStream *s)
     g_free(s);
 }
 
-/* Splits @n chunks (the last @last_len input bytes) over the threads and runs them:
- * the first failing chunk in *@ret_bad. */
-static gboolean
-run_parts(IohAgeStream *s, gboolean seal, const guint8 *in, guint64 n, gsize last_len,
-          gboolean final, guint8 *out, guint64 *ret_bad)
+/* Splits @n chunks (the last @last_len input bytes) over the threads and starts them:
+ * all on the pool (@async), or the first part in the calling thread. */
+static void
+start_parts(IohAgeStream *s, gboolean seal, const guint8 *in, guint64 n, gsize last_len,
+            gboolean final, guint8 *out, gboolean async)
 {
-    guint parts = (guint)MIN((guint64)s->threads, n);
     gsize in_step = seal ? IOH_AGE_CHUNK : IOH_AGE_CT_CHUNK;
     gsize out_step = seal ? IOH_AGE_CT_CHUNK : IOH_AGE_CHUNK;
-    Part p[parts ? parts : 1];
+    Part *p = s->parts;
     guint64 at = 0;
-    gboolean ok = TRUE;
 
-    s->pending = parts - 1;
-    for (guint j = 0; j < parts; j++) {
-        guint64 cnt = n / parts + (j < n % parts ? 1 : 0);
-        gboolean tail = j == parts - 1;
+    s->n_parts = (guint)MIN((guint64)s->threads, n);
+    s->pending = async ? s->n_parts : s->n_parts - 1;
+    for (guint j = 0; j < s->n_parts; j++) {
+        guint64 cnt = n / s->n_parts + (j < n % s->n_parts ? 1 : 0);
+        gboolean tail = j == s->n_parts - 1;
 
         p[j] = (Part){ s, j, seal, in + at * in_step, out + at * out_step, s->chunks + at,
                        cnt, tail ? last_len : in_step, tail && final, FALSE, 0 };
         at += cnt;
-        if (j > 0) {
+        if (async || j > 0) {
             g_thread_pool_push(s->pool, &p[j], NULL);
         }
     }
-    part_run(&p[0]);
+    s->chunks += n;
+    if (!async) {
+        part_run(&p[0]);
+    }
+}
+
+/* Waits for the parts started: the first chunk that failed in *@ret_bad. */
+static gboolean
+wait_parts(IohAgeStream *s, guint64 *ret_bad)
+{
+    gboolean ok = TRUE;
+
     g_mutex_lock(&s->lock);
     while (s->pending > 0) {
         g_cond_wait(&s->done, &s->lock);
     }
     g_mutex_unlock(&s->lock);
-    for (guint j = 0; j < parts && ok; j++) {
-        ok = p[j].ok;
-        *ret_bad = p[j].bad;
+    for (guint j = 0; j < s->n_parts && ok; j++) {
+        ok = s->parts[j].ok;
+        *ret_bad = s->parts[j].bad;
     }
+    s->n_parts = 0;
     return ok;
+}
+
+/* The chunks of @len bytes of plaintext, and what sealing them makes. */
+static guint64
+seal_chunks(gsize len, gboolean final, gsize *ret_len)
+{
+    guint64 n = len == 0 ? 1 : (len + IOH_AGE_CHUNK - 1) / IOH_AGE_CHUNK;
+
+    g_assert(final || (len > 0 && len % IOH_AGE_CHUNK == 0));
+    *ret_len = len + (gsize)n * IOH_AGE_TAG_LEN;
+    return n;
 }
 
 gboolean
 ioh_age_stream_seal(IohAgeStream *s, const guint8 *in, gsize len, gboolean final,
                     guint8 *out, gsize *ret_len)
 {
-    guint64 n = len == 0 ? 1 : (len + IOH_AGE_CHUNK - 1) / IOH_AGE_CHUNK;
-    gsize last_len = len - (gsize)(n - 1) * IOH_AGE_CHUNK;
     guint64 bad = 0;
 
-    g_assert(final || len % IOH_AGE_CHUNK == 0);
-    if (!run_parts(s, TRUE, in, n, last_len, final, out, &bad)) {
-        return FALSE;
-    }
-    s->chunks += n;
-    *ret_len = len + (gsize)n * IOH_AGE_TAG_LEN;
-    return TRUE;
+    ioh_age_stream_seal_start(s, in, len, final, out, ret_len, FALSE);
+    return wait_parts(s, &bad);
+}
+
+void
+ioh_age_stream_seal_start(IohAgeStream *s, const guint8 *in, gsize len, gboolean final,
+                          guint8 *out, gsize *ret_len, gboolean async)
+{
+    guint64 n = seal_chunks(len, final, ret_len);
+
+    g_assert(s->n_parts == 0);
+    start_parts(s, TRUE, in, n, len - (gsize)(n - 1) * IOH_AGE_CHUNK, final, out, async);
+}
+
+gboolean
+ioh_age_stream_seal_wait(IohAgeStream *s)
+{
+    guint64 bad = 0;
+
+    return s->n_parts == 0 || wait_parts(s, &bad);
 }
 
 gboolean
@@ -185,10 +221,10 @@ ioh_age_stream_open(IohAgeStream *s, const guint8 *in, gsize len, gboolean final
         *ret_bad = s->chunks + n - 1;
         return FALSE;
     }
-    if (!run_parts(s, FALSE, in, n, last_len, final, out, ret_bad)) {
+    start_parts(s, FALSE, in, n, last_len, final, out, FALSE);
+    if (!wait_parts(s, ret_bad)) {
         return FALSE;
     }
-    s->chunks += n;
     *ret_len = len - (gsize)n * IOH_AGE_TAG_LEN;
     return TRUE;
 }
@@ -197,4 +233,18 @@ guint64
 ioh_age_stream_chunks(const IohAgeStream *s)
 {
     return s->chunks;
+}
+
+IohAgeStream *
+ioh_age_stream_new_payload(const guint8 file_key[16], const guint8 nonce[16],
+                           guint threads)
+{
+    guint8 *key = ioh_secmem_alloc(32);
+    IohAgeStream *s = NULL;
+
+    if (key && ioh_age_hkdf(file_key, IOH_AGE_FILE_KEY_LEN, nonce, 16, "payload", key)) {
+        s = ioh_age_stream_new(key, threads);
+    }
+    ioh_secmem_free(key, 32);
+    return s;
 }

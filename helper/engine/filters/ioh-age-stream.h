@@ -22,6 +22,10 @@ typedef struct _IohAgeStream IohAgeStream;
 /* A stream with the 32-byte @payload_key (held only in libcrypto's contexts, one per
  * thread, which clear it when freed), @threads >= 1. NULL when libcrypto refuses. */
 IohAgeStream *ioh_age_stream_new(const guint8 payload_key[32], guint threads);
+/* The payload's stream: its key HKDF-SHA256(@file_key, salt @nonce, "payload"), derived
+ * in locked memory and wiped once in the contexts. */
+IohAgeStream *ioh_age_stream_new_payload(const guint8 file_key[16], const guint8 nonce[16],
+                                         guint threads);
 void ioh_age_stream_free(IohAgeStream *s);   /* keys wiped; accepts NULL */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohAgeStream, ioh_age_stream_free)
 
@@ -30,6 +34,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(IohAgeStream, ioh_age_stream_free)
  * shorter): the bytes written in *@ret_len. FALSE when libcrypto failed. */
 gboolean ioh_age_stream_seal(IohAgeStream *s, const guint8 *in, gsize len, gboolean final,
                              guint8 *out, gsize *ret_len);
+
+/* The same, started on the stream's threads (@async: all of them; else the calling
+ * thread takes a part and this returns when all are done): the bytes it will write in
+ * *@ret_len at once. @in and @out must stay until ioh_age_stream_seal_wait(); one call at
+ * a time. */
+void ioh_age_stream_seal_start(IohAgeStream *s, const guint8 *in, gsize len, gboolean final,
+                               guint8 *out, gsize *ret_len, gboolean async);
+
+/* Waits for the seal started (none: TRUE at once): FALSE when libcrypto failed. */
+gboolean ioh_age_stream_seal_wait(IohAgeStream *s);
 
 /* Opens @len bytes of ciphertext at @in (whole chunks; with @final the last one may be
  * shorter, 16 bytes at least) into @out: the plaintext bytes in *@ret_len, TRUE when

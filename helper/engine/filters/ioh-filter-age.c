@@ -1,15 +1,13 @@
-/* ioh-filter-age.c - filters age and unage: the stream encrypted in the age v1 format on
- * a save (--recipient), decrypted on a restore (--identity); docs/encryption.md
+/* ioh-filter-age.c - filter age: a save's stream encrypted in the age v1 format for its
+ * recipients (--recipient, --recipients-file); docs/encryption.md
  *
- * age: the header (ioh-age-header.c) for the recipients, a 16-byte nonce, then the STREAM
- * of 64 KiB chunks (ioh-age-stream.c). A chunk is sealed only once the byte after it is
- * known to come (else it is the last), so the filter holds back at most one chunk; the
- * rest of each call is sealed straight from the caller's buffer, several chunks at a time
- * over --threads threads. unage: the header parsed strictly and its MAC checked before
- * any payload; then chunks opened the same way, each delivered only once it authenticated
- * (a failure names the chunk's byte offset in the image). What either hands on goes
- * through one aligned output buffer, in multiples of the sink's alignment (O_DIRECT)
- * but the stream's tail.
+ * The header (ioh-age-header.c), a 16-byte nonce, then the STREAM of 64 KiB chunks
+ * (ioh-age-stream.c). The stream is gathered in batches of 1 MiB; a full batch is sealed
+ * only once a byte after it arrives (else it holds the last chunk, flagged so), and then
+ * on the stream's threads while the calling thread hands the batch before it to the sink:
+ * with two batches in turn, encryption runs beside the O_DIRECT writes instead of between
+ * them. A batch's output starts where the previous one's tail (less than the sink's
+ * alignment) ends, so the sink gets whole alignments from aligned memory but at the end.
  */
 #include "ioh-filter.h"
 
@@ -22,27 +20,29 @@
 #include "ioh-error.h"
 #include "ioh-secmem.h"
 
-#define BATCH_CHUNKS 32            /* chunks sealed or opened per call of the stream */
-#define PAYLOAD_NONCE 16
-#define SECRET_BYTES (IOH_AGE_FILE_KEY_LEN + 32)
+#define BATCH (64 * IOH_AGE_CHUNK)
+#define BATCH_OUT (64 * IOH_AGE_CT_CHUNK)
+#define NONCE_LEN 16
 
 typedef struct {
-    gboolean encrypt;
-    const IohAgeKeys *keys;
-    guint threads;
-    IohMemAccount *memory;
-    guint64 base;                  /* where the image starts in the storage end */
-    guint8 *secret;                /* locked: the file key, then the payload key */
+    guint8 *in;              /* the batch's plaintext */
+    gsize in_len;
+    guint8 *out;             /* aligned: the carry (@c bytes), then the sealed batch */
+    gsize c;
+    gsize n;                 /* sealed bytes */
+    gboolean busy;           /* sealing or sealed, not yet handed on */
+} Slot;
+
+typedef struct {
     IohAgeStream *stream;
-    GString *header;               /* age: the header to write first */
-    GByteArray *head;              /* unage: the header and nonce as they come */
-    gsize head_len;                /* unage: the header's length (with the nonce), once read */
+    GString *header;         /* the header and the nonce: the image's first bytes */
     guint recipients;
-    guint8 *pending;               /* at most one chunk (plain or cipher) held back */
-    gsize pending_len;
-    guint8 *out;                   /* the aligned output buffer */
-    gsize out_size;
-    gsize out_have;
+    IohMemAccount *memory;
+    Slot slot[2];
+    guint cur;               /* the slot being filled */
+    guint8 *carry;           /* aligned: what the last hand-on left (< align) */
+    gsize carry_len;
+    gsize next_c;            /* the carry the next slot sealed will start with */
     gsize align;
 } Age;
 
@@ -54,206 +54,151 @@ age_free(gpointer data)
     if (!a) {
         return;
     }
-    ioh_age_stream_free(a->stream);
-    ioh_secmem_free(a->secret, SECRET_BYTES);
+    if (a->stream) {
+        (void)ioh_age_stream_seal_wait(a->stream);   /* a failed copy: a batch in flight */
+        ioh_age_stream_free(a->stream);
+    }
     if (a->header) {
         g_string_free(a->header, TRUE);
     }
-    if (a->head) {
-        g_byte_array_unref(a->head);
+    for (int i = 0; i < 2; i++) {
+        g_free(a->slot[i].in);
+        free(a->slot[i].out);
     }
-    g_free(a->pending);
-    free(a->out);
+    free(a->carry);
     g_free(a);
 }
 
-/* The payload key from the file key and @nonce, and the stream with it. */
+/* The header for the recipients, a fresh file key (in locked memory, wiped) and nonce. */
 static gboolean
-age_start_stream(Age *a, const guint8 nonce[PAYLOAD_NONCE])
+age_make_header(Age *a, const IohCopyOptions *opts)
 {
-    guint8 *payload_key = a->secret + IOH_AGE_FILE_KEY_LEN;
+    guint8 *file_key = ioh_secmem_alloc(IOH_AGE_FILE_KEY_LEN);
+    guint8 nonce[NONCE_LEN];
+    gboolean ok = file_key && ioh_age_random(file_key, IOH_AGE_FILE_KEY_LEN) &&
+                  ioh_age_header_seal(opts->age, file_key, a->header) &&
+                  ioh_age_random(nonce, sizeof(nonce));
 
-    if (!ioh_age_hkdf(a->secret, IOH_AGE_FILE_KEY_LEN, nonce, PAYLOAD_NONCE, "payload",
-                      payload_key)) {
-        return FALSE;
+    if (ok) {
+        a->stream = ioh_age_stream_new_payload(file_key, nonce,
+                                               opts->threads ? opts->threads
+                                                             : g_get_num_processors());
+        g_string_append_len(a->header, (const char *)nonce, sizeof(nonce));
     }
-    a->stream = ioh_age_stream_new(payload_key, a->threads);
-    /* the file key and payload key live on in the contexts only */
-    ioh_secmem_wipe(a->secret, SECRET_BYTES);
-    return a->stream != NULL;
-}
-
-static Age *
-age_new(const IohCopyOptions *opts, gboolean encrypt, GError **error)
-{
-    Age *a = g_new0(Age, 1);
-
-    ioh_age_crypto_init();
-    a->encrypt = encrypt;
-    a->keys = opts->age;
-    a->threads = opts->threads ? opts->threads : g_get_num_processors();
-    a->memory = opts->memory;
-    a->base = opts->has_offset ? opts->offset : 0;
-    a->secret = ioh_secmem_alloc(SECRET_BYTES);
-    a->pending = g_malloc(IOH_AGE_CT_CHUNK);
-    if (!a->secret) {
-        ioh_error_set_errno(error, errno, "encrypt", NULL);
-        age_free(a);
-        return NULL;
-    }
-    return a;
+    ioh_secmem_free(file_key, IOH_AGE_FILE_KEY_LEN);
+    return ok && a->stream;
 }
 
 static gpointer
 age_open(const IohCopyOptions *opts, GError **error)
 {
-    guint8 nonce[PAYLOAD_NONCE];
     Age *a;
 
     if (!opts->age || opts->age->n_recipients == 0) {
         ioh_error_set(error, EINVAL, "encrypt", NULL, "no age recipient given");
         return NULL;
     }
-    a = age_new(opts, TRUE, error);
-    if (!a) {
-        return NULL;
-    }
+    ioh_age_crypto_init();
+    a = g_new0(Age, 1);
     a->recipients = opts->age->n_recipients;
+    a->memory = opts->memory;
     a->header = g_string_new(NULL);
-    if (!ioh_age_random(a->secret, IOH_AGE_FILE_KEY_LEN) ||
-        !ioh_age_header_seal(a->keys, a->secret, a->header) ||
-        !ioh_age_random(nonce, sizeof(nonce)) || !age_start_stream(a, nonce)) {
+    if (!age_make_header(a, opts)) {
         ioh_error_set(error, EIO, "encrypt", NULL, "libcrypto failed to make the header");
         age_free(a);
         return NULL;
     }
-    g_string_append_len(a->header, (const char *)nonce, sizeof(nonce));
     return a;
 }
 
-static gpointer
-unage_open(const IohCopyOptions *opts, GError **error)
+static guint8 *
+aligned_alloc_or_die(gsize align, gsize size)
 {
-    Age *a;
+    void *p = NULL;
 
-    if (!opts->age || opts->age->n_identities == 0) {
-        ioh_error_set(error, EINVAL, "decrypt", NULL, "no age identity given");
-        return NULL;
+    if (posix_memalign(&p, MAX(align, 64), size) != 0) {
+        g_error("age: cannot allocate %" G_GSIZE_FORMAT " bytes", size);
     }
-    a = age_new(opts, FALSE, error);
-    if (a) {
-        a->head = g_byte_array_new();
-    }
-    return a;
+    return p;
 }
 
-/* The output buffer, once the sink's alignment is known; the header first (age). */
-static void
-age_out_alloc(Age *a, const IohFilterOut *out)
-{
-    gsize hdr = a->header ? a->header->len : 0;
-
-    if (a->out) {
-        return;
-    }
-    a->align = MAX(out->align, 1);
-    a->out_size = (hdr + a->align + BATCH_CHUNKS * IOH_AGE_CT_CHUNK + a->align - 1) /
-                  a->align * a->align;
-    if (a->memory) {
-        ioh_mem_claim(a->memory, "age", a->out_size + IOH_AGE_CT_CHUNK,
-                      a->out_size + IOH_AGE_CT_CHUNK, 0, NULL, NULL);
-    }
-    if (posix_memalign((void **)&a->out, MAX(a->align, 64), a->out_size) != 0) {
-        g_error("age: cannot allocate %" G_GSIZE_FORMAT " bytes", a->out_size);
-    }
-    if (hdr) {
-        memcpy(a->out, a->header->str, hdr);
-        a->out_have = hdr;
-    }
-}
-
-/* Hands on what the output buffer holds in whole alignments (@all: everything). */
+/* Hands on what the carry holds in whole alignments. */
 static gboolean
-age_emit(Age *a, gboolean all, IohFilterOut *out, GError **error)
+age_emit_carry(Age *a, IohFilterOut *out, GError **error)
 {
-    gsize n = all ? a->out_have : a->out_have / a->align * a->align;
+    gsize k = a->carry_len / a->align * a->align;
 
-    if (n == 0) {
-        return TRUE;
-    }
-    if (!ioh_filter_out(out, a->out, n, error)) {
+    if (k > 0 && !ioh_filter_out(out, a->carry, k, error)) {
         return FALSE;
     }
-    memmove(a->out, a->out + n, a->out_have - n);
-    a->out_have -= n;
+    memmove(a->carry, a->carry + k, a->carry_len - k);
+    a->carry_len -= k;
+    a->next_c = a->carry_len;
     return TRUE;
 }
 
-/* Seals (age) or opens (unage) @len bytes at @in, whole chunks but with @final the last,
- * into the output buffer, and hands on its whole alignments. */
+/* The buffers, once the sink's alignment is known, and the header into the carry. */
 static gboolean
-age_process(Age *a, const guint8 *in, gsize len, gboolean final, IohFilterOut *out,
-            GError **error)
+age_start(Age *a, IohFilterOut *out, GError **error)
 {
-    guint64 first = ioh_age_stream_chunks(a->stream), bad = 0;
+    gsize out_size;
 
-    gsize n = 0;
-
-    if (a->encrypt) {
-        if (!ioh_age_stream_seal(a->stream, in, len, final, a->out + a->out_have, &n)) {
-            return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to "
-                                 "encrypt chunk %" G_GUINT64_FORMAT, first);
-        }
-    } else if (!ioh_age_stream_open(a->stream, in, len, final, a->out + a->out_have, &n,
-                                    &bad)) {
-        return ioh_error_set(error, EBADMSG, "decrypt", out->file, "chunk %" G_GUINT64_FORMAT
-                             " at byte %" G_GUINT64_FORMAT " of the image does not "
-                             "authenticate: the image is corrupt, truncated or was modified",
-                             bad, a->base + a->head_len + bad * IOH_AGE_CT_CHUNK);
-    } else if (final && n == 0 && (bad = ioh_age_stream_chunks(a->stream) - 1) > 0) {
-        /* only an empty stream ends in an empty chunk: one was appended */
-        return ioh_error_set(error, EBADMSG, "decrypt", out->file, "chunk %" G_GUINT64_FORMAT
-                             " at byte %" G_GUINT64_FORMAT " of the image is an empty last "
-                             "chunk after others: the image is corrupt", bad,
-                             a->base + a->head_len + bad * IOH_AGE_CT_CHUNK);
+    if (a->carry) {
+        return TRUE;
     }
-    a->out_have += n;
-    return age_emit(a, FALSE, out, error);
+    a->align = MAX(out->align, 1);
+    out_size = (a->align + BATCH_OUT + a->align - 1) / a->align * a->align;
+    if (a->memory) {
+        ioh_mem_claim(a->memory, "age", 2 * (BATCH + out_size) + a->header->len + a->align,
+                      2 * (BATCH + out_size) + a->header->len + a->align, 0, NULL, NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        a->slot[i].in = g_malloc(BATCH);
+        a->slot[i].out = aligned_alloc_or_die(a->align, out_size);
+    }
+    a->carry = aligned_alloc_or_die(a->align, a->header->len + a->align);
+    memcpy(a->carry, a->header->str, a->header->len);
+    a->carry_len = a->header->len;
+    return age_emit_carry(a, out, error);
 }
 
-/* The payload bytes @buf (@len), in chunks of @unit: whole ones sealed or opened straight
- * from @buf, batch after batch, while a byte after them is known to come; the rest held
- * back (at most one chunk), to be the last one if nothing follows. */
+/* Hands on slot @s (sealed) after the carry: whole alignments, or all of it (@all). */
 static gboolean
-age_payload(Age *a, const guint8 *buf, gsize len, IohFilterOut *out, GError **error)
+age_emit(Age *a, Slot *s, gboolean all, IohFilterOut *out, GError **error)
 {
-    gsize unit = a->encrypt ? IOH_AGE_CHUNK : IOH_AGE_CT_CHUNK;
+    gsize total = s->c + s->n;
+    gsize k = all ? total : total / a->align * a->align;
 
-    while (len > 0) {
-        if (a->pending_len > 0 || len <= unit) {
-            gsize n = MIN(unit - a->pending_len, len);
-
-            memcpy(a->pending + a->pending_len, buf, n);
-            a->pending_len += n;
-            buf += n;
-            len -= n;
-            if (a->pending_len == unit && len > 0) {
-                if (!age_process(a, a->pending, unit, FALSE, out, error)) {
-                    return FALSE;
-                }
-                a->pending_len = 0;
-            }
-            continue;
-        }
-        gsize k = MIN((len - 1) / unit, BATCH_CHUNKS);
-
-        if (!age_process(a, buf, k * unit, FALSE, out, error)) {
-            return FALSE;
-        }
-        buf += k * unit;
-        len -= k * unit;
+    g_assert(a->carry_len == s->c);
+    memcpy(s->out, a->carry, s->c);
+    if (k > 0 && !ioh_filter_out(out, s->out, k, error)) {
+        return FALSE;
     }
+    a->carry_len = total - k;
+    memcpy(a->carry, s->out + k, a->carry_len);
+    s->busy = FALSE;
+    s->in_len = 0;
     return TRUE;
+}
+
+/* Seals the current slot (the last chunks with @final: in this thread too, to the end),
+ * then hands on the other one, sealed while this one filled. */
+static gboolean
+age_launch(Age *a, gboolean final, IohFilterOut *out, GError **error)
+{
+    Slot *s = &a->slot[a->cur], *prev = &a->slot[a->cur ^ 1];
+
+    if (!ioh_age_stream_seal_wait(a->stream)) {
+        return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to "
+                             "encrypt a chunk");
+    }
+    s->c = a->next_c;
+    ioh_age_stream_seal_start(a->stream, s->in, s->in_len, final, s->out + s->c, &s->n,
+                              !final);
+    s->busy = TRUE;
+    a->next_c = (s->c + s->n) % a->align;
+    a->cur ^= 1;
+    return !prev->busy || age_emit(a, prev, FALSE, out, error);
 }
 
 static gboolean
@@ -262,81 +207,44 @@ age_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
 {
     Age *a = data;
 
-    age_out_alloc(a, out);
-    return age_payload(a, buf, len, out, error);
+    if (!age_start(a, out, error)) {
+        return FALSE;
+    }
+    while (len > 0) {
+        Slot *s = &a->slot[a->cur];
+        gsize n = MIN(BATCH - s->in_len, len);
+
+        memcpy(s->in + s->in_len, buf, n);
+        s->in_len += n;
+        buf += n;
+        len -= n;
+        /* a full batch with a byte after it holds no last chunk */
+        if (s->in_len == BATCH && len > 0 && !age_launch(a, FALSE, out, error)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
 }
 
-/* The last chunk (an empty one for an empty stream), then everything held. */
+/* The last batch (one empty chunk for an empty stream), then everything held. */
 static gboolean
 age_flush(gpointer data, IohFilterOut *out, GError **error)
 {
     Age *a = data;
+    Slot *last;
 
-    age_out_alloc(a, out);
-    if (!a->encrypt && a->pending_len == 0) {
-        return ioh_error_set(error, EBADMSG, "decrypt", out->file, a->head_len ?
-                             "truncated age image: no payload after the header" :
-                             a->head->len ? "truncated age image: it ends in the header" :
-                             "empty: not an age image");
-    }
-    if (!age_process(a, a->pending, a->pending_len, TRUE, out, error)) {
+    if (!age_start(a, out, error)) {
         return FALSE;
     }
-    a->pending_len = 0;
-    return age_emit(a, TRUE, out, error);
-}
-
-/* unage: the header and nonce collected from @buf (what of @buf follows them: *@ret_used
- * bytes taken); TRUE once both are read. */
-static gboolean
-unage_header(Age *a, const guint8 *buf, gsize len, gsize *ret_used, IohFilterOut *out,
-             GError **error)
-{
-    gsize cap = IOH_AGE_HEADER_MAX + PAYLOAD_NONCE;
-    gsize take = MIN(len, cap - MIN(cap, a->head->len));
-    gsize hdr = 0;
-
-    g_byte_array_append(a->head, buf, (guint)take);
-    *ret_used = take;
-    switch (ioh_age_header_open(a->head->data, a->head->len, a->keys, out->file, a->secret,
-                                &hdr, &a->recipients, error)) {
-    case IOH_AGE_HEADER_ERROR:
+    last = &a->slot[a->cur];
+    if (!age_launch(a, TRUE, out, error)) {
         return FALSE;
-    case IOH_AGE_HEADER_MORE:
-        return TRUE;
-    case IOH_AGE_HEADER_DONE:
-    default:
-        break;
     }
-    if (a->head->len < hdr + PAYLOAD_NONCE) {
-        ioh_secmem_wipe(a->secret, SECRET_BYTES);   /* opened again with more bytes */
-        return TRUE;
+    if (!ioh_age_stream_seal_wait(a->stream)) {
+        return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to "
+                             "encrypt a chunk");
     }
-    if (!age_start_stream(a, a->head->data + hdr)) {
-        return ioh_error_set(error, EIO, "decrypt", out->file, "libcrypto failed");
-    }
-    a->head_len = hdr + PAYLOAD_NONCE;
-    return age_payload(a, a->head->data + a->head_len, a->head->len - a->head_len, out,
-                       error);
-}
-
-static gboolean
-unage_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
-                GError **error)
-{
-    Age *a = data;
-    gsize used = 0;
-
-    age_out_alloc(a, out);
-    if (!a->head_len) {
-        if (!unage_header(a, buf, len, &used, out, error)) {
-            return FALSE;
-        }
-        if (!a->head_len) {
-            return TRUE;
-        }
-    }
-    return age_payload(a, buf + used, len - used, out, error);
+    return age_emit(a, last, TRUE, out, error);
 }
 
 static gboolean
@@ -348,9 +256,8 @@ age_finish(gpointer data, const IohEnd *src, const IohEnd *dst, IohStats *stats,
     (void)src, (void)dst, (void)error;
     stats->encryption = "age";
     stats->encryption_recipients = a->recipients;
-    g_debug("age: %" G_GUINT64_FORMAT " chunks %s, %u recipients",
-            ioh_age_stream_chunks(a->stream), a->encrypt ? "sealed" : "opened",
-            a->recipients);
+    g_debug("age: %" G_GUINT64_FORMAT " chunks sealed, %u recipients",
+            ioh_age_stream_chunks(a->stream), a->recipients);
     return TRUE;
 }
 
@@ -358,15 +265,6 @@ const IohFilterClass ioh_filter_age = {
     .name = "age",
     .open = age_open,
     .transform = age_transform,
-    .flush = age_flush,
-    .finish = age_finish,
-    .free = age_free,
-};
-
-const IohFilterClass ioh_filter_unage = {
-    .name = "unage",
-    .open = unage_open,
-    .transform = unage_transform,
     .flush = age_flush,
     .finish = age_finish,
     .free = age_free,

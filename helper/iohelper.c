@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ioh-args.h"
+#include "ioh-args-age.h"
 #include "ioh-clash.h"
 #include "ioh-conf.h"
 #include "ioh-engine.h"
@@ -150,6 +151,10 @@ run(IohArgs *a, IohStats *stats, GError **error)
             return FALSE;
         }
     }
+    if (!ioh_args_age_check_plain(a, src->fd, src->name,
+                                  a->copy.has_offset ? a->copy.offset : 0, dst->fd, error)) {
+        return FALSE;
+    }
     /* ioh_clash_check() compared them before: this is what was actually opened. */
     if (ioh_clash_same_data(src->fd, dst->fd)) {
         g_set_error(error, IOH_ARGS_ERROR, 0, "%s and %s are the same file: a copy onto "
@@ -260,6 +265,9 @@ main(int argc, char **argv)
         return 2;
     }
     if (!ioh_conf_read(&args, &error)) {
+        return usage_failure(&args, &stats, error);
+    }
+    if (!ioh_args_age_load(&args, &error)) {
         return usage_failure(&args, &stats, error);
     }
     /* The host's budget for buffers (ioh-budget.h): a lease given back at exit. */

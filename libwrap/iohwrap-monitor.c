@@ -44,6 +44,7 @@ iohw_monitor_free(IohwMonitor *m)
     g_clear_pointer(&m->reader, ioh_protocol_reader_free);
     g_clear_error(&m->final_error);
     g_free(m->checksum);
+    g_free(m->encryption);
     g_string_free(m->err_text, TRUE);
     g_free(m->path);
     g_free(m);
@@ -75,6 +76,8 @@ apply_msg(IohwMonitor *m, const IohProtocolMsg *msg)
         m->got_result = TRUE;
         g_free(m->checksum);
         m->checksum = g_strdup(msg->checksum);
+        g_free(m->encryption);
+        m->encryption = g_strdup(msg->encryption);
     } else if (msg->kind == IOH_PROTOCOL_ERROR) {
         err = ioh_protocol_msg_to_error(msg);
         m->final_error = ioh_error_new_from(IOH_WRAP_ERROR, IOH_WRAP_ERROR_FAILED, err);

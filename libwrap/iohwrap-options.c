@@ -15,7 +15,10 @@
 IohWrapOptions *
 ioh_wrap_options_new(void)
 {
-    return g_new0(IohWrapOptions, 1);
+    IohWrapOptions *options = g_new0(IohWrapOptions, 1);
+
+    options->identity_fd = -1;
+    return options;
 }
 
 void
@@ -26,6 +29,7 @@ ioh_wrap_options_free(IohWrapOptions *options)
     }
     g_free(options->checksum);
     g_free(options->verify_checksum);
+    iohw_age_options_clear(options);
     g_free(options);
 }
 
@@ -45,6 +49,7 @@ iohw_options_copy(const IohWrapOptions *options)
         copy->connections = options->connections;
         copy->stall_timeout = options->stall_timeout;
         copy->region = options->region;
+        iohw_age_options_copy(options, copy);
     }
     return copy;
 }
@@ -154,6 +159,22 @@ ioh_wrap_options_set_threads(IohWrapOptions *options, guint threads, GError **er
     return TRUE;
 }
 
+/* The age options' misfits (IOHWRAP_0.4): recipients on a restore, an identity on a
+ * save; NULL when they fit. */
+static const char *
+age_misfit(const IohWrapOptions *options, gboolean save, gboolean uri)
+{
+    if (save && iohw_age_decrypting(options)) {
+        return uri ? "an identity is for a restore (save is TRUE)"
+                   : "an identity is for a restore (the fd is open for writing)";
+    }
+    if (!save && iohw_age_encrypting(options)) {
+        return uri ? "recipients are for a save (save is FALSE)"
+                   : "recipients are for a save (the fd is open for reading)";
+    }
+    return NULL;
+}
+
 /* Why @options cannot serve a wrap in this direction, or NULL: the helper's rules
  * (ioh-option-rules.h), in the words of this API. */
 static const char *
@@ -162,6 +183,8 @@ options_misfit(const IohWrapOptions *options, gboolean save, gboolean uri)
     IohOptionSet set = {
         .compress = options->compress,
         .decompress = options->decompress,
+        .encrypt = iohw_age_encrypting(options),
+        .decrypt = iohw_age_decrypting(options),
         .threads = options->threads,
         .nbd_options = options->connections != 0,
         .nbd = uri,
@@ -190,7 +213,7 @@ options_misfit(const IohWrapOptions *options, gboolean save, gboolean uri)
     case IOH_OPTION_RULE_THREADS_NEED_COMPRESS:
         return "threads are compression threads: they need compress";
     default:
-        return NULL;
+        return age_misfit(options, save, uri);
     }
 }
 
@@ -218,7 +241,8 @@ iohw_options_check(const IohWrapOptions *options, gboolean save, gboolean uri,
 gboolean
 iohw_options_compressing(const IohWrapOptions *options)
 {
-    return options->compress || options->decompress;
+    return options->compress || options->decompress || iohw_age_encrypting(options) ||
+           iohw_age_decrypting(options);
 }
 
 void
@@ -235,4 +259,5 @@ iohw_options_add_compress_args(const IohWrapOptions *options, GPtrArray *argv)
     if (options->threads) {
         g_ptr_array_add(argv, g_strdup_printf("--threads=%u", options->threads));
     }
+    iohw_age_add_args(options, argv);
 }

@@ -48,6 +48,7 @@ typedef struct {
     gboolean got_final;        /* a final line (result or error) was read */
     GError *final_error;       /* the error line, as IOH_WRAP_ERROR_FAILED */
     char *checksum;            /* the result line's checksum (hex), NULL without one */
+    char *encryption;          /* the result line's encryption ("age"), NULL without */
     guint64 stored;            /* the storage side's counter (compressed bytes) */
 
     int err_fd;
@@ -159,7 +160,29 @@ struct _IohWrapOptions {
     guint64 region;           /* save: bytes the stored stream may take from its start
                                * (RLIMIT_FSIZE), the file's rest left alone
                                * (--no-truncate); 0: none (iohwrap-channel.c) */
+    /* iohwrap-age.c (0.4) */
+    GPtrArray *recipients;    /* the helper's --recipient (age1...), NULL: none */
+    GPtrArray *recipients_files;  /* the helper's --recipients-file, NULL: none */
+    char *identity_file;      /* opened at each spawn, handed over as IOHW_IDENTITY_FD */
+    int identity_fd;          /* our copy of the caller's identity fd, -1: none */
 };
+
+/* ---- iohwrap-age.c: recipients and identities -------------------------------------- */
+
+/* Where the helper finds the identity: `--identity-fd=4`. */
+#define IOHW_IDENTITY_FD 4
+
+/* Copies @from's age options into @to (fresh); clears them. */
+void iohw_age_options_copy(const IohWrapOptions *from, IohWrapOptions *to);
+void iohw_age_options_clear(IohWrapOptions *options);
+/* Recipients given (a save) / an identity given (a restore). */
+gboolean iohw_age_encrypting(const IohWrapOptions *options);
+gboolean iohw_age_decrypting(const IohWrapOptions *options);
+/* The helper's age options into @argv: recipients, and --identity-fd=4 when decrypting. */
+void iohw_age_add_args(const IohWrapOptions *options, GPtrArray *argv);
+/* The identity for one spawn: the file opened and checked (group/others: EPERM), or a
+ * copy of the caller's fd; -1 without an identity (no error) or with @error set. */
+int iohw_age_identity_open(const IohWrapOptions *options, GError **error);
 
 /* A copy of @options (NULL: the defaults); never NULL. */
 IohWrapOptions *iohw_options_copy(const IohWrapOptions *options);

@@ -1,8 +1,9 @@
 /* iohwrap-spawn.c - spawning the helper
  *
- * The helper gets exactly four fds:
+ * The helper gets exactly four fds (five when decrypting):
  *   save:    0 = read end of the data pipe, 1 = the file, 2 = stderr pipe, 3 = status pipe
- *   restore: 0 = the file, 1 = write end of the data pipe, 2 = stderr pipe, 3 = status pipe
+ *   restore: 0 = the file, 1 = write end of the data pipe, 2 = stderr pipe, 3 = status pipe,
+ *            4 = the age identity (`--identity-fd=4`; iohwrap-age.c: never on argv)
  * and runs in its libvirt form `iohelper [OPTIONS] -- PATH FD`, so that its messages
  * name the file by its path. A wrap of a URI (iohwrap-uri.c) has no file: fd 1 or 0 is
  * /dev/null and the helper runs as `iohelper [OPTIONS] -- - env:IOHELPER_NBD_URI`
@@ -35,6 +36,7 @@ typedef struct {
     int status[2];
     int err[2];
     int file;              /* our copy of the caller's file */
+    int identity;          /* the age identity, or -1 */
 } SpawnFds;
 
 static SpawnFds *
@@ -43,7 +45,7 @@ spawn_fds_new(void)
     SpawnFds *f = g_new(SpawnFds, 1);
 
     f->data[0] = f->data[1] = f->status[0] = f->status[1] = -1;
-    f->err[0] = f->err[1] = f->file = -1;
+    f->err[0] = f->err[1] = f->file = f->identity = -1;
     return f;
 }
 
@@ -59,6 +61,7 @@ spawn_fds_free(SpawnFds *f)
         ioh_fd_clear(&f->err[i]);
     }
     ioh_fd_clear(&f->file);
+    ioh_fd_clear(&f->identity);
     g_free(f);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SpawnFds, spawn_fds_free)
@@ -114,12 +117,6 @@ lift_fd(int *fd, GError **error)
     return TRUE;
 }
 
-/* Only the data pipe is raised: every pipe's size counts against the user's
- * pipe-user-pages-soft quota, past which new pipes get one page. The status and stderr
- * pipes keep the default 64 KiB: ~600 status lines, dropped rather than blocking when
- * nobody reads (a caller that reads no progress must never stall the copy: the status
- * pipe is non-blocking and the helper drops a line that does not fit); the helper writes
- * one stderr line at its end. */
 /* A channel's stream (ioh_wrap_new_channel()): the helper's end is a copy of the
  * caller's socket or pipe; the caller has no end of ours. */
 static gboolean
@@ -136,10 +133,27 @@ open_data(SpawnFds *f, int stream_fd, gboolean save, GError **error)
     return TRUE;
 }
 
+/* Only the data pipe is raised: every pipe's size counts against the user's
+ * pipe-user-pages-soft quota, past which new pipes get one page. The status and stderr
+ * pipes keep the default 64 KiB: ~600 status lines, dropped rather than blocking when
+ * nobody reads (a caller that reads no progress must never stall the copy: the status
+ * pipe is non-blocking and the helper drops a line that does not fit); the helper writes
+ * one stderr line at its end. */
 static gboolean
-open_fds(SpawnFds *f, int fd, int stream_fd, gboolean save, GError **error)
+open_fds(SpawnFds *f, int fd, const IohWrap *wrap, GError **error)
 {
-    if (!open_data(f, stream_fd, save, error) ||
+    gboolean save = wrap->save;
+    g_autoptr(GError) err = NULL;
+
+    f->identity = iohw_age_identity_open(wrap->options, &err);
+    if (err) {
+        g_propagate_error(error, g_steal_pointer(&err));
+        return FALSE;
+    }
+    if (f->identity >= 0 && !lift_fd(&f->identity, error)) {
+        return FALSE;
+    }
+    if (!open_data(f, wrap->stream_fd, save, error) ||
         !ioh_pipe_open(f->status, O_NONBLOCK, 0, error) ||
         !ioh_pipe_open(f->err, 0, 0, error) || !ioh_fd_set_nonblock(f->err[0], TRUE, error)) {
         return FALSE;
@@ -218,8 +232,8 @@ static gboolean
 run_helper(IohWrap *wrap, GPtrArray *argv, const SpawnFds *f, GError **error)
 {
     guint64 limit = wrap->start + wrap->options->region;
-    int source_fds[] = { f->status[1] };
-    int target_fds[] = { HELPER_STATUS_FD };
+    int source_fds[] = { f->status[1], f->identity };
+    int target_fds[] = { HELPER_STATUS_FD, IOHW_IDENTITY_FD };
     g_auto(GStrv) envp = wrap->uri ? g_environ_setenv(g_get_environ(), URI_ENV, wrap->uri, TRUE)
                                    : NULL;
 
@@ -230,7 +244,8 @@ run_helper(IohWrap *wrap, GPtrArray *argv, const SpawnFds *f, GError **error)
                                             &limit,
                                             wrap->save ? f->data[0] : f->file,
                                             wrap->save ? f->file : f->data[1], f->err[1],
-                                            source_fds, target_fds, 1, &wrap->pid,
+                                            source_fds, target_fds,
+                                            f->identity >= 0 ? 2 : 1, &wrap->pid,
                                             NULL, NULL, NULL, error);
 }
 
@@ -257,6 +272,7 @@ adopt_fds(IohWrap *wrap, SpawnFds *f)
     ioh_fd_clear(&f->status[1]);
     ioh_fd_clear(&f->err[1]);
     ioh_fd_clear(&f->data[wrap->save ? 0 : 1]);
+    ioh_fd_clear(&f->identity);   /* the helper's copy is read and closed by it */
 }
 
 gboolean
@@ -270,7 +286,7 @@ iohw_spawn(IohWrap *wrap, int fd, const IohwPlan *plan, GError **error)
         return FALSE;
     }
     f = spawn_fds_new();
-    if (!open_fds(f, fd, wrap->stream_fd, wrap->save, error)) {
+    if (!open_fds(f, fd, wrap, error)) {
         return FALSE;
     }
     argv = helper_argv(helper, wrap, plan);

@@ -616,5 +616,86 @@ IohWrap *ioh_wrap_new_channel(int stream_fd, int *fd, const char *path, IohWrapF
  * Since: 0.4
  */
 gboolean ioh_wrap_options_set_region(IohWrapOptions *options, guint64 size, GError **error);
+/* ---- encryption (0.4) ------------------------------------------------------------ */
+
+/**
+ * ioh_wrap_options_add_recipient:
+ * @options: the options.
+ * @recipient: an age X25519 recipient, "age1..." (a public key, as age-keygen prints).
+ * @error: return location for a #GError.
+ *
+ * Save only (ioh_wrap_new_with_options() refuses it on a restore): the helper stores the
+ * stream encrypted to every recipient added (its `--recipient`), as one age v1 file from
+ * the stream's start (after compression when both are asked: `age -d` then `zstd -dc`
+ * give the stream back). The saving host needs no secret. Always spawns a helper; a
+ * checksum is still of the stream; ioh_wrap_get_stored_bytes() tells the encrypted size.
+ * Refuses anything that is not an age X25519 recipient (IOH_WRAP_ERROR_INVALID; the
+ * message never quotes it). (Since 0.4.)
+ */
+gboolean ioh_wrap_options_add_recipient(IohWrapOptions *options, const char *recipient,
+                                        GError **error);
+
+/**
+ * ioh_wrap_options_add_recipients_file:
+ * @options: the options.
+ * @file: a recipients file in age's format (one recipient a line, '#' comments).
+ * @error: return location for a #GError.
+ *
+ * As ioh_wrap_options_add_recipient() for each recipient in @file, which the helper reads
+ * when it starts (a file it cannot read or that holds no recipient fails the wrap's
+ * creation with the helper's line naming it). (Since 0.4.)
+ */
+gboolean ioh_wrap_options_add_recipients_file(IohWrapOptions *options, const char *file,
+                                              GError **error);
+
+/**
+ * ioh_wrap_options_set_identity_file:
+ * @options: the options.
+ * @file: (nullable): an age identity file (age-keygen's format), or NULL for none.
+ * @error: return location for a #GError.
+ *
+ * Restore only (refused on a save): the file holds an age image from the stream's start
+ * (after which the helper decompresses, with ioh_wrap_options_set_decompress()), and
+ * the helper decrypts it with the identities in @file. The secret never goes on the
+ * helper's command line nor in its environment: at each ioh_wrap_new_with_options() the
+ * library opens @file (refused, EPERM naming it, when group or others may read or write
+ * it, as ssh refuses a private key; no symbolic link) and hands the helper the open file
+ * as an fd (`--identity-fd`), which it reads into locked memory. No identity that
+ * matches, or a chunk that fails authentication, fails the finish with the helper's
+ * line (the byte offset of the failing chunk); what was delivered before must be
+ * discarded, as after a checksum mismatch. (Since 0.4.)
+ */
+gboolean ioh_wrap_options_set_identity_file(IohWrapOptions *options, const char *file,
+                                            GError **error);
+
+/**
+ * ioh_wrap_options_set_identity_fd:
+ * @options: the options.
+ * @fd: an fd the identities can be read from (a memfd, a pipe, an open file), or -1 for
+ *     none.
+ * @error: return location for a #GError.
+ *
+ * As ioh_wrap_options_set_identity_file(), for a caller that holds the key elsewhere
+ * than in a file of its own. The options keep a duplicate of @fd (the caller keeps and
+ * closes its own); the helper reads it from its current offset to its end, so one fd
+ * serves one wrap (a second wrap would read nothing: for a file, prefer
+ * ioh_wrap_options_set_identity_file()). Replaces an identity file set before, and the
+ * other way round. (Since 0.4.)
+ */
+gboolean ioh_wrap_options_set_identity_fd(IohWrapOptions *options, int fd, GError **error);
+
+/**
+ * ioh_wrap_get_encryption:
+ * @wrap: (nullable): a wrap.
+ *
+ * "age" when the helper encrypted what it stored (a save) or decrypted what it read (a
+ * restore), from the final line of its status protocol; NULL otherwise, before a
+ * successful finish, after a failure and without a helper. A save can be encrypted
+ * without any recipient asked for here: the host's /etc/iohelper.conf may name
+ * recipients for every save (docs/security.md); a caller that records how an image was
+ * stored (as qemu-iohelper's header does) must ask. The string belongs to the wrap.
+ * (Since 0.4.)
+ */
+const char *ioh_wrap_get_encryption(IohWrap *wrap);
 
 G_END_DECLS

@@ -102,6 +102,10 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
     mopts.threads = (guint)opts.threads;
     mopts.channels = (guint)opts.channels;
     mopts.qemu_compress = opts.qemu_compress;
+    mopts.recipients = opts.recipients ? (const char *const *)opts.recipients->pdata : NULL;
+    mopts.recipients_files = opts.recipients_files
+                                 ? (const char *const *)opts.recipients_files->pdata : NULL;
+    mopts.identity = opts.identity;
     mopts.stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
                                                              : (guint)opts.stall_timeout_s;
     if (opts.progress) {

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "ioh-age-keys.h"
 #include "ioh-nbd-uri.h"
 #include "ioh-number.h"
 #include "ioh-opt.h"
@@ -73,7 +74,42 @@ typedef enum {
     OPT_QMP, OPT_BYPASS_CACHE, OPT_LIVE, OPT_MAX_BANDWIDTH, OPT_PROGRESS, OPT_STATS,
     OPT_WAIT_MIGRATION, OPT_TIMEOUT, OPT_STALL_TIMEOUT, OPT_COMPRESS, OPT_THREADS, OPT_HELP,
     OPT_CHANNELS, OPT_QEMU_COMPRESS,
+    OPT_RECIPIENT, OPT_RECIPIENTS_FILE, OPT_IDENTITY,
 } OptId;
+
+/* --recipient (checked now: a typo is a usage error before QEMU is asked anything; the
+ * message never quotes the key), --recipients-file (read by the helper), --identity
+ * (opened by libwrap, read by the helper). */
+static gboolean
+parse_age(QgArgs *a, OptId id, const char *value, GError **error)
+{
+    g_autoptr(IohAgeKeys) probe = ioh_age_keys_new();
+    GPtrArray **list = id == OPT_RECIPIENT ? &a->recipients : &a->recipients_files;
+
+    if (!*value) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--%s: empty value",
+                    id == OPT_IDENTITY ? "identity" : id == OPT_RECIPIENT ? "recipient"
+                                                                          : "recipients-file");
+        return FALSE;
+    }
+    if (id == OPT_IDENTITY) {
+        g_free(a->identity);
+        a->identity = g_strdup(value);
+        return TRUE;
+    }
+    if (id == OPT_RECIPIENT &&
+        !ioh_age_keys_add_recipient(probe, value, "--recipient", error)) {
+        return FALSE;
+    }
+    if (!*list) {
+        *list = g_ptr_array_new_with_free_func(g_free);
+    } else {
+        g_ptr_array_remove_index(*list, (*list)->len - 1);   /* the NULL at its end */
+    }
+    g_ptr_array_add(*list, g_strdup(value));
+    g_ptr_array_add(*list, NULL);
+    return TRUE;
+}
 
 static const char *const cache_words[] = { "direct", "fadvise", "none", NULL };
 static const char *const stats_words[] = { "text", "json", NULL };
@@ -92,6 +128,9 @@ static const IohOptEntry entries[] = {
     { "stall-timeout", OPT_STALL_TIMEOUT, 0, IOH_OPT_REQUIRED, NULL },
     { "compress", OPT_COMPRESS, 0, IOH_OPT_OPTIONAL, compress_words },
     { "threads", OPT_THREADS, 0, IOH_OPT_REQUIRED, NULL },
+    { "recipient", OPT_RECIPIENT, 0, IOH_OPT_REQUIRED, NULL },
+    { "recipients-file", OPT_RECIPIENTS_FILE, 0, IOH_OPT_REQUIRED, NULL },
+    { "identity", OPT_IDENTITY, 0, IOH_OPT_REQUIRED, NULL },
     { "help", OPT_HELP, 'h', IOH_OPT_NONE, NULL },
     { "channels", OPT_CHANNELS, 0, IOH_OPT_REQUIRED, NULL },
     { "qemu-compress", OPT_QEMU_COMPRESS, 0, IOH_OPT_REQUIRED, NULL },
@@ -122,12 +161,17 @@ static const char usage_text[] =
     "                           disk's and the compressor's speeds); a restore reads it\n"
     "                           from the header\n"
     "  --threads=N              save --compress: zstd's compression threads (1 to 64;\n"
-    "                           default: the online CPUs)\n"
+    "                           default: the online CPUs); with encryption, age's too\n"
     "  --channels=N             save: N parallel channels (QEMU's multifd, 1 to 16),\n"
     "                           each through its own helper into its own region of FILE;\n"
     "                           a restore reads N from the header (docs/channels.md)\n"
     "  --qemu-compress=zstd     save --channels: QEMU's own multifd compression (zstd,\n"
     "                           zlib or none)\n"
+    "  --recipient=RECIPIENT    save: encrypt the image to this age recipient (age1...;\n"
+    "                           repeatable); the header records it is encrypted\n"
+    "  --recipients-file=FILE   save: encrypt to every recipient in FILE (age's format)\n"
+    "  --identity=FILE          restore an encrypted image with the age identities in\n"
+    "                           FILE (age-keygen's format, mode 0600 or stricter)\n"
     "  -h, --help               show this help\n"
     "\n"
     "An optional value follows '=' (--stats=json).\n";
@@ -171,6 +215,10 @@ apply_option(const IohOptEntry *e, const char *value, gpointer data, GError **er
         return parse_stats(a, value, error);
     case OPT_COMPRESS:
         return parse_compress(a, value, error);
+    case OPT_RECIPIENT:
+    case OPT_RECIPIENTS_FILE:
+    case OPT_IDENTITY:
+        return parse_age(a, (OptId)e->id, value, error);
     case OPT_LIVE:
         a->live = TRUE;
         return TRUE;
@@ -200,6 +248,8 @@ check_compress_args(const QgArgs *a, const char *cmd)
     gboolean save = g_str_equal(cmd, "save");
     IohOptionSet set = {
         .compress = a->compress != NULL,
+        .encrypt = a->recipients || a->recipients_files,
+        .decrypt = a->identity != NULL,
         .threads = a->threads != 0,
         .direction_known = TRUE,
         .direction = save                          ? IOH_DIRECTION_SAVE
@@ -215,7 +265,16 @@ check_compress_args(const QgArgs *a, const char *cmd)
         return FALSE;
     }
     if (rule == IOH_OPTION_RULE_THREADS_NEED_COMPRESS) {
-        qg_report_error("--threads needs --compress (they are zstd's compression threads)");
+        qg_report_error("--threads needs --compress or --recipient (they are zstd's and "
+                        "age's threads)");
+        return FALSE;
+    }
+    if (rule == IOH_OPTION_RULE_ENCRYPT_AND_DECRYPT ||
+        rule == IOH_OPTION_RULE_ENCRYPT_NEEDS_SAVE ||
+        rule == IOH_OPTION_RULE_DECRYPT_NEEDS_RESTORE) {
+        qg_report_error("--recipient and --recipients-file are for save, --identity for "
+                        "restore (a restore reads from the image's header that it is "
+                        "encrypted)");
         return FALSE;
     }
     if (a->threads < 0 || a->threads > 64) {

@@ -3,8 +3,10 @@
  *   qemu-iohelper save    --qmp SOCK FILE [--bypass-cache[=direct|fadvise]] [--live]
  *                         [--max-bandwidth=MIB] [--stall-timeout=S] [--progress]
  *                         [--stats[=text|json]] [--compress[=zstd[:LEVEL]]] [--threads=N]
+ *                         [--recipient=age1...]... [--recipients-file=FILE]...
  *   qemu-iohelper restore --qmp SOCK FILE [--bypass-cache[=direct|fadvise]]
  *                         [--stall-timeout=S] [--progress] [--stats[=text|json]]
+ *                         [--identity=FILE]
  *   qemu-iohelper qmp     --qmp SOCK COMMAND [ARGS-JSON] [--wait-migration]
  *
  * The grammar is the helper's (ioh-opt.h); the checks across options are the helper's
@@ -30,6 +32,9 @@ typedef struct {
     gboolean wait_migration;
     char *compress;        /* save: "zstd" or "zstd:LEVEL"; NULL: raw */
     gint threads;          /* save --compress: zstd's workers; 0: the online CPUs */
+    GPtrArray *recipients; /* save --recipient: age1... (checked), NULL-terminated; NULL */
+    GPtrArray *recipients_files;  /* save --recipients-file, NULL-terminated; NULL */
+    char *identity;        /* restore --identity=FILE (read by the helper, on an fd) */
     gboolean help;         /* --help */
     gint channels;         /* save --channels=N: QEMU's multifd channels; 0: one stream */
     char *qemu_compress;   /* save --qemu-compress: "zstd", "zlib"; NULL: none */

@@ -31,7 +31,7 @@ qg_mig_save_options(IohWrapOptions *o, const QgMigrateOptions *opts,
         return FALSE;
     }
     if (!info->compression) {
-        return TRUE;
+        return !info->encryption || ioh_wrap_options_set_threads(o, opts->threads, error);
     }
     spec = info->compress_auto ? g_strdup_printf("%s:auto", info->compression)
                                : g_strdup_printf("%s:%d", info->compression,
@@ -42,11 +42,14 @@ qg_mig_save_options(IohWrapOptions *o, const QgMigrateOptions *opts,
 
 IohWrapOptions *
 qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info, gboolean save,
-                    GError **error)
+                    const char *path, GError **error)
 {
     g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
     g_autofree char *sum = NULL;
 
+    if (!qg_mig_encrypt_options(o, opts, info, save, path, error)) {
+        return NULL;
+    }
     if (save) {
         return qg_mig_save_options(o, opts, info, error) ? g_steal_pointer(&o) : NULL;
     }
@@ -152,7 +155,9 @@ qg_mig_compress_diagnose(const char *path, const QgImageInfo *info, gboolean loa
      * only saw EPIPE); frames past the stream's end reach a pipe QEMU closed after the
      * stream (EPIPE), or its buffer (the checksum then differs). Read the frames to the
      * end to tell the user which it was. */
-    if (!info || !info->compression || !qg_mig_compress_suspect(qerr)) {
+    /* an encrypted image's chunks are authenticated before anything is delivered: the
+     * helper's own line already names a damaged one */
+    if (!info || !info->compression || info->encryption || !qg_mig_compress_suspect(qerr)) {
         return;
     }
     if (!qg_mig_compress_verify(path, info, &length, &corrupt)) {

@@ -1,4 +1,4 @@
-/* qg-image-channels.c - the index of a multi-channel image (format version 3)
+/* qg-image-channels.c - the index of a multi-channel image (format version 4)
  *
  * The header's "multifd" member: QEMU's multifd channels besides the main stream (which
  * stays "stream", at offset 4096), each in a region of its own:

@@ -40,6 +40,7 @@ qg_image_info_free(QgImageInfo *info)
     g_free(info->regions);
     g_free(info->multifd_compression);
     g_free(info->uuid);
+    g_free(info->encryption);
     g_free(info);
 }
 
@@ -81,26 +82,47 @@ get_le64(const guint8 *p)
     return GUINT64_FROM_LE(v);
 }
 
-/* Version 2: the stored length and the compression, inside "stream". */
+/* The format version @info needs: the oldest that can describe it, so that raw and
+ * compressed images stay readable by the releases that made them. */
+static guint32
+qg_image_version(const QgImageInfo *info)
+{
+    return info->channels      ? QG_IMAGE_FORMAT_VERSION_CHANNELS
+           : info->encryption  ? QG_IMAGE_FORMAT_VERSION_ENCRYPTED
+           : info->compression ? QG_IMAGE_FORMAT_VERSION_COMPRESSED
+                               : QG_IMAGE_FORMAT_VERSION;
+}
+
+/* Versions 2 and 3: the stored length, the compression, the encryption (its format
+ * only: never a key), inside "stream". */
 static void
 qg_image_add_compression(JsonBuilder *b, const QgImageInfo *info)
 {
-    if (!info->compression) {
+    if (!info->compression && !info->encryption) {
         return;   /* version 1, as before compression existed */
     }
     json_builder_set_member_name(b, "stored-length");
     json_builder_add_int_value(b, (gint64)info->stored_length);
-    json_builder_set_member_name(b, "compression");
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "method");
-    json_builder_add_string_value(b, info->compression);
-    json_builder_set_member_name(b, "level");
-    json_builder_add_int_value(b, info->compress_level);
-    if (info->compress_auto) {
-        json_builder_set_member_name(b, "adaptive");
-        json_builder_add_boolean_value(b, TRUE);
+    if (info->compression) {
+        json_builder_set_member_name(b, "compression");
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "method");
+        json_builder_add_string_value(b, info->compression);
+        json_builder_set_member_name(b, "level");
+        json_builder_add_int_value(b, info->compress_level);
+        if (info->compress_auto) {
+            json_builder_set_member_name(b, "adaptive");
+            json_builder_add_boolean_value(b, TRUE);
+        }
+        json_builder_end_object(b);
     }
-    json_builder_end_object(b);
+    if (info->encryption) {
+        json_builder_set_member_name(b, "encryption");
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "format");
+        json_builder_add_string_value(b, info->encryption);
+        json_builder_end_object(b);
+    }
 }
 
 gboolean
@@ -149,9 +171,7 @@ qg_image_header_encode(const QgImageInfo *info, guint8 *buf, GError **error)
     }
     memset(buf, 0, QG_IMAGE_HEADER_SIZE);
     memcpy(buf, QG_IMAGE_MAGIC, 8);
-    put_le32(buf + 8, info->channels      ? QG_IMAGE_FORMAT_VERSION_CHANNELS
-                      : info->compression ? QG_IMAGE_FORMAT_VERSION_COMPRESSED
-                                          : QG_IMAGE_FORMAT_VERSION);
+    put_le32(buf + 8, qg_image_version(info));
     put_le32(buf + 12, QG_IMAGE_HEADER_SIZE);
     put_le32(buf + 16, (guint32)len);
     put_le32(buf + 20, 0);
@@ -196,7 +216,25 @@ qg_image_decode_compression(JsonObject *stream, QgImageInfo *info)
     return TRUE;
 }
 
-/* The "stream" member: offset, length, checksum; in version 2 the compression. */
+/* Version 3's encryption: format "age", a stored length; the compression when present. */
+static gboolean
+qg_image_decode_encryption(JsonObject *stream, QgImageInfo *info)
+{
+    JsonObject *e = ioh_json_get_object(stream, "encryption");
+    gint64 stored = ioh_json_get_int(stream, "stored-length", -1);
+
+    if (!e || g_strcmp0(ioh_json_get_string(e, "format"), "age") != 0 || stored < 0 ||
+        (json_object_has_member(stream, "compression") &&
+         !qg_image_decode_compression(stream, info))) {
+        return FALSE;
+    }
+    info->encryption = g_strdup("age");
+    info->stored_length = (guint64)stored;
+    return TRUE;
+}
+
+/* The "stream" member: offset, length, checksum; in version 2 the compression, in
+ * version 3 the encryption, in version 4 (channels) the compression if any. */
 static gboolean
 qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                        QgImageInfo *info, const char *path, GError **error)
@@ -219,6 +257,22 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                     "corrupt image header %s: format version 1 (raw) but the stream is "
                     "recorded compressed", path);
         return FALSE;
+    }
+    if (version != QG_IMAGE_FORMAT_VERSION_ENCRYPTED &&
+        json_object_has_member(stream, "encryption")) {
+        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                    "corrupt image header %s: format version %u but the stream is "
+                    "recorded encrypted", path, version);
+        return FALSE;
+    }
+    if (version == QG_IMAGE_FORMAT_VERSION_ENCRYPTED) {
+        if (!qg_image_decode_encryption(stream, info)) {
+            g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
+                        "corrupt image header %s: encryption (format age, stored-length, "
+                        "a valid compression if any) missing or invalid", path);
+            return FALSE;
+        }
+        return TRUE;
     }
     if ((version == QG_IMAGE_FORMAT_VERSION_COMPRESSED ||
          (version == QG_IMAGE_FORMAT_VERSION_CHANNELS &&
@@ -400,7 +454,9 @@ qg_image_read_header(int fd, const char *path, GError **error)
                     "image truncated %s: %" G_GUINT64_FORMAT " bytes of %s, "
                     "the header says %" G_GUINT64_FORMAT, path,
                     (guint64)MAX(st.st_size - (gint64)info->stream_offset, 0),
-                    info->compression ? "compressed stream" : "stream",
+                    info->encryption    ? "encrypted stream"
+                    : info->compression ? "compressed stream"
+                                        : "stream",
                     info->stored_length);
         return NULL;
     }

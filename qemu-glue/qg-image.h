@@ -21,13 +21,22 @@
  * frames, so `tail -c +4097 IMAGE | zstd -dc` is the stream) and "compression":
  * {"method": "zstd", "level": L} (since issue 30, saved with --compress=auto:
  * {"method": "zstd", "level": 3, "adaptive": true}, the level the highest any frame
- * may have; readers that know no "adaptive" still read the image). "length" and "checksum" stay the stream's (the
- * uncompressed bytes QEMU wrote and reads). Raw images keep version 1 and the metadata
+ * may have; readers that know no "adaptive" still read the image). "length" and
+ * "checksum" stay the stream's (the uncompressed bytes QEMU wrote and reads). Raw images keep version 1 and the metadata
  * they had, byte for byte, so the tools of the previous release read them; a tool that
  * knows only version 1 refuses a compressed image ("format version 2") instead of
  * feeding QEMU zstd frames. A version above 2 is refused the same way.
  *
- * Multi-channel images (since issue 31, QEMU's multifd) have format version 3: "stream"
+ * Encrypted images (since issue 28) have format version 3, "stored-length" and
+ * "encryption": {"format": "age"} in "stream" (and "compression" when the stream was
+ * compressed before it was encrypted): the bytes after the header are one age v1 file
+ * (age's own header, then its ChaCha20-Poly1305 STREAM), so
+ * `tail -c +4097 IMAGE | age -d -i KEY` gives the stream (`| zstd -dc` when compressed).
+ * The header records that the stream is encrypted, never a key nor a recipient. The
+ * tools of the previous release read versions 1 and 2 only, so they refuse an encrypted
+ * image ("format version 3") instead of feeding QEMU ciphertext.
+ *
+ * Multi-channel images (since issue 31, QEMU's multifd) have format version 4: "stream"
  * is the main channel's (with the compression members of version 2 when compressed),
  * and "multifd" indexes the channels' regions (qg-image-channels.c, docs/channels.md).
  *
@@ -43,7 +52,8 @@ G_BEGIN_DECLS
 #define QG_IMAGE_HEADER_SIZE 4096
 #define QG_IMAGE_FORMAT_VERSION 1              /* a raw image */
 #define QG_IMAGE_FORMAT_VERSION_COMPRESSED 2   /* a compressed image */
-#define QG_IMAGE_FORMAT_VERSION_CHANNELS 3     /* multifd channels: the newest read */
+#define QG_IMAGE_FORMAT_VERSION_ENCRYPTED 3    /* an encrypted image */
+#define QG_IMAGE_FORMAT_VERSION_CHANNELS 4     /* multifd channels: the newest read */
 #define QG_IMAGE_CHANNELS_MAX 16
 
 #define QG_IMAGE_ERROR (qg_image_error_quark())
@@ -83,7 +93,9 @@ typedef struct {
     gboolean compress_auto; /* --compress=auto: raw frames or levels up to compress_level,
                              * chosen per window ("adaptive": true in "compression") */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
-    /* format version 3: QEMU's multifd channels, each in its own region */
+    /* format version 3: an encrypted image */
+    char *encryption;       /* "age", or NULL: the stored bytes are not encrypted */
+    /* format version 4: QEMU's multifd channels, each in its own region */
     guint channels;         /* 0: a single stream */
     QgImageRegion *regions; /* channels entries, region i holding channel i */
     char *multifd_compression;  /* QEMU's own: "none", "zstd", "zlib" */

@@ -8,6 +8,7 @@
  *   qg-save.c, qg-restore.c  the two jobs, step by step
  *   qg-compress.c    compressed images: the helper's options, the header's figures
  *   qg-save-channels.c  QEMU's multifd: a helper per connection, a region each (qg_mfd_)
+ *   qg-encrypt.c     encrypted images: recipients, the identity, the header's record
  */
 #pragma once
 
@@ -176,7 +177,7 @@ gboolean qg_mig_compress_check(QgImageInfo *info, const QgMigrateOptions *opts,
 /* libwrap's options for the job: a save's checksum and compression (@info's), a
  * restore's verification and decompression (from the header in @info). */
 IohWrapOptions *qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info,
-                                    gboolean save, GError **error);
+                                    gboolean save, const char *path, GError **error);
 /* The compression figures of @info into @stats. */
 void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
 /* A failed restore of a compressed image (*@error), after QEMU loaded the stream when
@@ -224,5 +225,24 @@ gboolean qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgIm
                               GError **error);
 /* Restore, QEMU done: each channel's helper delivered its region's length and checksum. */
 gboolean qg_mfd_restore_verify(QgMfd *m, const QgImageInfo *info, GError **error);
+/* ---- qg-encrypt.c: encrypted images ---- */
+
+/* Save: records in @info that the image is encrypted (age) when @opts names recipients.
+ * Before QEMU is touched. */
+gboolean qg_mig_encrypt_check(QgImageInfo *info, const QgMigrateOptions *opts,
+                              GError **error);
+/* Adds to @o a save's recipients (@opts), or a restore's identity when the header in
+ * @info says the image (@path) is encrypted: without opts->identity, IOH_ERROR EINVAL
+ * "encrypted image PATH: restore it with --identity=FILE ...". */
+gboolean qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
+                                const QgImageInfo *info, gboolean save, const char *path,
+                                GError **error);
+/* After a successful save: what the helper says it stored. An image it encrypted without
+ * recipients from us (the host's config named some) is recorded encrypted; one we asked
+ * encrypted that it did not encrypt is an error (IOH_ERROR EIO naming @path). */
+gboolean qg_mig_encrypt_result(QgImageInfo *info, IohWrap *wrap, const char *path,
+                               GError **error);
+/* Whether @info's image is encrypted, into @stats. */
+void qg_mig_encrypt_stats(const QgImageInfo *info, QgMigrateStats *stats);
 
 G_END_DECLS

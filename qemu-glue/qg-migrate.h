@@ -69,6 +69,15 @@ typedef struct {
      * stream. A restore reads it from the header. */
     guint channels;
     const char *qemu_compress;  /* save with channels: multifd-compression ("zstd", "zlib") */
+    /* save: age recipients ("age1...") and recipients files (NULL-terminated; NULL or
+     * empty: none): the helper encrypts what it stores to them, the header (version 3)
+     * records it. A restore reads that from the header. */
+    const char *const *recipients;
+    const char *const *recipients_files;
+    /* restore of an encrypted image: the age identity file (mode 0600 or stricter),
+     * handed to the helper on an fd; an encrypted image without it is refused before
+     * QEMU gets a byte. Unused for a plain image. */
+    const char *identity;
 } QgMigrateOptions;
 
 typedef struct {
@@ -85,6 +94,7 @@ typedef struct {
     gboolean compress_auto; /* saved with --compress=auto */
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
     guint channels;         /* multifd channels besides the main one; 0: one stream */
+    gboolean encrypted;     /* the image is age-encrypted */
 } QgMigrateStats;
 
 /**

@@ -88,6 +88,7 @@ add_compression_json(JsonBuilder *b, const QgMigrateStats *s)
     }
     json_builder_set_member_name(b, "channels");   /* multifd's, besides the main one */
     json_builder_add_int_value(b, s->channels);
+    add_string(b, "encryption", s->encrypted ? "age" : "none");
 }
 
 /* The mode a job reports: an NBD export has no page cache (--bypass-cache is moot). */
@@ -173,11 +174,19 @@ qg_report_progress(const char *what, const QgProgress *p, gpointer data)
 static void
 print_stats_stored(const QgMigrateStats *s)
 {
-    if (s->compressed) {
-        printf("stored: %.1f MiB, ratio %.3f (zstd %slevel %d)\n",
+    if (s->compressed || s->encrypted) {
+        g_autofree char *how = s->compressed
+                                   ? g_strdup_printf("zstd %slevel %d",
+                                                     s->compress_auto ? "auto, raw or up to "
+                                                                      : "",
+                                                     s->compress_level)
+                                   : NULL;
+
+        printf("stored: %.1f MiB, ratio %.3f (%s%s%s)\n",
                (double)s->stored_length / (1 << 20),
                s->stream_length ? (double)s->stored_length / s->stream_length : 1.0,
-               s->compress_auto ? "auto, raw or up to " : "", s->compress_level);
+               how ? how : "", how && s->encrypted ? ", " : "",
+               s->encrypted ? "age-encrypted" : "");
     }
 }
 

@@ -132,7 +132,8 @@ qg_restore_plumb(QgRestore *r, GError **error)
     IohWrapParams params = { .offset = r->info->stream_offset,
                              .length = r->info->stored_length,   /* compressed: the frames */
                              .progress_interval_ms = 250 };
-    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(r->job.opts, r->info, FALSE, error);
+    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(r->job.opts, r->info, FALSE,
+                                                             r->job.path, error);
 
     /* An export: --offset 4096 --length, the header's checksum (and decompression). */
     r->wrap = !wopts ? NULL
@@ -267,6 +268,7 @@ qg_restore_verify(QgRestore *r, GError **error)
     }
     r->job.stats.stream_length = bytes;
     qg_mig_compress_stats(r->info, &r->job.stats);
+    qg_mig_encrypt_stats(r->info, &r->job.stats);
     return TRUE;
 }
 

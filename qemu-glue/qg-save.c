@@ -104,7 +104,8 @@ static gboolean
 qg_save_plumb(QgSave *s, GError **error)
 {
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
-    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(s->job.opts, s->info, TRUE, error);
+    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(s->job.opts, s->info, TRUE,
+                                                          s->job.path, error);
 
     s->wrap = wopts ? ioh_wrap_new_with_options(&s->file->fd, s->file->tmp_path,
                                                 qg_mig_wrap_flags(s->job.opts->cache),
@@ -180,6 +181,9 @@ qg_save_stream_bound(QgSave *s)
     if (s->job.opts->compress) {
         bound += bound / 128 + (1 << 20);     /* incompressible pages: raw blocks' framing */
     }
+    if (s->info->encryption) {
+        bound += bound / 4096 + (64 << 10);   /* age: 16 bytes a 64 KiB chunk, its header */
+    }
     g_debug("NBD save: the stream may take up to %" G_GUINT64_FORMAT " bytes (RAM blocks: %"
             G_GUINT64_FORMAT " bytes in %u)", bound, bytes, blocks);
     return bound;
@@ -215,7 +219,8 @@ static gboolean
 qg_save_nbd_plumb(QgSave *s, GError **error)
 {
     IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE, .progress_interval_ms = 250 };
-    g_autoptr(IohWrapOptions) options = qg_mig_wrap_options(s->job.opts, s->info, TRUE, error);
+    g_autoptr(IohWrapOptions) options = qg_mig_wrap_options(s->job.opts, s->info, TRUE,
+                                                            s->job.path, error);
     int fd = -1;
 
     /* the helper's own bound on the server, the final flush included: QEMU's progress,
@@ -378,10 +383,21 @@ qg_save_complete(QgSave *s, GError **error)
     }
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
+    if (!qg_mig_encrypt_result(s->info, s->wrap, s->job.path, error)) {
+        g_prefix_error(error, "save failed: ");
+        return FALSE;
+    }
+    if (s->mfd && s->info->encryption) {   /* the host's recipients: regions unindexed */
+        g_set_error(error, IOH_ERROR, EINVAL, "save failed: %s: the helpers encrypted the "
+                    "channels (the host's recipients): --channels does not record encrypted "
+                    "regions yet", s->job.path);
+        return FALSE;
+    }
     if (s->mfd && !qg_mfd_save_finish(s->mfd, s->info, s->job.opts, error)) {
         return FALSE;
     }
     qg_mig_compress_stats(s->info, &s->job.stats);
+    qg_mig_encrypt_stats(s->info, &s->job.stats);
     /* The header last: after the helper's flush, flushed itself. */
     if (s->uri ? !qg_save_nbd_commit(s, error)
                : !qg_save_file_commit(s->file, s->info, error)) {
@@ -415,6 +431,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
      * file it cannot write. */
     s->target = s->uri ? g_strdup(path) : qg_file_save_target(path, error);
     if (!s->target || !qg_mig_compress_check(s->info, opts, error) ||
+        !qg_mig_encrypt_check(s->info, opts, error) ||
         !qg_save_check_qemu(s, error) ||
         !qg_save_prepare(s, error) || !qg_save_migrate(s, error) ||
         !qg_save_complete(s, error)) {

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "ioh-args-age.h"
 #include "ioh-clash.h"
 #include "ioh-engine.h"
 #include "ioh-limits.h"
@@ -44,7 +45,14 @@ static const char usage_text[] =
     "  --compress=auto        save: zstd frames, raw or at a level chosen per window\n"
     "                         from the disk's and the compressor's measured speeds\n"
     "  --decompress           restore: the file holds zstd frames; a corrupt one fails\n"
-    "  --threads=N            zstd's compression threads (default: the online CPUs)\n"
+    "  --threads=N            zstd's compression threads, age's encryption threads\n"
+    "                         (default: the online CPUs)\n"
+    "  --recipient=RECIPIENT  save: encrypt to this age X25519 recipient (age1...);\n"
+    "                         repeatable. The image is age v1 (age -d reads it)\n"
+    "  --recipients-file=FILE save: encrypt to every recipient in FILE (age's format)\n"
+    "  --identity=FILE        restore: decrypt with the age identities in FILE\n"
+    "                         (age-keygen's format; mode 0600 or stricter)\n"
+    "  --identity-fd=N        restore: the same, read from inherited fd N\n"
     "  --connections=N        NBD: connections to the server (default 4 when it\n"
     "                         advertises multi-conn, else 1; more than 1 is refused then)\n"
     "  --requests=N           NBD: commands in flight per connection (default 16)\n"
@@ -78,6 +86,7 @@ typedef enum {
     OPT_VERIFY_CHECKSUM, OPT_COMPRESS, OPT_DECOMPRESS, OPT_THREADS, OPT_CONNECTIONS,
     OPT_REQUESTS, OPT_REQUEST_SIZE, OPT_STALL_TIMEOUT, OPT_MEMORY_BUDGET,
     OPT_NO_TRUNCATE,
+    OPT_RECIPIENT, OPT_RECIPIENTS_FILE, OPT_IDENTITY, OPT_IDENTITY_FD,
 } OptId;
 
 static const char *const stats_words[] = { "text", "json", NULL };
@@ -112,6 +121,10 @@ static const IohOptEntry entries[] = {
     VALUE("stall-timeout", OPT_STALL_TIMEOUT),
     VALUE("memory-budget", OPT_MEMORY_BUDGET),
     FLAG("no-truncate", OPT_NO_TRUNCATE, 0),
+    VALUE("recipient", OPT_RECIPIENT),
+    VALUE("recipients-file", OPT_RECIPIENTS_FILE),
+    VALUE("identity", OPT_IDENTITY),
+    VALUE("identity-fd", OPT_IDENTITY_FD),
     { NULL, 0, 0, 0, NULL },
 };
 
@@ -137,6 +150,7 @@ static const Bound bounds[] = {
     [OPT_REQUEST_SIZE] = { TRUE, 4096, 32ULL << 20 },
     [OPT_STALL_TIMEOUT] = { FALSE, 1, 86400 },
     [OPT_MEMORY_BUDGET] = { TRUE, 0, IOH_LENGTH_MAX },
+    [OPT_IDENTITY_FD] = { FALSE, 0, INT_MAX },
 };
 
 /* --connections, --requests, --request-size, --stall-timeout: the NBD end's. */
@@ -211,6 +225,10 @@ store_number(IohArgs *a, OptId id, guint64 v)
         a->has_memory_budget = TRUE;
         a->memory_budget = v;
         break;
+    case OPT_IDENTITY_FD:
+        a->identity_fd = (int)v;
+        a->decrypt = TRUE;
+        break;
     default:
         store_nbd_number(a, id, v);
         break;
@@ -243,19 +261,30 @@ apply_compress(IohArgs *a, const char *val, GError **error)
     return TRUE;
 }
 
-/* The filters: the checksum is over the stream, so before zstd and after unzstd. */
+/* The filters: the checksum is over the stream, so before zstd and after unzstd;
+ * encryption is last on a save (what is stored), decryption first on a restore. */
 static void
 apply_compression(IohArgs *a)
 {
     const char *sum = a->copy.filters ? a->copy.filters[0] : NULL;
+    guint n = 0;
 
+    if (a->decrypt) {
+        a->filters[n++] = "unage";
+    }
+    if (a->decompress) {
+        a->filters[n++] = "unzstd";
+    }
+    if (sum) {
+        a->filters[n++] = sum;
+    }
     if (a->compress) {
-        a->filters[0] = sum ? sum : "zstd";
-        a->filters[1] = sum ? "zstd" : NULL;
-        a->copy.filters = a->filters;
-    } else if (a->decompress) {
-        a->filters[0] = "unzstd";
-        a->filters[1] = sum;
+        a->filters[n++] = "zstd";
+    }
+    if (a->encrypt) {
+        a->filters[n++] = "age";
+    }
+    if (n > (sum ? 1u : 0u)) {
         a->copy.filters = a->filters;
     }
 }
@@ -355,6 +384,10 @@ apply_option(const IohOptEntry *e, const char *val, gpointer data, GError **erro
     case OPT_CHECKSUM:
     case OPT_VERIFY_CHECKSUM:
         return apply_checksum(a, e->name, val, error);
+    case OPT_RECIPIENT:
+    case OPT_RECIPIENTS_FILE:
+    case OPT_IDENTITY:
+        return ioh_args_age_option(a, e->name, val, error);
     default:
         if (!parse_number(e, val, &v, error)) {
             return FALSE;
@@ -504,6 +537,7 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
     ioh_copy_options_init(&a->copy);
     a->status_fd = -1;
     a->fd = -1;
+    a->identity_fd = -1;
 
     if (!ioh_opt_parse(entries, argc, argv, apply_option, a, operands, &err)) {
         /* a grammar error is a usage error like any other */
@@ -516,6 +550,15 @@ parse_args(int argc, char **argv, IohArgs *a, GError **error)
                              : a->fadvise ? IOH_CACHE_FADVISE : IOH_CACHE_BUFFERED;
     apply_compression(a);
     return take_operands(a, operands, error) && ioh_clash_check_options(a, error);
+}
+
+void
+ioh_args_update_filters(IohArgs *a)
+{
+    /* from the checksum alone again: apply_compression() reads it from copy.filters */
+    a->copy.filters = a->checksum_filters[0] ? a->checksum_filters : NULL;
+    memset(a->filters, 0, sizeof(a->filters));
+    apply_compression(a);
 }
 
 gboolean
@@ -535,4 +578,5 @@ ioh_args_clear(IohArgs *a)
     g_clear_pointer(&a->out, g_free);
     g_clear_pointer(&a->path, g_free);
     g_clear_pointer(&a->record, g_free);
+    ioh_args_age_clear(a);
 }

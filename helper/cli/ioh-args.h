@@ -13,6 +13,7 @@
 
 #include <glib.h>
 
+#include "ioh-age-keys.h"
 #include "ioh-args-value.h"
 #include "ioh-engine.h"
 
@@ -56,7 +57,14 @@ typedef struct {
     const char *checksum_filters[2];  /* --checksum: { name, NULL }, copy.filters */
     gboolean compress;       /* --compress=zstd[:LEVEL] (a save) */
     gboolean decompress;     /* --decompress (a restore) */
-    const char *filters[3];  /* with either: the checksum on the stream side of (un)zstd */
+    const char *filters[6];  /* the checksum on the stream side of (un)zstd and (un)age */
+    IohAgeKeys *age;         /* --recipient (parsed); the files' keys once ioh_age_cli_load()
+                              * read them (ioh-args-age.h); copy.age points here */
+    GPtrArray *recipients_files;  /* --recipients-file, as given */
+    char *identity_file;     /* --identity */
+    int identity_fd;         /* --identity-fd; -1: none */
+    gboolean encrypt;        /* --recipient or --recipients-file (a save) */
+    gboolean decrypt;        /* --identity or --identity-fd (a restore) */
     gboolean nbd_option;     /* --connections, --requests, --request-size or --stall-timeout */
     gboolean has_memory_budget;  /* --memory-budget, or memory-budget in the config file */
     guint64 memory_budget;
@@ -66,6 +74,10 @@ typedef struct {
  * against each other (ioh_clash_check_options()). On a usage error returns FALSE with a
  * one-line message. Reads no file: the config file is ioh-conf.h's. */
 gboolean ioh_args_parse(int argc, char **argv, IohArgs *ret_args, GError **error);
+
+/* Builds @args->copy.filters again after a setting changed (the config file's
+ * recipients: ioh-conf-age.h). */
+void ioh_args_update_filters(IohArgs *args);
 
 /* Releases the strings held by @args (the struct itself is the caller's). */
 void ioh_args_clear(IohArgs *args);

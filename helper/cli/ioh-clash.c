@@ -243,11 +243,22 @@ rule_error(IohOptionRule rule, const char *src, const char *dst, GError **error)
     case IOH_OPTION_RULE_DECOMPRESS_NEEDS_RESTORE:
         return ioh_args_usage_error(error, "--decompress is for a restore (a file into a "
                                     "pipe), not a copy from %s to %s", src, dst);
+    case IOH_OPTION_RULE_ENCRYPT_AND_DECRYPT:
+        return ioh_args_usage_error(error, "--recipient or --recipients-file (a save) and "
+                                    "--identity or --identity-fd (a restore) cannot be "
+                                    "combined");
+    case IOH_OPTION_RULE_ENCRYPT_NEEDS_SAVE:
+        return ioh_args_usage_error(error, "--recipient and --recipients-file are for a save "
+                                    "(a pipe into a file), not a copy from %s to %s", src, dst);
+    case IOH_OPTION_RULE_DECRYPT_NEEDS_RESTORE:
+        return ioh_args_usage_error(error, "--identity and --identity-fd are for a restore "
+                                    "(a file into a pipe), not a copy from %s to %s", src,
+                                    dst);
     case IOH_OPTION_RULE_THREADS_NEED_COMPRESS:
     default:
         /* the words of qemu-iohelper's refusal of the same */
-        return ioh_args_usage_error(error, "--threads needs --compress (they are zstd's "
-                                    "compression threads)");
+        return ioh_args_usage_error(error, "--threads needs --compress or encryption (they "
+                                    "are zstd's compression threads)");
     }
 }
 
@@ -260,6 +271,8 @@ option_set(const IohArgs *a, const IohDirection *direction, IohOptionSet *ret)
         .fadvise = a->fadvise,
         .compress = a->compress,
         .decompress = a->decompress,
+        .encrypt = a->encrypt,
+        .decrypt = a->decrypt,
         .threads = a->copy.threads,
         .nbd_options = a->nbd_option,
         .nbd = !a->libvirt && (a->in_op.kind == IOH_OPERAND_NBD ||
@@ -377,6 +390,19 @@ libvirt_direction(const IohArgs *a, IohDirection *ret, char **ret_src, char **re
 }
 
 gboolean
+ioh_clash_direction(const IohArgs *a, IohDirection *ret)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *dst = NULL;
+
+    if (a->libvirt) {
+        return libvirt_direction(a, ret, &src, &dst);
+    }
+    *ret = direction_of(operand_is_image(&a->in_op, a->in), operand_is_image(&a->out_op, a->out));
+    return TRUE;
+}
+
+gboolean
 ioh_clash_check_direction(const IohArgs *a, GError **error)
 {
     g_autofree char *src = NULL;
@@ -384,7 +410,7 @@ ioh_clash_check_direction(const IohArgs *a, GError **error)
     IohDirection direction;
     IohOptionSet set;
 
-    if (!a->compress && !a->decompress) {
+    if (!a->compress && !a->decompress && !a->encrypt && !a->decrypt) {
         return TRUE;
     }
     if (a->libvirt) {

@@ -30,6 +30,7 @@
 #include <glib.h>
 
 #include "ioh-args.h"
+#include "ioh-protocol.h"
 
 G_BEGIN_DECLS
 
@@ -43,6 +44,10 @@ gboolean ioh_clash_check_options(const IohArgs *a, GError **error);
  * for a restore: the operands are looked at (a path that does not exist will be a file),
  * in the libvirt form FD's access mode gives the direction. Opens nothing. */
 gboolean ioh_clash_check_direction(const IohArgs *a, GError **error);
+
+/* The direction of @a as ioh_clash_check_direction() sees it (save: a stream into a
+ * file, a device or an NBD export). FALSE in the libvirt form when FD is not usable. */
+gboolean ioh_clash_direction(const IohArgs *a, IohDirection *ret);
 
 /* The parts of @a against each other, as above. An fd that is not open is not a clash: opening it reports it. */
 gboolean ioh_clash_check(const IohArgs *a, GError **error);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ioh-args-value.h"
+#include "ioh-conf-age.h"
 #include "ioh-error.h"
 #include "ioh-limits.h"
 #include "ioh-untrusted.h"
@@ -126,13 +127,19 @@ read_conf(IohArgs *a, GError **error)
     gboolean found;
     guint64 v;
 
-    if (a->has_memory_budget) {
+    if (a->has_memory_budget && !ioh_conf_age_wanted(a)) {
         return TRUE;
     }
     if (!load_conf(path, kf, &found, error)) {
         return FALSE;
     }
     if (!found) {
+        return TRUE;
+    }
+    if (!ioh_conf_age_apply(kf, path, a, error)) {
+        return FALSE;
+    }
+    if (a->has_memory_budget) {
         return TRUE;
     }
     val = g_key_file_get_string(kf, "iohelper", "memory-budget", NULL);

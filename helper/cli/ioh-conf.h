@@ -1,7 +1,9 @@
 /* ioh-conf.h - the host's config file, read as untrusted input
  *
  * A key file; its group [iohelper] may set memory-budget=SIZE, the default of
- * --memory-budget (read in both forms: libvirt passes no options).
+ * --memory-budget (read in both forms: libvirt passes no options), and name age
+ * recipients (recipients=, recipients-file=: ioh-conf-age.h), which libvirt's form
+ * refuses on a save.
  */
 #pragma once
 

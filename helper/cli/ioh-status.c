@@ -48,6 +48,10 @@ fill_result(IohProtocolMsg *msg, const IohStats *stats)
         msg->compress_cpu_seconds = (double)stats->compress_cpu_us / G_USEC_PER_SEC;
         msg->cpu_seconds = (double)stats->cpu_us / G_USEC_PER_SEC;
     }
+    if (stats->encryption) {
+        msg->encryption = g_strdup(stats->encryption);
+        msg->encryption_recipients = stats->encryption_recipients;
+    }
 }
 
 void

@@ -24,7 +24,25 @@ nbd_options_without_nbd(const IohOptionSet *s)
 static gboolean
 threads_without_compress(const IohOptionSet *s)
 {
-    return s->threads && !s->compress;
+    return s->threads && !s->compress && !s->encrypt && !s->decrypt;
+}
+
+static gboolean
+encrypt_and_decrypt(const IohOptionSet *s)
+{
+    return s->encrypt && s->decrypt;
+}
+
+static gboolean
+encrypt_not_save(const IohOptionSet *s)
+{
+    return s->encrypt && s->direction_known && s->direction != IOH_DIRECTION_SAVE;
+}
+
+static gboolean
+decrypt_not_restore(const IohOptionSet *s)
+{
+    return s->decrypt && s->direction_known && s->direction != IOH_DIRECTION_RESTORE;
 }
 
 static gboolean
@@ -51,6 +69,9 @@ static const struct {
     { IOH_OPTION_RULE_COMPRESS_NEEDS_SAVE, compress_not_save },
     { IOH_OPTION_RULE_DECOMPRESS_NEEDS_RESTORE, decompress_not_restore },
     { IOH_OPTION_RULE_THREADS_NEED_COMPRESS, threads_without_compress },
+    { IOH_OPTION_RULE_ENCRYPT_AND_DECRYPT, encrypt_and_decrypt },
+    { IOH_OPTION_RULE_ENCRYPT_NEEDS_SAVE, encrypt_not_save },
+    { IOH_OPTION_RULE_DECRYPT_NEEDS_RESTORE, decrypt_not_restore },
 };
 
 IohOptionRule

@@ -18,7 +18,9 @@ typedef struct {
     gboolean fadvise;        /* write-back and POSIX_FADV_DONTNEED asked for */
     gboolean compress;
     gboolean decompress;
-    guint threads;           /* compression threads asked for; 0: none */
+    gboolean encrypt;        /* age recipients given (a save) */
+    gboolean decrypt;        /* an age identity given (a restore) */
+    guint threads;           /* compression or encryption threads asked for; 0: none */
     gboolean nbd_options;    /* options of an NBD end given (connections, ...) */
     gboolean nbd;            /* an NBD export is one side */
     gboolean direction_known;  /* FALSE: the rules that need the direction wait */
@@ -32,7 +34,10 @@ typedef enum {
     IOH_OPTION_RULE_NBD_OPTIONS_NEED_NBD,     /* an NBD end's options, and no NBD end */
     IOH_OPTION_RULE_COMPRESS_NEEDS_SAVE,      /* a save compresses (direction known) */
     IOH_OPTION_RULE_DECOMPRESS_NEEDS_RESTORE, /* a restore decompresses (direction known) */
-    IOH_OPTION_RULE_THREADS_NEED_COMPRESS,    /* they are zstd's compression threads */
+    IOH_OPTION_RULE_THREADS_NEED_COMPRESS,    /* they are zstd's (or age's) threads */
+    IOH_OPTION_RULE_ENCRYPT_AND_DECRYPT,      /* recipients and an identity: one or other */
+    IOH_OPTION_RULE_ENCRYPT_NEEDS_SAVE,       /* a save encrypts (direction known) */
+    IOH_OPTION_RULE_DECRYPT_NEEDS_RESTORE,    /* a restore decrypts (direction known) */
 } IohOptionRule;
 
 /* The first rule @set breaks, or IOH_OPTION_RULE_OK. */

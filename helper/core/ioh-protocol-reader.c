@@ -212,6 +212,20 @@ read_compression(JsonObject *o, IohProtocolMsg *m, GError **error)
            get_seconds(o, "cpu_seconds", FALSE, &m->cpu_seconds, error);
 }
 
+/* Minor 3: the encryption members, optional, together. */
+static gboolean
+read_encryption(JsonObject *o, IohProtocolMsg *m, GError **error)
+{
+    guint64 n = 0;
+
+    if (!get_string(o, "encryption", FALSE, &m->encryption, error) ||
+        !get_count(o, "encryption_recipients", FALSE, G_MAXUINT, &n, error)) {
+        return FALSE;
+    }
+    m->encryption_recipients = (guint)n;
+    return !m->encryption || *m->encryption || bad(error, "member \"encryption\" is empty");
+}
+
 static gboolean
 read_result(JsonObject *o, IohProtocolMsg *m, GError **error)
 {
@@ -232,7 +246,8 @@ read_result(JsonObject *o, IohProtocolMsg *m, GError **error)
     if (!ioh_cache_mode_from_string(mode, &m->mode, NULL)) {
         return bad(error, "member \"mode\" is not buffered, direct, fadvise or nbd");
     }
-    return read_checksum(o, m, error) && read_compression(o, m, error);
+    return read_checksum(o, m, error) && read_compression(o, m, error) &&
+           read_encryption(o, m, error);
 }
 
 static gboolean

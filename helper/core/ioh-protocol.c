@@ -50,6 +50,7 @@ ioh_protocol_msg_clear(IohProtocolMsg *msg)
     g_free(msg->checksum_algorithm);
     g_free(msg->checksum);
     g_free(msg->compression);
+    g_free(msg->encryption);
     g_free(msg->operation);
     g_free(msg->path);
     g_free(msg->errno_name);
@@ -172,6 +173,10 @@ add_result(JsonBuilder *b, const IohProtocolMsg *msg)
         add_seconds(b, "ratio", msg->ratio);
         add_seconds(b, "compress_cpu_seconds", msg->compress_cpu_seconds);
         add_seconds(b, "cpu_seconds", msg->cpu_seconds);
+    }
+    if (msg->encryption) {
+        add_string(b, "encryption", msg->encryption);
+        add_count(b, "encryption_recipients", msg->encryption_recipients);
     }
 }
 

@@ -19,7 +19,7 @@
 G_BEGIN_DECLS
 
 #define IOH_PROTOCOL_VERSION 1          /* "v": an incompatible change bumps it */
-#define IOH_PROTOCOL_MINOR 2            /* "minor": new members or line types only */
+#define IOH_PROTOCOL_MINOR 3            /* "minor": new members or line types only */
 #define IOH_PROTOCOL_MAX_LINE 65536     /* bytes, the newline included */
 #define IOH_PROTOCOL_MAX_STRING 4096    /* bytes: longer strings are cut when encoding */
 #define IOH_PROTOCOL_MAX_DEPTH 8        /* nesting of objects and arrays in a line */
@@ -76,6 +76,9 @@ typedef struct {
     double ratio;              /* stored / written */
     double compress_cpu_seconds;  /* CPU time spent (de)compressing, every thread */
     double cpu_seconds;        /* the helper's CPU time during the copy, every thread */
+    /* result, minor 3: set when a filter encrypted or decrypted the stream */
+    char *encryption;          /* "age"; NULL when the image is not encrypted */
+    guint encryption_recipients;  /* the image's X25519 recipients (never a key) */
 
     /* error */
     char *operation;           /* "write", "open", ...; may be NULL */

@@ -9,6 +9,7 @@
 
 #include <gio/gio.h>
 
+#include "ioh-age-keys.h"
 #include "ioh-budget.h"
 #include "ioh-mem-account.h"
 #include "ioh-cache-mode.h"
@@ -46,7 +47,10 @@ typedef struct {
     int compress_level;         /* the zstd filter's level (ioh-limits.h) */
     gboolean compress_auto;     /* ... or chosen per window (--compress=auto,
                                  * ioh-zstd-adapt.h): compress_level is then ignored */
-    guint threads;              /* the zstd filter's worker threads; 0: the online CPUs */
+    guint threads;              /* the zstd and age filters' worker threads; 0: the online
+                                 * CPUs */
+    const IohAgeKeys *age;      /* the age filter's recipients, the unage filter's
+                                 * identities (ioh-age-keys.h); NULL: none */
     guint nbd_connections;      /* NBD end: connections (0: several with multi-conn, else 1) */
     guint nbd_requests;         /* NBD end: commands in flight per connection (0: default) */
     gsize nbd_request_size;     /* NBD end: bytes per command (0: default, ioh-nbd.h) */

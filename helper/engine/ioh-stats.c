@@ -62,6 +62,24 @@ compression_text(const IohStats *stats)
                            (double)stats->cpu_us / G_USEC_PER_SEC, choices);
 }
 
+/* ", age: 2 recipients" (and, without compression, the bytes stored), or "". Never a
+ * key: only how many recipients the image has. */
+static char *
+encryption_text(const IohStats *stats)
+{
+    g_autofree char *stored = NULL;
+
+    if (!stats->encryption) {
+        return g_strdup("");
+    }
+    stored = stats->compression ? g_strdup("")
+                                : g_strdup_printf(", %" G_GUINT64_FORMAT " bytes stored",
+                                                  stats->stored);
+    return g_strdup_printf(", %s: %u recipient%s%s", stats->encryption,
+                           stats->encryption_recipients,
+                           stats->encryption_recipients == 1 ? "" : "s", stored);
+}
+
 static double
 mib(guint64 bytes)
 {
@@ -93,7 +111,8 @@ ioh_stats_format_text(const IohStats *stats)
     g_autofree char *hex = ioh_stats_checksum_hex(stats);
     g_autofree char *mem = memory_text(stats);
     g_autofree char *zc = compression_text(stats);
-    g_autofree char *z = g_strconcat(zc, mem, NULL);
+    g_autofree char *ec = encryption_text(stats);
+    g_autofree char *z = g_strconcat(zc, ec, mem, NULL);
     g_autofree char *sum = hex ? g_strdup_printf(", %s %s%s", stats->checksum_algorithm, hex,
                                                  z)
                                : g_strdup(z);
@@ -129,6 +148,19 @@ add_compression(JsonBuilder *b, const IohStats *stats)
     json_builder_add_double_value(b, (double)stats->compress_cpu_us / G_USEC_PER_SEC);
     json_builder_set_member_name(b, "cpu_seconds");
     json_builder_add_double_value(b, (double)stats->cpu_us / G_USEC_PER_SEC);
+}
+
+static void
+add_encryption(JsonBuilder *b, const IohStats *stats)
+{
+    json_builder_set_member_name(b, "encryption");
+    json_builder_add_string_value(b, stats->encryption);
+    json_builder_set_member_name(b, "encryption_recipients");
+    json_builder_add_int_value(b, stats->encryption_recipients);
+    if (!stats->compression) {
+        json_builder_set_member_name(b, "stored");
+        json_builder_add_int_value(b, (gint64)stats->stored);
+    }
 }
 
 static void
@@ -206,6 +238,9 @@ ioh_stats_format_json(const IohStats *stats)
     }
     if (stats->compression) {
         add_compression(b, stats);
+    }
+    if (stats->encryption) {
+        add_encryption(b, stats);
     }
     if (stats->n_memory > 0) {
         add_memory(b, stats);

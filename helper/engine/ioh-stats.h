@@ -38,6 +38,8 @@ typedef struct {
     IohAdaptStats adapt;    /* --compress=auto: what each window was stored with, and why
                              * (compression_level is then the highest level used) */
     gint64 compress_cpu_us; /* CPU time spent (de)compressing, every thread */
+    const char *encryption; /* "age" when a filter encrypted or decrypted the stream */
+    guint encryption_recipients; /* its X25519 recipients (a save's, an image's); no key */
     gboolean has_budget;    /* a --memory-budget applied: budget is its size */
     guint64 budget;
     guint n_memory;         /* the layers that asked the memory account, in order: what

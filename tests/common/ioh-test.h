@@ -150,6 +150,39 @@ guint64 ioht_drain(int fd, const IohtPumpOpts *o);
 gboolean ioht_feed_file(const char *src, int fd);
 guint64 ioht_drain_to_file(int fd, const char *dst);
 
+/* ---- shell command lines (ioh-test-sh.c) ---- */
+
+/* Runs `bash -c` with pipefail, $H the helper and $W @dir (the working directory), on the
+ * command made from @fmt; returns the exit code, the stderr in *@ret_err (may be NULL). */
+int ioht_sh(const char *dir, char **ret_err, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* ioht_sh() with the command inside @slow's throttle (ioht_throttle_new()). */
+typedef struct IohtThrottle IohtThrottle;
+int ioht_sh_throttled(const char *dir, IohtThrottle *slow, char **ret_err, const char *fmt,
+                      ...) G_GNUC_PRINTF(4, 5);
+
+/* The size of @name in @dir (asserted to exist). */
+gsize ioht_sh_file_size(const char *dir, const char *name);
+
+/* The JSON object on the last line of @err (--stats=json), parsed by @parser. */
+typedef struct _JsonObject JsonObject;
+typedef struct _JsonParser JsonParser;
+JsonObject *ioht_sh_last_json(const char *err, JsonParser *parser);
+
+/* ---- age key pairs (ioh-test-age.c) ---- */
+
+/* TRUE when age and age-keygen are installed; else marks the test skipped, saying why. */
+gboolean ioht_skip_unless_age(void);
+
+typedef struct {
+    char *file;        /* the identity file (mode 0600) */
+    char *recipient;   /* its public key, age1... */
+    char *secret;      /* its AGE-SECRET-KEY-1... line: what must never be shown */
+} IohtAgeKey;
+
+/* A new key pair made by age-keygen at @path. */
+IohtAgeKey ioht_age_key_new(const char *path);
+void ioht_age_key_clear(IohtAgeKey *k);
+
 /* ---- a real NBD server (ioh-test-nbdkit.c) ---- */
 
 /* Starts `nbdkit --unix SOCK -P DIR/nbdkit.pid PLUGIN ARGS...` (@plugin_args, NULL-

@@ -76,18 +76,18 @@ test_encode_exact(void)
     g_auto(IohProtocolMsg) e = { 0 };
 
     fill_progress(&p);
-    check_line(&p, "{\"v\":1,\"minor\":2,\"type\":\"progress\",\"written\":3145728,"
+    check_line(&p, "{\"v\":1,\"minor\":3,\"type\":\"progress\",\"written\":3145728,"
                    "\"stored\":3145728,\"synced\":2097152,\"seconds\":1.5,\"done\":false}\n");
     fill_result(&r);
-    check_line(&r, "{\"v\":1,\"minor\":2,\"type\":\"result\",\"done\":true,"
+    check_line(&r, "{\"v\":1,\"minor\":3,\"type\":\"result\",\"done\":true,"
                    "\"written\":2147483648,\"stored\":734003200,\"synced\":734003200,"
                    "\"seconds\":3.25,\"sync_seconds\":0.125,\"reads\":2125,\"writes\":700,"
                    "\"direction\":\"save\",\"mode\":\"direct\",\"checksum_algorithm\":\"xxh3\","
                    "\"checksum\":\"0123456789abcdef\"}\n");
     check_line(&(IohProtocolMsg){ .kind = IOH_PROTOCOL_READY },
-               "{\"v\":1,\"minor\":2,\"type\":\"ready\"}\n");
+               "{\"v\":1,\"minor\":3,\"type\":\"ready\"}\n");
     fill_error(&e);
-    check_line(&e, "{\"v\":1,\"minor\":2,\"type\":\"error\",\"operation\":\"write\","
+    check_line(&e, "{\"v\":1,\"minor\":3,\"type\":\"error\",\"operation\":\"write\","
                    "\"path\":\"/var/lib/vm1.save\",\"errno\":28,\"errno_name\":\"ENOSPC\","
                    "\"message\":\"write /var/lib/vm1.save: No space left on device\","
                    "\"written\":1048576,\"stored\":1048576,\"synced\":0,\"seconds\":0.5}\n");
@@ -275,6 +275,36 @@ test_round_trip_compression(void)
         g_assert_null(back.compression);
         g_assert_cmpuint(back.stored, ==, back.written);
     }
+}
+
+/* Minor 3: an encrypted image's members (what, how many recipients; never a key), in the
+ * exact line and back; a line without them decodes as not encrypted, an empty name is
+ * refused. */
+static void
+test_round_trip_encryption(void)
+{
+    g_auto(IohProtocolMsg) m = { 0 };
+    g_auto(IohProtocolMsg) back = { 0 };
+    g_auto(IohProtocolMsg) none = { 0 };
+    g_autofree char *line = NULL;
+    g_autofree char *empty = NULL;
+    g_autoptr(GError) e = NULL;
+
+    fill_result(&m);
+    m.encryption = g_strdup("age");
+    m.encryption_recipients = 2;
+    line = ioh_protocol_encode(&m, NULL);
+    g_assert_nonnull(strstr(line, ",\"encryption\":\"age\",\"encryption_recipients\":2}\n"));
+    round_trip(&m, &back);
+    g_assert_cmpstr(back.encryption, ==, "age");
+    g_assert_cmpuint(back.encryption_recipients, ==, 2);
+    g_clear_pointer(&m.encryption, g_free);
+    round_trip(&m, &none);
+    g_assert_null(none.encryption);
+    empty = g_strdup(line);
+    memcpy(strstr(empty, "\"age\""), "\"\",   ", 6);
+    g_assert_false(ioh_protocol_decode(empty, strlen(empty), &none, &e));
+    g_assert_nonnull(strstr(e->message, "\"encryption\" is empty"));
 }
 
 /* Strings with everything a path can hold come back byte for byte (valid UTF-8) or with
@@ -615,10 +645,10 @@ test_decode_future_minor(void)
 {
     g_auto(IohProtocolMsg) m = { 0 };
 
-    /* a minor newer than ours (IOH_PROTOCOL_MINOR is 2) */
-    decode_ok("{\"v\":1,\"minor\":3,\"type\":\"budget\",\"bytes\":[1,2]}", &m);
+    /* a minor newer than ours (IOH_PROTOCOL_MINOR is 3) */
+    decode_ok("{\"v\":1,\"minor\":4,\"type\":\"budget\",\"bytes\":[1,2]}", &m);
     g_assert_cmpint(m.kind, ==, IOH_PROTOCOL_UNKNOWN);
-    g_assert_cmpuint(m.minor, ==, 3);
+    g_assert_cmpuint(m.minor, ==, 4);
     /* minor 2's ready line: a kind of its own, not final */
     decode_ok("{\"v\":1,\"minor\":2,\"type\":\"ready\"}", &m);
     g_assert_cmpint(m.kind, ==, IOH_PROTOCOL_READY);
@@ -1004,6 +1034,7 @@ main(int argc, char **argv)
     g_test_add_func("/protocol/round-trip/result-no-checksum", test_round_trip_no_checksum);
     g_test_add_func("/protocol/round-trip/error-strings", test_round_trip_error_strings);
     g_test_add_func("/protocol/round-trip/result-compression", test_round_trip_compression);
+    g_test_add_func("/protocol/round-trip/result-encryption", test_round_trip_encryption);
     g_test_add_func("/protocol/encode/invalid-utf8", test_encode_invalid_utf8);
     g_test_add_func("/protocol/encode/clips-long-strings", test_encode_clips_long_strings);
     g_test_add_func("/protocol/encode/non-finite-seconds", test_encode_non_finite_seconds);

@@ -1,5 +1,6 @@
 /* engine-util.c - plumbing of the engine's in-process tests (engine-util.h) */
 #include "engine-util.h"
+#include "ioh-filter.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -106,4 +107,17 @@ engt_logged(const char *text)
         }
     }
     return FALSE;
+}
+
+gboolean
+engt_chain_run(IohFilterChain *chain, const guint8 *in, gsize len, gsize piece,
+               IohStats *stats, GError **error)
+{
+    for (gsize off = 0; off < len; off += piece) {
+        if (!ioh_filter_chain_data(chain, in + off, MIN(piece, len - off), error)) {
+            return FALSE;
+        }
+    }
+    return ioh_filter_chain_flush(chain, error) &&
+           ioh_filter_chain_finish(chain, NULL, NULL, stats, error);
 }

@@ -32,4 +32,10 @@ void engt_log_clear(void);
 /* TRUE when a kept message contains @text. */
 gboolean engt_logged(const char *text);
 
+/* Feeds @len bytes of @in to @chain (ioh-filter.h, its sink set) in pieces of @piece,
+ * then flushes and finishes it into @stats: FALSE with @error set by a filter. */
+typedef struct _IohFilterChain IohFilterChain;
+gboolean engt_chain_run(IohFilterChain *chain, const guint8 *in, gsize len, gsize piece,
+                        IohStats *stats, GError **error);
+
 G_END_DECLS

@@ -43,13 +43,7 @@ through(const char *name, const guint8 *in, gsize len, gsize piece, GError **err
     chain = ioh_filter_chain_new(&opts, error);
     g_assert_nonnull(chain);
     ioh_filter_chain_set_sink(chain, "image", 1, keep_bytes, NULL, out);
-    for (gsize off = 0; off < len; off += piece) {
-        if (!ioh_filter_chain_data(chain, in + off, MIN(piece, len - off), error)) {
-            return NULL;
-        }
-    }
-    if (!ioh_filter_chain_flush(chain, error) ||
-        !ioh_filter_chain_finish(chain, NULL, NULL, &stats, error)) {
+    if (!engt_chain_run(chain, in, len, piece, &stats, error)) {
         return NULL;
     }
     g_assert_cmpstr(stats.compression, ==, "zstd");

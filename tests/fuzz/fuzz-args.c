@@ -131,7 +131,8 @@ takes_next(const char *arg)
     static const char *const names[] = {
         "--pipe-size", "--buffer-size", "--ring", "--offset", "--length",
         "--fadvise-window", "--status-fd", "--status-interval", "--record",
-        "--connections", "--requests", "--request-size", "--stall-timeout", NULL,
+        "--connections", "--requests", "--request-size", "--stall-timeout", "--recipient",
+        "--recipients-file", "--identity", "--identity-fd", NULL,
     };
 
     return g_strv_contains(names, arg);

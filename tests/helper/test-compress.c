@@ -25,52 +25,10 @@
 static char *workdir;
 static gboolean have_direct;
 
-/* Runs `bash -c` with pipefail, $H the helper and $W the work directory, on the command
- * made from @fmt, inside @slow's throttle when not NULL; returns the exit code, the stderr
- * in *ret_err (may be NULL). */
-static int shv(IohtThrottle *slow, char **ret_err, const char *fmt, va_list ap)
-    G_GNUC_PRINTF(3, 0);
-
-static int
-shv(IohtThrottle *slow, char **ret_err, const char *fmt, va_list ap)
-{
-    g_autofree char *cmd = g_strdup_vprintf(fmt, ap);
-    g_autofree char *h = g_shell_quote(ioht_helper_path());
-    g_autofree char *w = g_shell_quote(workdir);
-    g_autofree char *script = NULL;
-    g_autofree char *err = NULL;
-    g_autoptr(GError) error = NULL;
-    const char *argv[] = { "/bin/bash", "-c", NULL, NULL };
-    int status;
-
-    script = g_strdup_printf("set -o pipefail; H=%s; W=%s; cd \"$W\"; %s", h, w, cmd);
-    argv[2] = script;
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT,
-                               slow ? ioht_throttle_enter : NULL, slow, NULL, &err, &status,
-                               &error));
-    g_assert_no_error(error);
-    if (ret_err) {
-        *ret_err = g_steal_pointer(&err);
-    }
-    return ioht_exit_code(status);
-}
-
-/* shv() with the command's arguments; sh() outside any throttle. */
-static int sh_slow(IohtThrottle *slow, char **ret_err, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-
-static int
-sh_slow(IohtThrottle *slow, char **ret_err, const char *fmt, ...)
-{
-    va_list ap;
-    int rc;
-
-    va_start(ap, fmt);
-    rc = shv(slow, ret_err, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-#define sh(ret_err, ...) sh_slow(NULL, ret_err, __VA_ARGS__)
+/* A shell command line in the work directory (ioht_sh()). */
+#define sh(ret_err, ...) ioht_sh(workdir, ret_err, __VA_ARGS__)
+#define file_size(name) ioht_sh_file_size(workdir, name)
+#define sh_slow(slow, ret_err, ...) ioht_sh_throttled(workdir, slow, ret_err, __VA_ARGS__)
 
 /* The value `xxhsum -H3 NAME` prints (NAME in the work directory). */
 static char *
@@ -89,25 +47,7 @@ xxh3_of(const char *name)
     return g_strdup(g_strstrip(eq + 1));
 }
 
-/* The --stats=json object on @err (its last line). */
-static JsonObject *
-stats_of(const char *err, JsonParser *parser)
-{
-    const char *last = g_strrstr(g_strchomp((char *)err), "\n");
 
-    g_assert_true(json_parser_load_from_data(parser, last ? last + 1 : err, -1, NULL));
-    return json_node_get_object(json_parser_get_root(parser));
-}
-
-static gsize
-file_size(const char *name)
-{
-    g_autofree char *path = g_build_filename(workdir, name, NULL);
-    GStatBuf st;
-
-    g_assert_cmpint(g_stat(path, &st), ==, 0);
-    return (gsize)st.st_size;
-}
 
 /* NAME: @size bytes, random or compressible (text lines with runs and some noise). */
 static void
@@ -183,7 +123,7 @@ test_round_trip(gconstpointer data)
     want = xxh3_of("s");
     g_assert_cmpint(sh(&err, "cat s | $H %s --compress=zstd --checksum=xxh3 --stats=json "
                        "- img", c->mode), ==, 0);
-    o = stats_of(err, p1);
+    o = ioht_sh_last_json(err, p1);
     g_assert_cmpstr(json_object_get_string_member(o, "checksum"), ==, want);
     g_assert_cmpstr(json_object_get_string_member(o, "compression"), ==, "zstd");
     g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, (gint64)c->size);
@@ -200,7 +140,7 @@ test_round_trip(gconstpointer data)
     g_clear_pointer(&err, g_free);
     g_assert_cmpint(sh(&err, "$H %s --decompress --checksum=xxh3 --stats=json img - | "
                        "cmp - s", c->mode), ==, 0);
-    o = stats_of(err, p2);
+    o = ioht_sh_last_json(err, p2);
     g_assert_cmpstr(json_object_get_string_member(o, "compression"), ==, "zstd");
     g_assert_false(json_object_has_member(o, "compression_level"));  /* not known */
     g_assert_cmpstr(json_object_get_string_member(o, "checksum"), ==, want);
@@ -550,7 +490,7 @@ test_auto_round_trip(gconstpointer data)
         make_mixed_pages("s", 48 * MiB);
     }
     g_assert_cmpint(sh(&err, "cat s | $H %s --compress=auto --stats=json - img", c->mode), ==, 0);
-    o = stats_of(err, p);
+    o = ioht_sh_last_json(err, p);
     auto_choices(o, &raw, &compressed);
     g_assert_cmpint(json_object_get_int_member(o, "stored"), ==, (gint64)file_size("img"));
     if (random) {
@@ -586,7 +526,7 @@ test_auto_throttled(void)
     make_stream("s", 64 * MiB, FALSE);
     g_assert_cmpint(sh_slow(slow, &err, "cat s | $H --direct --compress=auto --stats=json "
                             "- img"), ==, 0);
-    o = stats_of(err, p);
+    o = ioht_sh_last_json(err, p);
     auto_choices(o, &raw, &compressed);
     g_assert_cmpuint(compressed, >=, 32 * MiB);
     g_assert_cmpfloat(json_object_get_double_member(o, "ratio"), <, 0.5);

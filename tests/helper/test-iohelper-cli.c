@@ -73,7 +73,7 @@ test_status_fd(void)
     n = g_strv_length(lines);
     g_assert_cmpuint(n, >=, 2);
     /* the first line says the copy starts (libwrap waits for it) */
-    g_assert_cmpstr(lines[0], ==, "{\"v\":1,\"minor\":2,\"type\":\"ready\"}");
+    g_assert_cmpstr(lines[0], ==, "{\"v\":1,\"minor\":3,\"type\":\"ready\"}");
     g_assert_true(json_parser_load_from_data(parser, lines[n - 1], -1, NULL));
     last = json_node_get_object(json_parser_get_root(parser));
     g_assert_cmpint(json_object_get_int_member(last, "written"), ==, 32 * MiB);

@@ -173,6 +173,43 @@ test_libvirt_malformed_fd(void)
     g_assert_false(g_file_test("99999999999", G_FILE_TEST_EXISTS));
 }
 
+/* A host config naming age recipients: libvirt's form refuses every save (exit 2, one
+ * line naming the image, the config file and the key) rather than write an image that a
+ * plain `virsh restore` (no helper) could not read, or a plain one the administrator
+ * believes encrypted; nothing is written. Restores are untouched: a plain image saved
+ * before the setting still restores through the helper (--bypass-cache). */
+static void
+test_libvirt_conf_recipients(gconstpointer data)
+{
+    const char *key = data;
+    g_autofree char *conf = wpath("lvr.conf");
+    g_autofree char *src = wpath("lvr-src");
+    g_autofree char *img = wpath("lvr-img");
+    g_autofree char *back = wpath("lvr-back");
+    g_autofree char *text = g_strdup_printf("[iohelper]\n%s\n", key);
+    g_autofree char *err = NULL;
+
+    ioht_write_random_file(src, 2 * MiB + 17, 23);
+    g_setenv("IOHELPER_CONF", "/nonexistent/iohelper.conf", TRUE);
+    g_assert_cmpint(libvirt_save(ioht_helper_path(), src, img, FALSE, NULL), ==, 0);
+    /* 0644 whatever the umask: the helper refuses a group-writable config */
+    g_assert_true(g_file_set_contents_full(conf, text, -1, G_FILE_SET_CONTENTS_CONSISTENT,
+                                           0644, NULL));
+    g_setenv("IOHELPER_CONF", conf, TRUE);
+    g_assert_cmpint(libvirt_restore(ioht_helper_path(), img, back, FALSE, NULL), ==, 0);
+    g_assert_true(ioht_files_equal(back, src));
+    g_assert_cmpint(libvirt_save(ioht_helper_path(), src, img, FALSE, &err), ==, 2);
+    assert_one_line(err, img);
+    ioht_assert_contains(err, conf);
+    ioht_assert_contains(err, "refused for libvirt's saves");
+    g_assert_cmpuint(file_size(img), ==, 4096);    /* libvirt's header, and not a byte more */
+    g_unsetenv("IOHELPER_CONF");
+    g_unlink(conf);
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(back);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -184,5 +221,11 @@ main(int argc, char **argv)
     g_test_add_func("/helper/libvirt/same-failures-as-stock", test_libvirt_same_failures);
     g_test_add_func("/helper/libvirt/enospc-as-stock", test_libvirt_enospc_as_stock);
     g_test_add_func("/helper/libvirt/malformed-fd", test_libvirt_malformed_fd);
+    g_test_add_data_func("/helper/libvirt/conf-recipients-refused/recipients",
+                         "recipients=age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
+                         test_libvirt_conf_recipients);
+    g_test_add_data_func("/helper/libvirt/conf-recipients-refused/recipients-file",
+                         "recipients-file=/etc/iohelper/recipients",
+                         test_libvirt_conf_recipients);
     return iohelper_test_run();
 }

@@ -1,5 +1,7 @@
 /* qg-test.c - real QEMU guests for the qemu-glue tests */
 #include "qg-test.h"
+#include "qg-image.h"
+#include "ioh-test.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -252,6 +254,25 @@ qgt_tool_run_timeout(const char *const *args, guint secs, char **ret_stdout,
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* ---- what the image tests share ---- */
+
+/* Runs `sh -c @cmd`; returns its stdout (it must succeed). */
+char *
+qgt_sh_out(const char *cmd)
+{
+    const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+    g_autoptr(GError) error = NULL;
+    char *out = NULL;
+    int status;
+
+    g_test_message("sh: %s", cmd);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                               NULL, &status, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    return out;
+}
+
 QgImageInfo *
 qgt_image_info(const char *img)
 {
@@ -264,4 +285,166 @@ qgt_image_info(const char *img)
     g_assert_no_error(error);
     close(fd);
     return info;
+}
+
+/* The image format version, from the header's fixed part. */
+guint32
+qgt_image_version(const char *img)
+{
+    guint8 buf[12];
+    guint32 v;
+    int fd = open(img, O_RDONLY | O_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(pread(fd, buf, sizeof(buf), 0), ==, sizeof(buf));
+    close(fd);
+    memcpy(&v, buf + 8, 4);
+    return GUINT32_FROM_LE(v);
+}
+
+/* After a refused restore the guest did not resume: QEMU quit (a half-loaded guest) or
+ * stays paused (a loaded one that proved bad). */
+void
+qgt_assert_not_resumed(QgtQemu *dst)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonNode) r = qg_qmp_execute(dst->qmp, "query-status", NULL, &error);
+    int status;
+
+    if (r) {
+        const char *st = json_object_get_string_member(json_node_get_object(r), "status");
+
+        g_test_message("destination status: %s", st);
+        g_assert_cmpstr(st, !=, "running");
+        return;
+    }
+    g_test_message("destination gone: %s", error->message);
+    g_assert_cmpint(waitpid(dst->pid, &status, 0), ==, dst->pid);
+    dst->pid = 0;
+}
+
+void
+qgt_copy_truncated(const char *from, const char *to, guint64 len)
+{
+    g_autofree char *buf = NULL;
+    gsize flen;
+
+    g_assert_true(g_file_get_contents(from, &buf, &flen, NULL));
+    g_assert_cmpuint(len, <=, flen);
+    g_assert_true(g_file_set_contents(to, buf, (gssize)len, NULL));
+}
+
+/* The whole RAM of @q (QGT_RAM_MIB) into @path (QMP pmemsave from address 0). */
+static void
+pmemsave_all(QgtQemu *q, const char *path)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(JsonObject) args = json_object_new();
+
+    json_object_set_int_member(args, "val", 0);
+    json_object_set_int_member(args, "size", (gint64)QGT_RAM_MIB << 20);
+    json_object_set_string_member(args, "filename", path);
+    g_assert_true(qg_qmp_run(q->qmp, "pmemsave", args, &error));
+    g_assert_no_error(error);
+}
+
+char *
+qgt_save_guest(const char *data, const char *img, const char *const *extra,
+               gboolean running, const char *src_dump, const char *ram_dump)
+{
+    g_autofree char *out = NULL;
+    g_autofree char *st = NULL;
+    QgtQemu *src = qgt_qemu_start(data, FALSE);
+    const char *args[16] = { "save", "--qmp", src->sock, img };
+    int n = 4;
+
+    if (running) {
+        g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
+    }
+    for (; extra && *extra && n < 15; extra++) {
+        args[n++] = *extra;
+    }
+    args[n] = NULL;
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    st = qgt_qemu_status(src);
+    g_assert_cmpstr(st, ==, "postmigrate");   /* paused: its RAM is the image's */
+    if (src_dump) {
+        qgt_qemu_pmemsave(src, src_dump, QGT_DATA_SIZE);
+    }
+    if (ram_dump) {
+        pmemsave_all(src, ram_dump);
+    }
+    qgt_qemu_stop(src);
+    return g_steal_pointer(&out);
+}
+
+char *
+qgt_restore_guest(const char *img, const char *other, const char *const *opts,
+                  const char *want)
+{
+    g_autofree char *dir = g_path_get_dirname(other);   /* img may be an NBD URI */
+    g_autofree char *dump = g_build_filename(dir, "restored.dump", NULL);
+    g_autofree char *out = NULL;
+    g_autofree char *st = NULL;
+    QgtQemu *dst = qgt_qemu_start(other, TRUE);
+    const char *args[16] = { "restore", "--qmp", dst->sock, img, "--stats=json" };
+    int n = 5;
+
+    for (gsize i = 0; opts && i < 2 && n < 15; i++) {
+        if (opts[i]) {
+            args[n++] = opts[i];   /* NULL entries skipped: at most two options */
+        }
+    }
+    args[n] = NULL;
+    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
+    st = qgt_qemu_status(dst);
+    g_assert_cmpstr(st, ==, "running");   /* the sources are saved running */
+    qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, want));
+    qgt_qemu_stop(dst);
+    g_unlink(dump);
+    return g_steal_pointer(&out);
+}
+
+void
+qgt_assert_usage(const char *const *args, const char *needle)
+{
+    g_autofree char *err = NULL;
+
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 2);
+    qgt_assert_one_line(err);
+    g_test_message("looking for \"%s\"", needle);
+    g_assert_nonnull(strstr(err, needle));
+}
+
+void
+qgt_guest_files(char **ret_workdir, char **ret_data, char **ret_other, guint32 seed)
+{
+    *ret_workdir = ioht_workdir();
+    *ret_data = g_build_filename(*ret_workdir, "random.bin", NULL);
+    *ret_other = g_build_filename(*ret_workdir, "other.bin", NULL);
+    ioht_write_random_file(*ret_data, QGT_DATA_SIZE, seed);
+    ioht_write_random_file(*ret_other, QGT_DATA_SIZE, seed + 1);
+}
+
+char *
+qgt_restore_refused(const char *img, const char *other, const char *opt,
+                    const char *needle, gboolean untouched)
+{
+    g_autofree char *err = NULL;
+    QgtQemu *dst = qgt_qemu_start(other, TRUE);
+    const char *args[] = { "restore", "--qmp", dst->sock, img, opt, NULL };
+
+    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    qgt_assert_one_line(err);
+    g_test_message("refused: %s", err);
+    g_assert_nonnull(strstr(err, needle));
+    if (untouched) {
+        g_autofree char *st = qgt_qemu_status(dst);
+        g_assert_cmpstr(st, ==, "inmigrate");
+    } else {
+        qgt_assert_not_resumed(dst);
+    }
+    qgt_qemu_stop(dst);
+    return g_steal_pointer(&err);
 }

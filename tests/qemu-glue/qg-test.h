@@ -2,7 +2,6 @@
 #pragma once
 
 #include <glib.h>
-
 #include "qg-image.h"
 #include "qg-qmp.h"
 
@@ -69,7 +68,47 @@ void qgt_assert_one_line(const char *err);
 void qgt_set_tool(const char *path);
 const char *qgt_tool(void);
 
-/* The header of image @img, read and checked (it must be sound). */
+/* ---- what the image tests share ---- */
+
+/* Runs `sh -c @cmd`, which must succeed; its stdout. */
+char *qgt_sh_out(const char *cmd);
+
+/* The header of the image @img, which must be valid (free it: qg_image_info_free). */
 QgImageInfo *qgt_image_info(const char *img);
+
+/* The image format version, from the header's fixed part. */
+guint32 qgt_image_version(const char *img);
+
+/* After a refused restore the guest did not resume: QEMU quit (a half-loaded guest) or
+ * stays paused (a loaded one that proved bad). */
+void qgt_assert_not_resumed(QgtQemu *dst);
+
+/* Saves a guest whose RAM holds @data (running when @running) into @img with @extra
+ * options (NULL-terminated); the tool must succeed and leave the source paused. Then
+ * pmemsaves the source's data into @src_dump and its whole RAM into @ram_dump (either
+ * NULL: not). Returns the tool's stdout. */
+char *qgt_save_guest(const char *data, const char *img, const char *const *extra,
+                     gboolean running, const char *src_dump, const char *ram_dump);
+
+/* Restores @img into a new QEMU holding @other, with --stats=json and @opts (two
+ * entries, either NULL); the guest runs and its data is @want's. Returns the stdout. */
+char *qgt_restore_guest(const char *img, const char *other, const char *const *opts,
+                        const char *want);
+
+/* The tool run with @args is a usage error: exit 2, one line, saying @needle. */
+void qgt_assert_usage(const char *const *args, const char *needle);
+
+/* A work folder (ioht_workdir()) holding a guest's data (random, QGT_DATA_SIZE, from
+ * @seed) and other data for the destination before a restore (from @seed + 1). */
+void qgt_guest_files(char **ret_workdir, char **ret_data, char **ret_other, guint32 seed);
+
+/* A restore of @img into a new QEMU holding @other, with @opt (NULL: none), that fails
+ * (exit 1) with one line saying @needle, and never lets the guest
+ * resume: QEMU untouched (still waiting for a stream) when @untouched. The line. */
+char *qgt_restore_refused(const char *img, const char *other, const char *opt,
+                          const char *needle, gboolean untouched);
+
+/* The first @len bytes of @from into @to. */
+void qgt_copy_truncated(const char *from, const char *to, guint64 len);
 
 G_END_DECLS

@@ -60,64 +60,12 @@ write_guest_data(const char *path)
     g_assert_true(g_file_set_contents(path, s->str, QGT_DATA_SIZE, NULL));
 }
 
-/* Runs `sh -c @cmd`; returns its stdout (it must succeed). */
-static char *
-sh_out(const char *cmd)
-{
-    const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-    g_autoptr(GError) error = NULL;
-    char *out = NULL;
-    int status;
-
-    g_test_message("sh: %s", cmd);
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
-                               NULL, &status, &error));
-    g_assert_no_error(error);
-    g_assert_true(g_spawn_check_wait_status(status, NULL));
-    return out;
-}
-
-/* The image format version, from the header's fixed part. */
-static guint32
-image_version(const char *img)
-{
-    guint8 buf[12];
-    guint32 v;
-    int fd = open(img, O_RDONLY | O_CLOEXEC);
-
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(pread(fd, buf, sizeof(buf), 0), ==, sizeof(buf));
-    close(fd);
-    memcpy(&v, buf + 8, 4);
-    return GUINT32_FROM_LE(v);
-}
-
 /* Saves a guest holding data_file (running when @running) into @img with @extra
  * options; pmemsaves the paused source into @src_dump. Returns the --stats output. */
 static char *
 save_guest(const char *img, const char *const *extra, gboolean running, const char *src_dump)
 {
-    g_autofree char *out = NULL;
-    g_autofree char *st = NULL;
-    QgtQemu *src = qgt_qemu_start(data_file, FALSE);
-    const char *args[16] = { "save", "--qmp", src->sock, img };
-    int n = 4;
-
-    if (running) {
-        g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, NULL));
-    }
-    for (; extra && *extra; extra++) {
-        args[n++] = *extra;
-    }
-    args[n] = NULL;
-    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
-    st = qgt_qemu_status(src);
-    g_assert_cmpstr(st, ==, "postmigrate");   /* paused: its RAM is the image's */
-    if (src_dump) {
-        qgt_qemu_pmemsave(src, src_dump, QGT_DATA_SIZE);
-    }
-    qgt_qemu_stop(src);
-    return g_steal_pointer(&out);
+    return qgt_save_guest(data_file, img, extra, running, src_dump, NULL);
 }
 
 /* Restores @img into a new QEMU (no flag besides @mode_opt), checks the guest's RAM
@@ -125,21 +73,9 @@ save_guest(const char *img, const char *const *extra, gboolean running, const ch
 static char *
 restore_guest(const char *img, const char *mode_opt, const char *want)
 {
-    g_autofree char *dump = g_build_filename(workdir, "dst.dump", NULL);
-    g_autofree char *out = NULL;
-    g_autofree char *st = NULL;
-    QgtQemu *dst = qgt_qemu_start(other_file, TRUE);
-    const char *args[] = { "restore", "--qmp", dst->sock, img, "--stats=json", mode_opt,
-                           NULL };
+    const char *opts[] = { mode_opt, NULL };
 
-    g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
-    st = qgt_qemu_status(dst);
-    g_assert_cmpstr(st, ==, "running");   /* the sources are saved running */
-    qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
-    g_assert_true(ioht_files_equal(dump, want));
-    qgt_qemu_stop(dst);
-    g_unlink(dump);
-    return g_steal_pointer(&out);
+    return qgt_restore_guest(img, other_file, opts, want);
 }
 
 /* The image part is plain zstd: `tail -c +4097 IMG | zstd -dc` is the stream, of the
@@ -151,7 +87,7 @@ check_zstd_part(const char *img, const QgImageInfo *info)
     g_autofree char *cmd = g_strdup_printf("tail -c +4097 '%s' | zstd -q -dc > '%s' && "
                                            "xxhsum -H3 '%s'", img, stream, stream);
     g_autofree char *sum = qg_image_checksum_to_string(info->checksum);
-    g_autofree char *out = sh_out(cmd);
+    g_autofree char *out = qgt_sh_out(cmd);
     struct stat st;
 
     g_assert_cmpint(g_stat(stream, &st), ==, 0);
@@ -201,7 +137,7 @@ test_roundtrip(gconstpointer data)
     g_assert_true(ioht_files_equal(src_dump, data_file));
 
     info = qgt_image_info(img);
-    g_assert_cmpuint(image_version(img), ==, QG_IMAGE_FORMAT_VERSION_COMPRESSED);
+    g_assert_cmpuint(qgt_image_version(img), ==, QG_IMAGE_FORMAT_VERSION_COMPRESSED);
     g_assert_cmpstr(info->compression, ==, "zstd");
     g_assert_cmpint(info->compress_level, ==, c->level);
     g_assert_cmpint(g_stat(img, &st), ==, 0);
@@ -245,7 +181,7 @@ test_raw_and_compressed(void)
     assert_contains(out, ", ratio 0.");
     rinfo = qgt_image_info(raw);
     zinfo = qgt_image_info(zst);
-    g_assert_cmpuint(image_version(raw), ==, QG_IMAGE_FORMAT_VERSION);
+    g_assert_cmpuint(qgt_image_version(raw), ==, QG_IMAGE_FORMAT_VERSION);
     g_assert_null(rinfo->compression);
     g_assert_cmpuint(rinfo->stored_length, ==, rinfo->stream_length);
     g_assert_cmpuint(zinfo->stored_length, <, rinfo->stored_length);
@@ -260,57 +196,13 @@ test_raw_and_compressed(void)
     g_unlink(zst);
 }
 
-/* After a refused restore the guest did not resume: QEMU quit (a half-loaded guest) or
- * stays paused (a loaded one that proved bad). */
-static void
-assert_not_resumed(QgtQemu *dst)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(JsonNode) r = qg_qmp_execute(dst->qmp, "query-status", NULL, &error);
-    int status;
-
-    if (r) {
-        const char *st = json_object_get_string_member(json_node_get_object(r), "status");
-
-        g_test_message("destination status: %s", st);
-        g_assert_cmpstr(st, !=, "running");
-        return;
-    }
-    g_test_message("destination gone: %s", error->message);
-    g_assert_cmpint(waitpid(dst->pid, &status, 0), ==, dst->pid);
-    dst->pid = 0;
-}
-
 /* A restore of @img that fails with one line saying @needle, the guest not resumed. */
 static void
 restore_refused(const char *img, const char *needle, gboolean untouched)
 {
-    g_autofree char *err = NULL;
-    QgtQemu *dst = qgt_qemu_start(other_file, TRUE);
-    const char *args[] = { "restore", "--qmp", dst->sock, img, NULL };
+    g_autofree char *line = qgt_restore_refused(img, other_file, NULL, needle, untouched);
 
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
-    qgt_assert_one_line(err);
-    assert_contains(err, needle);
-    assert_contains(err, img);
-    if (untouched) {
-        g_autofree char *st = qgt_qemu_status(dst);
-        g_assert_cmpstr(st, ==, "inmigrate");
-    } else {
-        assert_not_resumed(dst);
-    }
-    qgt_qemu_stop(dst);
-}
-
-static void
-copy_truncated(const char *from, const char *to, guint64 len)
-{
-    g_autofree char *buf = NULL;
-    gsize flen;
-
-    g_assert_true(g_file_get_contents(from, &buf, &flen, NULL));
-    g_assert_cmpuint(len, <=, flen);
-    g_assert_true(g_file_set_contents(to, buf, (gssize)len, NULL));
+    assert_contains(line, img);
 }
 
 /* A flipped byte in the frames, a newer format, a file cut short, frames cut short under
@@ -335,7 +227,7 @@ test_corrupt(void)
 
     /* One byte flipped in the middle of the frames. */
     at = 4096 + info->stored_length / 3;
-    copy_truncated(img, bad, 4096 + info->stored_length);
+    qgt_copy_truncated(img, bad, 4096 + info->stored_length);
     fd = open(bad, O_RDWR | O_CLOEXEC);
     g_assert_cmpint(pread(fd, &b, 1, (off_t)at), ==, 1);
     b ^= 0x10;
@@ -344,15 +236,15 @@ test_corrupt(void)
     restore_refused(bad, "corrupt zstd image", FALSE);
 
     /* An image of a newer format: refused before QEMU is touched. */
-    copy_truncated(img, bad, 4096 + info->stored_length);
+    qgt_copy_truncated(img, bad, 4096 + info->stored_length);
     fd = open(bad, O_RDWR | O_CLOEXEC);
-    b = 4;
+    b = 5;
     g_assert_cmpint(pwrite(fd, &b, 1, 8), ==, 1);
     close(fd);
-    restore_refused(bad, "format version 4 (this tool reads 1 to 3)", TRUE);
+    restore_refused(bad, "format version 5 (this tool reads 1 to 4)", TRUE);
 
     /* The file cut short: the header says more, refused before QEMU is touched. */
-    copy_truncated(img, bad, 4096 + info->stored_length - 5000);
+    qgt_copy_truncated(img, bad, 4096 + info->stored_length - 5000);
     restore_refused(bad, "image truncated", TRUE);
 
     /* Frames cut short, the header rewritten to agree: the helper finds the cut. */
@@ -392,7 +284,7 @@ test_frames_past_end(void)
                                                " /dev/urandom | zstd -q -c >> '%s' && "
                                                "stat -c %%s '%s'", img, bad, extra[i], bad,
                                                bad);
-        g_autofree char *size = sh_out(cmd);
+        g_autofree char *size = qgt_sh_out(cmd);
         g_autoptr(QgImageInfo) more = qgt_image_info(bad);
         g_autoptr(GError) error = NULL;
         int fd = open(bad, O_RDWR | O_CLOEXEC);
@@ -466,12 +358,12 @@ test_header(void)
     g_assert_cmpuint(back->stream_length, ==, 1000000);
     g_clear_pointer(&back, qg_image_info_free);
 
-    buf[8] = 4;
+    buf[8] = 5;
     back = qg_image_header_decode(buf, sizeof(buf), "img", &error);
     g_assert_null(back);
     g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_VERSION);
-    assert_contains(error->message, "unsupported image img: format version 4 "
-                                    "(this tool reads 1 to 3)");
+    assert_contains(error->message, "unsupported image img: format version 5 "
+                                    "(this tool reads 1 to 4)");
     g_clear_error(&error);
 
     /* A version-2 header without its compression is corrupt, not raw. */
@@ -520,11 +412,7 @@ test_usage(void)
     };
 
     for (gsize i = 0; i < G_N_ELEMENTS(cases_); i++) {
-        g_autofree char *err = NULL;
-
-        g_assert_cmpint(qgt_tool_run(cases_[i].args, NULL, &err), ==, 2);
-        qgt_assert_one_line(err);
-        assert_contains(err, cases_[i].needle);
+        qgt_assert_usage(cases_[i].args, cases_[i].needle);
     }
 }
 

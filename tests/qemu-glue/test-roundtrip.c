@@ -634,11 +634,7 @@ int
 main(int argc, char **argv)
 {
     qgt_test_init(&argc, &argv);
-    workdir = ioht_workdir();
-    data_file = g_build_filename(workdir, "random.bin", NULL);
-    other_file = g_build_filename(workdir, "other.bin", NULL);
-    ioht_write_random_file(data_file, QGT_DATA_SIZE, 1);
-    ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
+    qgt_guest_files(&workdir, &data_file, &other_file, 1);
 
     g_test_add_func("/qemu/roundtrip/buffered/paused", test_buffered_paused);
     g_test_add_func("/qemu/roundtrip/direct/paused", test_direct_paused);

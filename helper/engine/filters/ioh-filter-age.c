@@ -1,0 +1,271 @@
+/* ioh-filter-age.c - filter age: a save's stream encrypted in the age v1 format for its
+ * recipients (--recipient, --recipients-file); docs/encryption.md
+ *
+ * The header (ioh-age-header.c), a 16-byte nonce, then the STREAM of 64 KiB chunks
+ * (ioh-age-stream.c). The stream is gathered in batches of 1 MiB; a full batch is sealed
+ * only once a byte after it arrives (else it holds the last chunk, flagged so), and then
+ * on the stream's threads while the calling thread hands the batch before it to the sink:
+ * with two batches in turn, encryption runs beside the O_DIRECT writes instead of between
+ * them. A batch's output starts where the previous one's tail (less than the sink's
+ * alignment) ends, so the sink gets whole alignments from aligned memory but at the end.
+ */
+#include "ioh-filter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioh-age-header.h"
+#include "ioh-age-stream.h"
+#include "ioh-error.h"
+#include "ioh-secmem.h"
+
+#define BATCH (64 * IOH_AGE_CHUNK)
+#define BATCH_OUT (64 * IOH_AGE_CT_CHUNK)
+#define NONCE_LEN 16
+
+typedef struct {
+    guint8 *in;              /* the batch's plaintext */
+    gsize in_len;
+    guint8 *out;             /* aligned: the carry (@c bytes), then the sealed batch */
+    gsize c;
+    gsize n;                 /* sealed bytes */
+    gboolean busy;           /* sealing or sealed, not yet handed on */
+} Slot;
+
+typedef struct {
+    IohAgeStream *stream;
+    GString *header;         /* the header and the nonce: the image's first bytes */
+    guint recipients;
+    IohMemAccount *memory;
+    Slot slot[2];
+    guint cur;               /* the slot being filled */
+    guint8 *carry;           /* aligned: what the last hand-on left (< align) */
+    gsize carry_len;
+    gsize next_c;            /* the carry the next slot sealed will start with */
+    gsize align;
+} Age;
+
+static void
+age_free(gpointer data)
+{
+    Age *a = data;
+
+    if (!a) {
+        return;
+    }
+    if (a->stream) {
+        (void)ioh_age_stream_seal_wait(a->stream);   /* a failed copy: a batch in flight */
+        ioh_age_stream_free(a->stream);
+    }
+    if (a->header) {
+        g_string_free(a->header, TRUE);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_free(a->slot[i].in);
+        free(a->slot[i].out);
+    }
+    free(a->carry);
+    g_free(a);
+}
+
+/* The header for the recipients, a fresh file key (in locked memory, wiped) and nonce. */
+static gboolean
+age_make_header(Age *a, const IohCopyOptions *opts)
+{
+    guint8 *file_key = ioh_secmem_alloc(IOH_AGE_FILE_KEY_LEN);
+    guint8 nonce[NONCE_LEN];
+    gboolean ok = file_key && ioh_age_random(file_key, IOH_AGE_FILE_KEY_LEN) &&
+                  ioh_age_header_seal(opts->age, file_key, a->header) &&
+                  ioh_age_random(nonce, sizeof(nonce));
+
+    if (ok) {
+        a->stream = ioh_age_stream_new_payload(file_key, nonce,
+                                               opts->threads ? opts->threads
+                                                             : g_get_num_processors());
+        g_string_append_len(a->header, (const char *)nonce, sizeof(nonce));
+    }
+    ioh_secmem_free(file_key, IOH_AGE_FILE_KEY_LEN);
+    return ok && a->stream;
+}
+
+static gpointer
+age_open(const IohCopyOptions *opts, GError **error)
+{
+    Age *a;
+
+    if (!opts->age || opts->age->n_recipients == 0) {
+        ioh_error_set(error, EINVAL, "encrypt", NULL, "no age recipient given");
+        return NULL;
+    }
+    ioh_age_crypto_init();
+    a = g_new0(Age, 1);
+    a->recipients = opts->age->n_recipients;
+    a->memory = opts->memory;
+    a->header = g_string_new(NULL);
+    if (!age_make_header(a, opts)) {
+        ioh_error_set(error, EIO, "encrypt", NULL, "libcrypto failed to make the header");
+        age_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static guint8 *
+aligned_alloc_or_die(gsize align, gsize size)
+{
+    void *p = NULL;
+
+    if (posix_memalign(&p, MAX(align, 64), size) != 0) {
+        g_error("age: cannot allocate %" G_GSIZE_FORMAT " bytes", size);
+    }
+    return p;
+}
+
+/* Hands on what the carry holds in whole alignments. */
+static gboolean
+age_emit_carry(Age *a, IohFilterOut *out, GError **error)
+{
+    gsize k = a->carry_len / a->align * a->align;
+
+    if (k > 0 && !ioh_filter_out(out, a->carry, k, error)) {
+        return FALSE;
+    }
+    memmove(a->carry, a->carry + k, a->carry_len - k);
+    a->carry_len -= k;
+    a->next_c = a->carry_len;
+    return TRUE;
+}
+
+/* The buffers, once the sink's alignment is known, and the header into the carry. */
+static gboolean
+age_start(Age *a, IohFilterOut *out, GError **error)
+{
+    gsize out_size;
+
+    if (a->carry) {
+        return TRUE;
+    }
+    a->align = MAX(out->align, 1);
+    out_size = (a->align + BATCH_OUT + a->align - 1) / a->align * a->align;
+    if (a->memory) {
+        ioh_mem_claim(a->memory, "age", 2 * (BATCH + out_size) + a->header->len + a->align,
+                      2 * (BATCH + out_size) + a->header->len + a->align, 0, NULL, NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        a->slot[i].in = g_malloc(BATCH);
+        a->slot[i].out = aligned_alloc_or_die(a->align, out_size);
+    }
+    a->carry = aligned_alloc_or_die(a->align, a->header->len + a->align);
+    memcpy(a->carry, a->header->str, a->header->len);
+    a->carry_len = a->header->len;
+    return age_emit_carry(a, out, error);
+}
+
+/* Hands on slot @s (sealed) after the carry: whole alignments, or all of it (@all). */
+static gboolean
+age_emit(Age *a, Slot *s, gboolean all, IohFilterOut *out, GError **error)
+{
+    gsize total = s->c + s->n;
+    gsize k = all ? total : total / a->align * a->align;
+
+    g_assert(a->carry_len == s->c);
+    memcpy(s->out, a->carry, s->c);
+    if (k > 0 && !ioh_filter_out(out, s->out, k, error)) {
+        return FALSE;
+    }
+    a->carry_len = total - k;
+    memcpy(a->carry, s->out + k, a->carry_len);
+    s->busy = FALSE;
+    s->in_len = 0;
+    return TRUE;
+}
+
+/* Seals the current slot (the last chunks with @final: in this thread too, to the end),
+ * then hands on the other one, sealed while this one filled. */
+static gboolean
+age_launch(Age *a, gboolean final, IohFilterOut *out, GError **error)
+{
+    Slot *s = &a->slot[a->cur], *prev = &a->slot[a->cur ^ 1];
+
+    if (!ioh_age_stream_seal_wait(a->stream)) {
+        return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to "
+                             "encrypt a chunk");
+    }
+    s->c = a->next_c;
+    ioh_age_stream_seal_start(a->stream, s->in, s->in_len, final, s->out + s->c, &s->n,
+                              !final);
+    s->busy = TRUE;
+    a->next_c = (s->c + s->n) % a->align;
+    a->cur ^= 1;
+    return !prev->busy || age_emit(a, prev, FALSE, out, error);
+}
+
+static gboolean
+age_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
+              GError **error)
+{
+    Age *a = data;
+
+    if (!age_start(a, out, error)) {
+        return FALSE;
+    }
+    while (len > 0) {
+        Slot *s = &a->slot[a->cur];
+        gsize n = MIN(BATCH - s->in_len, len);
+
+        memcpy(s->in + s->in_len, buf, n);
+        s->in_len += n;
+        buf += n;
+        len -= n;
+        /* a full batch with a byte after it holds no last chunk */
+        if (s->in_len == BATCH && len > 0 && !age_launch(a, FALSE, out, error)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* The last batch (one empty chunk for an empty stream), then everything held. */
+static gboolean
+age_flush(gpointer data, IohFilterOut *out, GError **error)
+{
+    Age *a = data;
+    Slot *last;
+
+    if (!age_start(a, out, error)) {
+        return FALSE;
+    }
+    last = &a->slot[a->cur];
+    if (!age_launch(a, TRUE, out, error)) {
+        return FALSE;
+    }
+    if (!ioh_age_stream_seal_wait(a->stream)) {
+        return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to "
+                             "encrypt a chunk");
+    }
+    return age_emit(a, last, TRUE, out, error);
+}
+
+static gboolean
+age_finish(gpointer data, const IohEnd *src, const IohEnd *dst, IohStats *stats,
+           GError **error)
+{
+    Age *a = data;
+
+    (void)src, (void)dst, (void)error;
+    stats->encryption = "age";
+    stats->encryption_recipients = a->recipients;
+    g_debug("age: %" G_GUINT64_FORMAT " chunks sealed, %u recipients",
+            ioh_age_stream_chunks(a->stream), a->recipients);
+    return TRUE;
+}
+
+const IohFilterClass ioh_filter_age = {
+    .name = "age",
+    .open = age_open,
+    .transform = age_transform,
+    .flush = age_flush,
+    .finish = age_finish,
+    .free = age_free,
+};

@@ -500,7 +500,9 @@ uring_setup(IohUring *u, char *why, gsize why_len)
     got = ioh_mem_grow(c->opts->memory, "ring", (guint64)(c->nslots - 1) * c->slot, c->slot);
     u->charged = got;
     u->size = c->slot * (1 + (gsize)(got / c->slot));
-    u->span = MIN(u->size / 2, c->slot * IOH_URING_SPAN);
+    /* Whole multiples of the alignment, or a span would never fill (small buffers). */
+    u->span = MAX(IOH_ALIGN_DOWN(MIN(u->size / 2, c->slot * IOH_URING_SPAN), c->align),
+                  c->align);
     if ((guintptr)c->mem % (2 << 20) == 0 && u->size % (2 << 20) == 0) {
         madvise(c->mem, u->size, MADV_HUGEPAGE);
     }

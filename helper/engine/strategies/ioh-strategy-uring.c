@@ -91,6 +91,13 @@ ioh_uring_fits(IohCopy *c)
         g_strlcpy(c->stats->io_uring, "off (IOHELPER_IO_URING=off)", sizeof(c->stats->io_uring));
         return FALSE;
     }
+    if (c->opts->budget) {
+        /* Its buffers are registered for the whole copy; the ring's grow and shrink
+         * within the host's budget, which matters more there than the CPU. */
+        g_strlcpy(c->stats->io_uring, "not used (--memory-budget: the ring)",
+                  sizeof(c->stats->io_uring));
+        return FALSE;
+    }
     return TRUE;
 }
 

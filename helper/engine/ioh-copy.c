@@ -14,20 +14,24 @@
  * - A save to NBD: inline, the pipe read straight into the request buffers; a restore
  *   from NBD inline too (its reads are in flight at the server already: a ring measured
  *   slower, docs/benchmarks.md, "Engine A/Bs: NBD").
+ * - An O_DIRECT save from a pipe with no filter: io_uring, one thread
+ *   (ioh-strategy-uring.c; the ring below where the kernel refuses io_uring).
  * - Everything else (every restore, an O_DIRECT save): a reader thread and a ring
  *   (ioh-strategy-ring.c).
  *
- * No io_uring: it is not needed for O_DIRECT reads (threads give the queue) and cannot
- * beat the inode lock for writes. The fault shim (tests/faults/fault-shim.c) sees splice
- * as both a read of its source and a write of its sink, so a rule on write reaches a
- * spliced save as it does a written one.
+ * io_uring is not used for O_DIRECT reads (threads give the queue). The fault shim
+ * (tests/faults/fault-shim.c) sees splice as both a read of its source and a write of
+ * its sink, so a rule on write reaches a spliced save as it does a written one; the
+ * io_uring strategy asks it about each read and write (ioh-uring.h).
  */
+#include "config.h"
 #include "ioh-copy.h"
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "ioh-layer.h"
 #include "ioh-limits.h"
 #include "ioh-pipe.h"
+#include "ioh-uring.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,6 +123,11 @@ choose_strategy(IohCopy *c)
     if (src_direct && CLAMP(c->opts->ring / 2, 1, IOH_MAX_READERS) > 1) {
         return &ioh_strategy_parallel;
     }
+#if HAVE_IO_URING
+    if (ioh_uring_fits(c)) {
+        return &ioh_strategy_uring;
+    }
+#endif
     return &ioh_strategy_ring;
 }
 

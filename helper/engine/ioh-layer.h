@@ -73,6 +73,8 @@ typedef struct {
 extern const IohStrategy ioh_strategy_inline;    /* read then write, one thread */
 extern const IohStrategy ioh_strategy_ring;      /* a reader thread and a ring */
 extern const IohStrategy ioh_strategy_parallel;  /* parallel O_DIRECT readers, a ring */
+extern const IohStrategy ioh_strategy_uring;     /* io_uring, one thread: an O_DIRECT
+                                                  * save from a pipe */
 extern const IohStrategy ioh_strategy_splice;    /* splice(2) between a pipe and the page
                                                   * cache, one thread */
 

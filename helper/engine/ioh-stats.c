@@ -112,7 +112,9 @@ ioh_stats_format_text(const IohStats *stats)
     g_autofree char *mem = memory_text(stats);
     g_autofree char *zc = compression_text(stats);
     g_autofree char *ec = encryption_text(stats);
-    g_autofree char *z = g_strconcat(zc, ec, mem, NULL);
+    g_autofree char *ur = stats->io_uring[0] ? g_strdup_printf(", io_uring %s", stats->io_uring)
+                                             : g_strdup("");
+    g_autofree char *z = g_strconcat(zc, ec, mem, ur, NULL);
     g_autofree char *sum = hex ? g_strdup_printf(", %s %s%s", stats->checksum_algorithm, hex,
                                                  z)
                                : g_strdup(z);
@@ -228,6 +230,10 @@ ioh_stats_format_json(const IohStats *stats)
     json_builder_add_string_value(b, stats->mode ? stats->mode : "buffered");
     json_builder_set_member_name(b, "direction");
     json_builder_add_string_value(b, stats->direction ? stats->direction : "copy");
+    if (stats->io_uring[0]) {
+        json_builder_set_member_name(b, "io_uring");
+        json_builder_add_string_value(b, stats->io_uring);
+    }
     if (stats->checksum_algorithm) {
         g_autofree char *hex = ioh_stats_checksum_hex(stats);
 

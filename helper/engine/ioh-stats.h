@@ -45,6 +45,8 @@ typedef struct {
     guint n_memory;         /* the layers that asked the memory account, in order: what
                              * each got and whether it was scaled down (ioh-mem-account.h) */
     IohMemLayer memory[IOH_MEM_LAYERS_MAX];
+    char io_uring[80];      /* a --direct save from a pipe: "used..." or why not (a
+                             * refusal of the kernel, IOHELPER_IO_URING=off); else "" */
 } IohStats;
 
 /* The checksum as 16 lower-case hex digits (newly allocated); NULL when none was computed. */

@@ -9,11 +9,14 @@
  *   IOH_FAULT        ','-separated rules OP:WHEN:WHAT
  *                      OP    read write pread pwrite readv writev splice copy_file_range
  *                            sendfile fdatasync fsync close sync_file_range fallocate
- *                            ftruncate io_uring_submit fadvise (posix_fadvise) readahead
+ *                            ftruncate io_uring_submit io_uring_setup fadvise
+ *                            (posix_fadvise) readahead
  *                            mmap (a mapping of a matching file; anonymous memory never),
  *                            or "any" for every I/O call; splice also matches rules on
  *                            write (into a matching fd) and read (out of one): see splice();
- *                            writev (pwritev...) also matches rules on write
+ *                            writev (pwritev...) also matches rules on write;
+ *                            the engine's io_uring reads and writes match rules on
+ *                            read and write (ioh_fault_uring() below)
  *                    (the first rule that matches a call wins)
  *                      WHEN  N     the Nth matching call of OP (counted from 1)
  *                            N+    the Nth and every later one
@@ -73,14 +76,15 @@
 enum {
     OP_READ, OP_WRITE, OP_PREAD, OP_PWRITE, OP_READV, OP_WRITEV, OP_SPLICE,
     OP_COPY_FILE_RANGE, OP_SENDFILE, OP_FDATASYNC, OP_FSYNC, OP_CLOSE, OP_SYNC_FILE_RANGE,
-    OP_FALLOCATE, OP_FTRUNCATE, OP_IO_URING_SUBMIT, OP_FADVISE, OP_READAHEAD, OP_MMAP, OP_COUNT,
+    OP_FALLOCATE, OP_FTRUNCATE, OP_IO_URING_SUBMIT, OP_FADVISE, OP_READAHEAD, OP_MMAP, OP_IO_URING_SETUP,
+    OP_COUNT,
     OP_ANY = OP_COUNT,
 };
 
 static const char *const op_names[OP_COUNT] = {
     "read", "write", "pread", "pwrite", "readv", "writev", "splice",
     "copy_file_range", "sendfile", "fdatasync", "fsync", "close", "sync_file_range",
-    "fallocate", "ftruncate", "io_uring_submit", "fadvise", "readahead", "mmap",
+    "fallocate", "ftruncate", "io_uring_submit", "fadvise", "readahead", "mmap", "io_uring_setup",
 };
 
 typedef enum { WHEN_NTH, WHEN_FROM, WHEN_EVERY, WHEN_UNALIGNED, WHEN_AT } When;
@@ -916,17 +920,15 @@ close(int fd)
 
 /* liburing: the fd of a submission is in each SQE, which we cannot see from here without
  * liburing's headers; a rule on io_uring_submit fails the whole submission when any fd
- * matches (IOH_FAULT_FD or a path). Only counted while the shim is active. */
-struct io_uring;
-int
-io_uring_submit(struct io_uring *ring)
+ * matches (IOH_FAULT_FD or a path). Only counted while the shim is active. -errno or 0. */
+static int
+submit_fault(void)
 {
     unsigned long nth;
     const Rule *r;
 
-    REAL(io_uring_submit, int (*)(struct io_uring *));
     if (!active) {
-        return real_io_uring_submit(ring);
+        return 0;
     }
     r = next_fault(OP_IO_URING_SUBMIT, 0, -1, &nth);
     if (r && r->stall_ms) {
@@ -937,7 +939,102 @@ io_uring_submit(struct io_uring *ring)
         log_fault(OP_IO_URING_SUBMIT, nth, r, -1);
         return -r->err;
     }
-    return real_io_uring_submit(ring);
+    return 0;
+}
+
+struct io_uring;
+struct io_uring_cqe;
+struct io_uring_params;
+struct __kernel_timespec;
+
+int
+io_uring_submit(struct io_uring *ring)
+{
+    REAL(io_uring_submit, int (*)(struct io_uring *));
+    int f = submit_fault();
+
+    return f ? f : real_io_uring_submit(ring);
+}
+
+int
+io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr)
+{
+    REAL(io_uring_submit_and_wait, int (*)(struct io_uring *, unsigned));
+    int f = submit_fault();
+
+    return f ? f : real_io_uring_submit_and_wait(ring, wait_nr);
+}
+
+int
+io_uring_submit_and_wait_timeout(struct io_uring *ring, struct io_uring_cqe **cqe,
+                                 unsigned wait_nr, struct __kernel_timespec *ts, void *sigmask)
+{
+    REAL(io_uring_submit_and_wait_timeout,
+         int (*)(struct io_uring *, struct io_uring_cqe **, unsigned,
+                 struct __kernel_timespec *, void *));
+    int f = submit_fault();
+
+    return f ? f : real_io_uring_submit_and_wait_timeout(ring, cqe, wait_nr, ts, sigmask);
+}
+
+/* A kernel that refuses io_uring (io_uring_disabled, seccomp, before 5.1): a rule on
+ * io_uring_setup fails the ring's creation. */
+int
+io_uring_queue_init_params(unsigned entries, struct io_uring *ring, struct io_uring_params *p)
+{
+    unsigned long nth;
+    const Rule *r;
+
+    REAL(io_uring_queue_init_params, int (*)(unsigned, struct io_uring *,
+                                             struct io_uring_params *));
+    r = active ? next_fault(OP_IO_URING_SETUP, 0, -1, &nth) : NULL;
+    if (r && !r->is_short && !r->stall_ms) {
+        log_fault(OP_IO_URING_SETUP, nth, r, -1);
+        return -r->err;
+    }
+    return real_io_uring_queue_init_params(entries, ring, p);
+}
+
+/* The engine's io_uring strategy asks here before each read or write it prepares
+ * (helper/engine/strategies/ioh-uring.h), as the other wrappers are asked by a call: the
+ * rules on read and write apply, counted with read() and write(). 0: submit it (*len
+ * lowered by "short": the kernel then moves fewer bytes, a real short read or write);
+ * -errno: it completes with that result without reaching the kernel, as a failed CQE. */
+int
+ioh_fault_uring(int fd, int is_write, size_t *len, long long pos)
+{
+    int op = is_write ? OP_WRITE : OP_READ;
+    unsigned long nth;
+    const Rule *r;
+
+    if (!fd_matches(fd)) {
+        return 0;
+    }
+    r = next_fault(op, *len, pos, &nth);
+    if (r && r->stall_ms) {
+        stall(op, nth, r, fd);
+        r = NULL;
+    }
+    if (r && !r->is_short) {
+        log_fault(op, nth, r, fd);
+        trace(op, fd, (long long)*len, -1, r->err);
+        return -r->err;
+    }
+    if (r && r->is_short && *len > 1) {
+        log_fault(op, nth, r, fd);
+        *len = short_len(*len);
+    }
+    return 0;
+}
+
+/* ... and tells each one's result when it completes (IOH_FAULT_TRACE). */
+void
+ioh_fault_uring_done(int fd, int is_write, size_t len, long long res)
+{
+    if (fd_matches(fd)) {
+        trace(is_write ? OP_WRITE : OP_READ, fd, (long long)len, res < 0 ? -1 : res,
+              res < 0 ? (int)-res : 0);
+    }
 }
 
 /* A mapping of a matching file reads or writes it through memory, so a rule on "mmap"

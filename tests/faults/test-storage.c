@@ -406,7 +406,8 @@ test_shim_covers_helper(void)
         "pwritev64v2", "splice", "vmsplice", "tee", "copy_file_range", "sendfile",
         "sendfile64", "fdatasync", "fsync", "sync_file_range", "fallocate", "fallocate64",
         "ftruncate", "ftruncate64", "close", "syncfs", "io_submit", "io_uring_submit",
-        "io_uring_submit_and_wait", "io_uring_enter", "syscall", "aio_write", "aio_read",
+        "io_uring_submit_and_wait", "io_uring_submit_and_wait_timeout",
+        "io_uring_queue_init_params", "io_uring_enter", "syscall", "aio_write", "aio_read",
         "fwrite", "fflush", "fclose", "mmap", "mmap64", "msync",
     };
     /* stdio on stderr/stdout only (messages), never on the image. */

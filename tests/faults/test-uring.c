@@ -1,0 +1,146 @@
+/* test-uring.c - faults of the io_uring save (helper/engine/strategies/ioh-strategy-uring.c)
+ *
+ * io_uring submissions bypass the fault shim's libc wrappers, so the strategy asks the
+ * shim about each read and write before it submits it (ioh_fault_uring()): a failed
+ * completion (EIO, ENOSPC, EAGAIN, EINVAL), a short read or write, a failed submission, a
+ * kernel that refuses io_uring. Each run ends in a non-zero exit and one line on stderr,
+ * or in byte-exact data; a rule that never fired fails the test. A --direct save from a
+ * pipe takes io_uring unless the kernel refuses it: then every test is skipped.
+ */
+#include "faults-util.h"
+#include "ioh-test.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <glib/gstdio.h>
+
+#define MiB (1024 * 1024)
+
+typedef struct {
+    const char *name;
+    const char *fault;       /* IOH_FAULT, on the image and the pipe */
+    const char *needle;      /* in stderr; NULL: the save must succeed, byte-exact */
+    const char *stats;       /* a success's --stats must say this */
+} Case;
+
+static const Case cases[] = {
+    { "write-EIO-2nd", "write:2:EIO", "write %s: Input/output error", NULL },
+    { "write-ENOSPC-at-5M", "write:@5M:ENOSPC", "write %s: No space left on device", NULL },
+    { "read-EIO-3rd", "read:3:EIO", "read stdin: Input/output error", NULL },
+    { "submit-EIO-3rd", "io_uring_submit:3:EIO", "write %s: io_uring: Input/output error",
+      NULL },
+    { "read-short-every", "read:every:short", NULL, "io_uring used" },
+    { "write-short-every", "write:every:short", NULL, "io_uring used" },
+    { "read-EAGAIN-2nd", "read:2:EAGAIN", NULL, "io_uring used" },
+    { "write-EAGAIN-2nd", "write:2:EAGAIN", NULL, "io_uring used" },
+    { "write-EINTR-every-3rd", "write:%3:EINTR", NULL, "io_uring used" },
+    /* The file sink writes what an O_DIRECT write refused (it tells EFBIG from a refusal):
+     * here it takes it. */
+    { "write-EINVAL-2nd", "write:2:EINVAL", NULL, "io_uring used" },
+    { "setup-refused", "io_uring_setup:1:ENOMEM", NULL,
+      "io_uring refused by the kernel (Cannot allocate memory), threads instead" },
+};
+
+/* A save of @size random bytes with --direct --stats and @fault on the image and the
+ * pipe; the image's path into *@ret_dst, the source's into *@ret_src. */
+static void
+save(const char *fault, guint64 size, FtResult *r, char **ret_src, char **ret_dst)
+{
+    static const char *const opts[] = { "--direct", "--stats", NULL };
+    g_autofree char *log = g_build_filename(ft_workdir(), "uring.log", NULL);
+    char *src = ft_make_source("src", size, 3);
+    char *dst = g_build_filename(ft_workdir(), "img", NULL);
+    g_autofree char *path = g_strdup_printf("%s|pipe:", dst);
+    FtSpawn how = { .fault = fault, .fault_path = path };
+
+    ft_save(src, dst, opts, &how, r, NULL);
+    *ret_src = src;
+    *ret_dst = dst;
+}
+
+/* TRUE when a clean --direct save from a pipe took io_uring here; skips the test where
+ * the kernel refuses it or the build has no liburing, fails it where the save did not
+ * choose io_uring otherwise. */
+static gboolean
+uring_used(void)
+{
+    g_autofree char *src = NULL;
+    g_autofree char *dst = NULL;
+    FtResult r;
+    gboolean used;
+
+    save("", 2 * MiB + 1, &r, &src, &dst);
+    g_assert_cmpint(r.code, ==, 0);
+    used = strstr(r.err, "io_uring used") != NULL;
+    if (!strstr(r.err, "io_uring")) {
+        g_test_skip("built without liburing (meson -Dio_uring)");
+    } else if (strstr(r.err, "io_uring refused by the kernel")) {
+        g_test_skip_printf("the kernel refuses io_uring here: %s", r.err);
+    } else if (!used) {
+        g_test_fail_printf("a --direct save from a pipe did not take io_uring: %s", r.err);
+    }
+    ft_result_clear(&r);
+    g_unlink(src);
+    g_unlink(dst);
+    return used;
+}
+
+static void
+test_case(gconstpointer data)
+{
+    const Case *t = data;
+    g_autofree char *src = NULL;
+    g_autofree char *dst = NULL;
+    FtResult r;
+    guint n;
+
+    if (!uring_used()) {
+        return;
+    }
+    save(t->fault, 12 * MiB + 123, &r, &src, &dst);
+    n = ft_faults_logged();
+    g_assert_cmpuint(n, >, 0);     /* a rule that never fired proves nothing */
+    ft_count_faults(n);
+    if (t->needle) {
+        g_autofree char *needle = strstr(t->needle, "%s") ? g_strdup_printf(t->needle, dst)
+                                                          : g_strdup(t->needle);
+
+        g_assert_cmpint(r.code, ==, 1);
+        g_assert_true(WIFEXITED(r.status));
+        g_assert_true(ft_one_line(r.err));
+        if (!strstr(r.err, needle)) {
+            g_test_fail_printf("stderr '%s' does not say '%s'", r.err, needle);
+        }
+    } else {
+        g_assert_cmpint(r.code, ==, 0);
+        if (!ioht_files_equal(src, dst)) {
+            ft_total_data_loss++;
+            g_test_fail_printf("exit 0 but %s differs from %s", dst, src);
+        }
+        if (!strstr(r.err, t->stats)) {
+            g_test_fail_printf("--stats '%s' does not say '%s'", r.err, t->stats);
+        }
+    }
+    ft_result_clear(&r);
+    g_unlink(src);
+    g_unlink(dst);
+}
+
+int
+main(int argc, char **argv)
+{
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *p = g_strdup_printf("/faults/uring/%s", cases[i].name);
+
+        g_test_add_data_func(p, &cases[i], test_case);
+    }
+    ret = g_test_run();
+    ft_report();
+    ft_cleanup();
+    return ret;
+}

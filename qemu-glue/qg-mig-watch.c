@@ -47,7 +47,7 @@ qg_mig_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
                       qg_mig_bytes(w), err->message);
         g_error_free(err);
     } else {
-        g_propagate_prefixed_error(error, err, "%s: ", w->what);
+        g_propagate_prefixed_error(error, err, "%s failed: %s: ", w->what, w->path);
     }
 }
 
@@ -202,6 +202,10 @@ qg_mig_wait(QgWatch *w, gboolean save, GError **error)
             return verdict > 0;
         }
         now = g_get_monotonic_time();
+        if (w->listener && !qg_channels_check_no_extra(w->listener, error)) {
+            g_prefix_error(error, "%s failed: %s: ", w->what, w->path);
+            return FALSE;
+        }
         if ((!save && qg_mig_watch_restore_failed(w, now, error)) ||
             qg_mig_watch_stalled(w, now, error)) {
             return FALSE;

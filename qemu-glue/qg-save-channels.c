@@ -125,8 +125,11 @@ qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo 
 {
     g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(opts, info, TRUE, error);
 
-    if (!wopts || !ioh_wrap_options_set_region(wopts, region, error) ||
-        !qg_channels_accept(m->ch, opts->stall_timeout_s, opts->cancellable, error)) {
+    if (!wopts || !ioh_wrap_options_set_region(wopts, region, error)) {
+        return FALSE;
+    }
+    if (!qg_channels_accept(m->ch, opts->stall_timeout_s, opts->cancellable, error)) {
+        g_prefix_error(error, "save failed: %s: ", name);
         return FALSE;
     }
     for (guint slot = 0; slot <= m->ch->n; slot++) {
@@ -158,10 +161,11 @@ qg_mfd_finish_one(IohWrap *wrap, guint i, QgImageRegion *r, GError **error)
 }
 
 gboolean
-qg_mfd_save_finish(QgMfd *m, QgImageInfo *info, const QgMigrateOptions *opts,
-                   GError **error)
+qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
+                   const QgMigrateOptions *opts, GError **error)
 {
     if (!qg_channels_check_no_extra(m->ch, error)) {
+        g_prefix_error(error, "save failed: %s: ", name);
         return FALSE;
     }
     info->channels = m->ch->n;

@@ -267,6 +267,7 @@ qg_save_mfd_migrate(QgSave *s, GError **error)
         return FALSE;
     }
     s->job.w.wrap = s->wrap;
+    s->job.w.listener = s->mfd->ch;
     return TRUE;
 }
 
@@ -378,7 +379,7 @@ qg_save_complete(QgSave *s, GError **error)
     }
     ioh_wrap_get_progress(s->wrap, &s->info->stream_length, NULL);
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
-    if (s->mfd && !qg_mfd_save_finish(s->mfd, s->info, s->job.opts, error)) {
+    if (s->mfd && !qg_mfd_save_finish(s->mfd, s->job.path, s->info, s->job.opts, error)) {
         return FALSE;
     }
     qg_mig_compress_stats(s->info, &s->job.stats);

@@ -126,7 +126,7 @@ main(int argc, char **argv)
     memcpy(b, "IOHQPART", 8);
     put(argv[1], "placeholder", b, sizeof(b));
     memcpy(b, good, sizeof(b));
-    b[8] = 3;   /* 1 is raw, 2 compressed (issue 12): 3 is from the future */
+    b[8] = 200;   /* 1 raw, 2 compressed, 3 channels: 200 is from the future */
     put(argv[1], "wrong-version", b, sizeof(b));
     memcpy(b, good, sizeof(b));
     b[16] = 0xff, b[17] = 0xff, b[18] = 0xff, b[19] = 0xff;

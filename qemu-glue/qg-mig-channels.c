@@ -37,6 +37,8 @@ qg_mig_channels_start(QgWatch *w, IohWrap **wraps, guint n)
 {
     w->chans = g_new0(QgChanWatch, n);
     w->n_chans = n;
+    w->chan_wraps = wraps;
+    w->n_chan_wraps = n;
     for (guint i = 0; i < n; i++) {
         QgChanWatch *c = &w->chans[i];
 
@@ -105,7 +107,7 @@ qg_mig_channels_bytes(const QgWatch *w, guint i)
 {
     guint64 written = 0;
 
-    ioh_wrap_get_progress(w->chans[i].wrap, &written, NULL);
+    ioh_wrap_get_progress(w->chan_wraps[i], &written, NULL);
     return written;
 }
 
@@ -117,4 +119,6 @@ qg_mig_channels_clear(QgWatch *w)
     }
     g_clear_pointer(&w->chans, g_free);
     w->n_chans = 0;
+    w->chan_wraps = NULL;
+    w->n_chan_wraps = 0;
 }

@@ -140,7 +140,7 @@ qg_mig_bytes(QgWatch *w)
     guint64 written = 0;
 
     ioh_wrap_get_progress(w->wrap, &written, NULL);
-    for (guint i = 0; i < w->n_chans; i++) {
+    for (guint i = 0; i < w->n_chan_wraps; i++) {
         written += qg_mig_channels_bytes(w, i);
     }
     return written;

@@ -13,6 +13,18 @@ qg_mig_watch_progress(QgWatch *w, gboolean save)
     QgProgress p = { 0 };
 
     ioh_wrap_get_progress(w->wrap, &p.written, &p.synced);
+    if (w->n_chan_wraps) {
+        /* every connection's helper: the main channel's, then each channel's */
+        p.connections = MIN(w->n_chan_wraps + 1, QG_MIGRATE_CONNECTIONS_MAX);
+        p.connection_bytes[0] = p.written;
+        for (guint i = 0; i + 1 < p.connections; i++) {
+            guint64 synced = 0;
+
+            ioh_wrap_get_progress(w->chan_wraps[i], &p.connection_bytes[i + 1], &synced);
+            p.written += p.connection_bytes[i + 1];
+            p.synced += synced;
+        }
+    }
     p.bytes = p.written;
     p.total = w->total;
     p.seconds = (g_get_monotonic_time() - w->start) / 1e6;

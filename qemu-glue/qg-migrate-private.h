@@ -85,7 +85,10 @@ typedef struct {
     /* the stall watch: the figures last seen to change, and when */
     guint64 last_written;
     gint64 last_progress;
-    /* restore of a multi-channel image: the channels' helpers (qg-mig-channels.c) */
+    /* with channels: the channels' helpers (their bytes count as progress) */
+    IohWrap **chan_wraps;
+    guint n_chan_wraps;
+    /* restore of a multi-channel image: their exits watched (qg-mig-channels.c) */
     QgChanWatch *chans;
     guint n_chans;
     /* save with channels: our socket, where a connection beyond the n + 1 fails the save
@@ -248,6 +251,9 @@ gboolean qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
 gboolean qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *info,
                               const QgMigrateOptions *opts, IohWrap **ret_main,
                               GError **error);
+/* The job's figures: the main channel's (in @stats already) and each channel's of @info
+ * per connection, all of them in the totals. */
+void qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats);
 /* Restore, QEMU done: each channel's helper delivered its region's length and checksum. */
 gboolean qg_mfd_restore_verify(QgMfd *m, const QgImageInfo *info, GError **error);
 

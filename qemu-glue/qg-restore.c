@@ -350,10 +350,7 @@ qg_restore_run(QgRestore *r, GError **error)
             !qg_mfd_restore_verify(r->mfd, r->info, error)) {
             return FALSE;
         }
-        for (guint i = 0; i < r->info->channels; i++) {
-            r->job.stats.stream_length += r->info->regions[i].length;
-            r->job.stats.stored_length += r->info->regions[i].stored_length;
-        }
+        qg_mfd_stats(r->info, &r->job.stats);
         return TRUE;
     }
     return qg_restore_plumb(r, error) && qg_restore_load(r, error) &&

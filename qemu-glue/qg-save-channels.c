@@ -182,6 +182,19 @@ qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
     return TRUE;
 }
 
+void
+qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats)
+{
+    stats->connection_bytes[0] = stats->stream_length;
+    stats->connection_stored[0] = stats->stored_length;
+    for (guint i = 0; i < info->channels && i + 1 < QG_MIGRATE_CONNECTIONS_MAX; i++) {
+        stats->connection_bytes[i + 1] = info->regions[i].length;
+        stats->connection_stored[i + 1] = info->regions[i].stored_length;
+        stats->stream_length += info->regions[i].length;
+        stats->stored_length += info->regions[i].stored_length;
+    }
+}
+
 /* Restore: channel @i's options: its checksum verified, decompressed when stored so. */
 static IohWrapOptions *
 qg_mfd_restore_options(const QgImageInfo *info, guint i, GError **error)

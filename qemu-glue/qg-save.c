@@ -268,6 +268,8 @@ qg_save_mfd_migrate(QgSave *s, GError **error)
     }
     s->job.w.wrap = s->wrap;
     s->job.w.listener = s->mfd->ch;
+    s->job.w.chan_wraps = s->mfd->wraps;
+    s->job.w.n_chan_wraps = s->mfd->ch->n;
     return TRUE;
 }
 
@@ -389,10 +391,7 @@ qg_save_complete(QgSave *s, GError **error)
         return FALSE;
     }
     s->job.stats.stream_length = s->info->stream_length;
-    for (guint i = 0; i < s->info->channels; i++) {
-        s->job.stats.stream_length += s->info->regions[i].length;
-        s->job.stats.stored_length += s->info->regions[i].stored_length;
-    }
+    qg_mfd_stats(s->info, &s->job.stats);
     s->job.stats.checksum = s->info->checksum;
     s->job.stats.seconds = (g_get_monotonic_time() - s->job.w.start) / 1e6;
     s->job.stats.qemu_seconds = (t_qemu - s->job.w.start) / 1e6;

@@ -38,16 +38,20 @@ static void
 save_guest(const char *img, const char *const *extra, const char *src_dump)
 {
     g_autofree char *err = NULL;
+    g_autofree char *out = NULL;
     g_autofree char *st = NULL;
     QgtQemu *src = qgt_qemu_start(data_file, FALSE);
-    const char *args[16] = { "save", "--qmp", src->sock, img };
-    int n = 4;
+    const char *args[16] = { "save", "--qmp", src->sock, img, "--stats", "--progress" };
+    int n = 6;
 
     for (; extra && *extra; extra++) {
         args[n++] = *extra;
     }
     args[n] = NULL;
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 0);
+    g_assert_cmpint(qgt_tool_run(args, &out, &err), ==, 0);
+    /* the text stats: a line with each connection's MiB and rate */
+    assert_contains(out, "\nchannels: [main ");
+    assert_contains(out, " MiB/s, 0: ");
     st = qgt_qemu_status(src);
     g_assert_cmpstr(st, ==, "postmigrate");
     qgt_qemu_pmemsave(src, src_dump, QGT_DATA_SIZE);
@@ -66,6 +70,9 @@ restore_guest(const char *img, const char *mode_opt, const char *want)
 
     g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
     assert_contains(out, "\"channels\":");
+    /* each connection's figures: the main channel first, then channel 0, ... */
+    assert_contains(out, "\"per_channel\":[{\"channel\":\"main\",\"stream_bytes\":");
+    assert_contains(out, "{\"channel\":\"0\",\"stream_bytes\":");
     qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
     g_assert_true(ioht_files_equal(dump, want));
     qgt_qemu_stop(dst);

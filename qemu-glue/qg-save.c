@@ -297,6 +297,11 @@ qg_save_prepare(QgSave *s, GError **error)
     if (s->job.opts->channels) {
         return qg_save_mfd_prepare(s, error);
     }
+    /* One stream over fd: QEMU refuses it with multifd on, which a restore of a
+     * multi-channel image leaves on (it set it as the save had): off, and left off. */
+    if (!qg_mfd_set_capability(s->job.qmp, FALSE, error)) {
+        return FALSE;
+    }
     return s->uri ? qg_save_nbd_plumb(s, error) : qg_save_plumb(s, error);
 }
 

@@ -68,7 +68,7 @@ def part_q10(out, plotdir):
     v = load(os.path.join(out, "q10", "raw.tsv"))
     if not v:
         return
-    order = ["sparse-p2-bypass", "qg-direct", "qg-direct-ch2"]
+    order = ["sparse-p2-bypass", "qg-direct", "qg-direct-ch2", "qg-direct-ch4"]
     print("### QEMU 10.0 (newstack), half-zero guest, cache bypassed\n")
     print("| configuration | save s | restore s | CPU save s | CPU restore s | on disk MiB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -80,7 +80,7 @@ def part_q10(out, plotdir):
                 cell(v[c], "disk_bytes", MIB, "%.0f")))
     print()
     sp = v.get("sparse-p2-bypass")
-    for ours in ("qg-direct-ch2", "qg-direct"):
+    for ours in ("qg-direct-ch2", "qg-direct", "qg-direct-ch4"):
         if sp and ours in v:
             s, sm = ratio(v[ours], sp, "save_s")
             r, rm = ratio(v[ours], sp, "restore_s")

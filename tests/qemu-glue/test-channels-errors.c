@@ -61,6 +61,16 @@ wait_socket(ToolRun *t)
     return NULL;
 }
 
+/* The same, asserting that the socket came; freed by the caller. */
+static char *
+wait_socket_or_fail(ToolRun *t)
+{
+    char *p = wait_socket(t);
+
+    g_assert_nonnull(p);
+    return p;
+}
+
 /* A QMP command on the test's monitor of @q; asserts success. */
 static void
 qmp_run(QgtQemu *q, const char *cmd, const char *json_args)
@@ -222,7 +232,7 @@ test_closed_early(void)
     GThread *th;
 
     th = save_start(&t, args, src, img, NULL);
-    g_assert_nonnull(wait_socket(&t));
+    g_free(wait_socket_or_fail(&t));
     /* mid-stream: once a temporary file holds a few MiB of the streams */
     for (guint i = 0; i < 6000; i++) {
         g_autofree char *base = g_path_get_basename(img);

@@ -151,11 +151,12 @@ qg_restore() {   # FILL MODEFLAG...: the destination QEMU's start counts, as in 
     start_qemu dst "$1" incoming &&
         "$QTOOL" restore --qmp "$SOCKS/dst.sock" "$IMG" "${@:2}"
 }
-qg_case() {   # FILL MODE
+qg_case() {   # FILL MODE [SAVE-OPTION...] (--channels=N: the restore reads it from the image)
     local m=()
     [ "$2" = buffered ] || m=(--bypass-cache="$2")
     start_qemu src "$1" || return 1
-    timed SAVE_S SAVE_CPU "$QTOOL" save --qmp "$SOCKS/src.sock" "$IMG" "${m[@]}" || return 1
+    timed SAVE_S SAVE_CPU "$QTOOL" save --qmp "$SOCKS/src.sock" "$IMG" "${m[@]}" "${@:3}" ||
+        return 1
     stop_qemus
     measure_image
     timed RESTORE_S RESTORE_CPU qg_restore "$1" "${m[@]}" || return 1
@@ -180,6 +181,7 @@ one_case() {   # FILL CONFIG ROUND
     n0=$(records)
     case $cfg in
     qg-buffered | qg-fadvise | qg-direct) qg_case "$fill" "${cfg#qg-}" || return 1 ;;
+    qg-direct-ch[0-9]*) qg_case "$fill" direct --channels="${cfg#qg-direct-ch}" || return 1 ;;
     *)
         spec=$(lv_flags "$cfg") || die "unknown configuration $cfg"
         helper=${spec%%|*} flags=${spec#*|}

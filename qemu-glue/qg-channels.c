@@ -146,8 +146,8 @@ qg_channels_identify(const QgChannels *ch, const guint8 *buf, gsize got, char **
         return 0;
     }
     if (got < QG_CHANNELS_INIT_SIZE) {
-        ioh_error_set(error, EPROTO, NULL, ch->path,
-                      "save failed: a channel connection to %s closed after %zu bytes, "
+        ioh_error_set(error, EPROTO, NULL, NULL,
+                      "a channel connection to %s closed after %zu bytes, "
                       "before its init packet", ch->path, got);
         return -1;
     }
@@ -155,8 +155,8 @@ qg_channels_identify(const QgChannels *ch, const guint8 *buf, gsize got, char **
     memcpy(&version, buf + 4, 4);
     if (GUINT32_FROM_BE(magic) != QG_MULTIFD_MAGIC ||
         GUINT32_FROM_BE(version) != QG_MULTIFD_VERSION) {
-        ioh_error_set(error, EPROTO, NULL, ch->path,
-                      "save failed: a connection to %s is neither QEMU's main channel nor a "
+        ioh_error_set(error, EPROTO, NULL, NULL,
+                      "a connection to %s is neither QEMU's main channel nor a "
                       "multifd channel (magic %08x, version %u)", ch->path,
                       GUINT32_FROM_BE(magic), GUINT32_FROM_BE(version));
         return -1;
@@ -176,15 +176,15 @@ qg_channels_place(QgChannels *ch, int fd, const guint8 *buf, gsize got, GError *
         return FALSE;
     }
     if ((guint)slot > ch->n || ch->fds[slot] >= 0) {
-        return ioh_error_set(error, EPROTO, NULL, ch->path,
-                             slot ? "save failed: multifd channel %d came twice or is not "
+        return ioh_error_set(error, EPROTO, NULL, NULL,
+                             slot ? "multifd channel %d came twice or is not "
                                     "one of the %u asked for" :
-                                    "save failed: a second main channel (%d) of %u channels",
+                                    "a second main channel (%d) of %u channels",
                              slot - 1, ch->n);
     }
     if (uuid && ch->uuid && !g_str_equal(uuid, ch->uuid)) {
-        return ioh_error_set(error, EPROTO, NULL, ch->path,
-                             "save failed: multifd channel %d comes from another save (UUID "
+        return ioh_error_set(error, EPROTO, NULL, NULL,
+                             "multifd channel %d comes from another save (UUID "
                              "%s, the others' %s)", slot - 1, uuid, ch->uuid);
     }
     if (uuid && !ch->uuid) {
@@ -208,8 +208,8 @@ qg_channels_take(QgChannels *ch, int fd, gint64 deadline, GCancellable *cancella
         if ((deadline && g_get_monotonic_time() > deadline) ||
             g_cancellable_set_error_if_cancelled(cancellable, error)) {
             if (error && !*error) {
-                ioh_error_set(error, ETIMEDOUT, NULL, ch->path,
-                              "save failed: a channel connection to %s sent no init packet "
+                ioh_error_set(error, ETIMEDOUT, NULL, NULL,
+                              "a channel connection to %s sent no init packet "
                               "in time", ch->path);
             }
             close(fd);
@@ -245,8 +245,8 @@ qg_channels_accept(QgChannels *ch, guint timeout_s, GCancellable *cancellable,
             return FALSE;
         }
         if (deadline && g_get_monotonic_time() > deadline) {
-            return ioh_error_set(error, ETIMEDOUT, NULL, ch->path,
-                                 "save failed: QEMU opened %u of the %u connections (the "
+            return ioh_error_set(error, ETIMEDOUT, NULL, NULL,
+                                 "QEMU opened %u of the %u connections (the "
                                  "main channel and %u multifd channels) within %u s", have,
                                  ch->n + 1, ch->n, timeout_s);
         }
@@ -264,8 +264,8 @@ qg_channels_check_no_extra(QgChannels *ch, GError **error)
         return TRUE;
     }
     close(fd);
-    return ioh_error_set(error, EPROTO, NULL, ch->path,
-                         "save failed: an extra connection to %s beyond the main channel and "
+    return ioh_error_set(error, EPROTO, NULL, NULL,
+                         "an extra connection to %s beyond the main channel and "
                          "the %u multifd channels", ch->path, ch->n);
 }
 

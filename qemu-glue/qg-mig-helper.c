@@ -61,7 +61,7 @@ qg_mig_helper_wait(QgWatch *w, gint timeout_ms, gboolean kill)
     gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time() + timeout_ms * 1000LL;
 
     qg_mig_helper_iterate(w, 0);
-    while (w->helper_pending) {
+    while (w->helper_pending || qg_mig_channels_pending(w)) {
         gint64 now = g_get_monotonic_time();
 
         if (deadline >= 0 && now >= deadline) {
@@ -83,7 +83,7 @@ qg_mig_helper_end(QgWatch *w)
     if (!w->ctx) {
         return;
     }
-    if (w->helper_pending) {
+    if (w->helper_pending || qg_mig_channels_pending(w)) {
         g_cancellable_cancel(w->helper_cancel);
         qg_mig_helper_wait(w, -1, FALSE);
     }
@@ -119,7 +119,9 @@ qg_mig_stream_failed(QgWatch *w, GError **error)
     qg_mig_helper_iterate(w, 0);
     herr = qg_mig_helper_failure(w);
     if (!herr) {
-        return FALSE;
+        /* a channel's helper that failed is a failed stream, whatever its cause: QEMU
+         * gives no verdict on a channel that ended early */
+        return qg_mig_channels_failed(w, error);
     }
     if (qg_mig_helper_awaits_qemu(herr)) {
         if (!w->qemu_stopped_at) {
@@ -138,6 +140,9 @@ qg_mig_bytes(QgWatch *w)
     guint64 written = 0;
 
     ioh_wrap_get_progress(w->wrap, &written, NULL);
+    for (guint i = 0; i < w->n_chan_wraps; i++) {
+        written += qg_mig_channels_bytes(w, i);
+    }
     return written;
 }
 
@@ -145,6 +150,7 @@ void
 qg_mig_watch_clear(QgWatch *w)
 {
     qg_mig_helper_end(w);   /* kills a helper still running, waits for its exit */
+    qg_mig_channels_clear(w);
     g_clear_error(&w->helper_error);
     g_clear_pointer(&w->qemu_desc, g_free);
 }

@@ -193,21 +193,26 @@ qg_mig_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error)
     return TRUE;
 }
 
-void
+gboolean
 qg_mig_quit(QgQmp *qmp)
 {
     gint64 deadline = g_get_monotonic_time() + QG_QUIT_WAIT_MS * 1000LL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonObject) reply = qg_qmp_call(qmp, "quit", NULL, -1, NULL, QG_QUIT_WAIT_MS,
+                                              &err);
 
-    if (!qg_qmp_run(qmp, "quit", NULL, NULL)) {
-        return;   /* gone already */
+    if (!reply) {
+        /* closed: gone already; no reply in time: its main loop is stuck */
+        return !g_error_matches(err, QG_QMP_ERROR, QG_QMP_ERROR_TIMEOUT);
     }
     while (g_get_monotonic_time() < deadline) {
-        GError *err = NULL;
-        g_autoptr(JsonObject) ev = qg_qmp_next_event(qmp, 100, &err);
+        GError *e = NULL;
+        g_autoptr(JsonObject) ev = qg_qmp_next_event(qmp, 100, &e);
 
-        if (err) {
-            g_error_free(err);   /* closed: QEMU is gone */
-            return;
+        if (e) {
+            g_error_free(e);   /* closed: QEMU is gone */
+            return TRUE;
         }
     }
+    return TRUE;
 }

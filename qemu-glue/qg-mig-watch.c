@@ -13,6 +13,18 @@ qg_mig_watch_progress(QgWatch *w, gboolean save)
     QgProgress p = { 0 };
 
     ioh_wrap_get_progress(w->wrap, &p.written, &p.synced);
+    if (w->n_chan_wraps) {
+        /* every connection's helper: the main channel's, then each channel's */
+        p.connections = MIN(w->n_chan_wraps + 1, QG_MIGRATE_CONNECTIONS_MAX);
+        p.connection_bytes[0] = p.written;
+        for (guint i = 0; i + 1 < p.connections; i++) {
+            guint64 synced = 0;
+
+            ioh_wrap_get_progress(w->chan_wraps[i], &p.connection_bytes[i + 1], &synced);
+            p.written += p.connection_bytes[i + 1];
+            p.synced += synced;
+        }
+    }
     p.bytes = p.written;
     p.total = w->total;
     p.seconds = (g_get_monotonic_time() - w->start) / 1e6;
@@ -47,7 +59,7 @@ qg_mig_watch_qmp_failed(QgWatch *w, gboolean save, GError *err, GError **error)
                       qg_mig_bytes(w), err->message);
         g_error_free(err);
     } else {
-        g_propagate_prefixed_error(error, err, "%s: ", w->what);
+        g_propagate_prefixed_error(error, err, "%s failed: %s: ", w->what, w->path);
     }
 }
 
@@ -202,6 +214,10 @@ qg_mig_wait(QgWatch *w, gboolean save, GError **error)
             return verdict > 0;
         }
         now = g_get_monotonic_time();
+        if (w->listener && !qg_channels_check_no_extra(w->listener, error)) {
+            g_prefix_error(error, "%s failed: %s: ", w->what, w->path);
+            return FALSE;
+        }
         if ((!save && qg_mig_watch_restore_failed(w, now, error)) ||
             qg_mig_watch_stalled(w, now, error)) {
             return FALSE;

@@ -9,6 +9,7 @@
  *   qg-compress.c    compressed images: the helper's options, the header's figures
  *   qg-save-channels.c  QEMU's multifd: a helper per connection, a region each (qg_mfd_)
  *   qg-encrypt.c     encrypted images: recipients, the identity, the header's record
+ *   qg-mig-channels.c   a multi-channel restore watching every channel's helper
  */
 #pragma once
 
@@ -57,10 +58,13 @@ char *qg_mig_error_desc(QgQmp *qmp);
 /* The machine type, RAM size and QEMU version for the header. A QEMU that refuses to
  * tell leaves them unknown; a reply of the wrong shape, or none, fails. */
 gboolean qg_mig_machine_info(QgQmp *qmp, QgImageInfo *info, GError **error);
-/* QMP `quit`, then waits (QG_QUIT_WAIT_MS at most) until QEMU closed the connection. */
-void qg_mig_quit(QgQmp *qmp);
+/* QMP `quit`, then waits (QG_QUIT_WAIT_MS at most) until QEMU closed the connection.
+ * FALSE when QEMU did not answer within QG_QUIT_WAIT_MS (its main loop is stuck). */
+gboolean qg_mig_quit(QgQmp *qmp);
 
 /* ---- qg-mig-helper.c and qg-mig-watch.c: one job's watch ---- */
+
+typedef struct QgChanWatch QgChanWatch;
 
 typedef struct {
     const char *what;           /* "save" or "restore": the start of messages */
@@ -82,6 +86,15 @@ typedef struct {
     /* the stall watch: the figures last seen to change, and when */
     guint64 last_written;
     gint64 last_progress;
+    /* with channels: the channels' helpers (their bytes count as progress) */
+    IohWrap **chan_wraps;
+    guint n_chan_wraps;
+    /* restore of a multi-channel image: their exits watched (qg-mig-channels.c) */
+    QgChanWatch *chans;
+    guint n_chans;
+    /* save with channels: our socket, where a connection beyond the n + 1 fails the save
+     * at once (another QEMU's, say: its main channel looks like ours) */
+    QgChannels *listener;
 } QgWatch;
 
 /* Starts watching the helper: its exit is reported in a context of our own (pushed as
@@ -135,6 +148,21 @@ gboolean qg_mig_cancelled(QgWatch *w, GError **error);
  * on a stream cut short, and when both failed the helper's message is the one that
  * says why. QEMU's own reason for a failure is kept in w->qemu_desc. */
 gboolean qg_mig_wait(QgWatch *w, gboolean save, GError **error);
+
+/* ---- qg-mig-channels.c: the channels' helpers of a multi-channel restore ---- */
+
+/* After qg_mig_helper_start(): watches the exit of the @n channels' helpers @wraps
+ * (borrowed) in the same context, cancelled with the main one's. */
+void qg_mig_channels_start(QgWatch *w, IohWrap **wraps, guint n);
+/* Is a channel's helper still running? */
+gboolean qg_mig_channels_pending(const QgWatch *w);
+/* Did a channel's helper fail (killed by us does not count)? Then @error: "restore
+ * failed: channel I of FILE: <the helper's message>", and TRUE. */
+gboolean qg_mig_channels_failed(QgWatch *w, GError **error);
+/* The stream bytes channel @i's helper has moved so far. */
+guint64 qg_mig_channels_bytes(const QgWatch *w, guint i);
+/* Frees the channels' watch (their helpers must have exited). */
+void qg_mig_channels_clear(QgWatch *w);
 
 /* ---- qg-save-file.c: the image a save makes ---- */
 
@@ -215,14 +243,18 @@ guint64 qg_mfd_region_size(guint64 bound);
 gboolean qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name,
                            QgImageInfo *info, const QgMigrateOptions *opts, guint64 region,
                            IohWrap **ret_main, GError **error);
-/* Save, QEMU done: no extra connection, the channels' helpers' verdicts, the index. */
-gboolean qg_mfd_save_finish(QgMfd *m, QgImageInfo *info, const QgMigrateOptions *opts,
-                            GError **error);
+/* Save, QEMU done: no extra connection, the channels' helpers' verdicts, the index.
+ * @name: the image in messages. */
+gboolean qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
+                            const QgMigrateOptions *opts, GError **error);
 /* Restore, after `migrate-incoming`: connects the main channel, then the channels, each
  * fed by its own helper from its region of @path. */
 gboolean qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *info,
                               const QgMigrateOptions *opts, IohWrap **ret_main,
                               GError **error);
+/* The job's figures: the main channel's (in @stats already) and each channel's of @info
+ * per connection, all of them in the totals. */
+void qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats);
 /* Restore, QEMU done: each channel's helper delivered its region's length and checksum. */
 gboolean qg_mfd_restore_verify(QgMfd *m, const QgImageInfo *info, GError **error);
 /* ---- qg-encrypt.c: encrypted images ---- */

@@ -28,6 +28,9 @@ G_BEGIN_DECLS
  * QEMU's ("save cancelled in QEMU"), is the one "cancelled", G_IO_ERROR_CANCELLED
  * (ioh_error_is_cancelled()). */
 
+/* A save with channels: the main channel and at most 16 multifd channels. */
+#define QG_MIGRATE_CONNECTIONS_MAX 17
+
 /* The stall timeout qemu-iohelper uses unless told otherwise. */
 #define QG_MIGRATE_STALL_TIMEOUT_S 120
 
@@ -38,6 +41,10 @@ typedef struct {
     guint64 total;      /* restore: the stream length; save: 0 */
     double fraction;    /* 0..1, best estimate (save: from QEMU's RAM left to send) */
     double seconds;
+    /* with channels: the bytes each connection's helper moved ([0] the main channel,
+     * [1 + i] channel i); 0 connections: one stream */
+    guint connections;
+    guint64 connection_bytes[QG_MIGRATE_CONNECTIONS_MAX];
 } QgProgress;
 
 typedef void (*QgProgressFunc)(const char *what, const QgProgress *progress,
@@ -95,6 +102,10 @@ typedef struct {
     guint64 stored_length;  /* bytes after the header (= stream_length when raw) */
     guint channels;         /* multifd channels besides the main one; 0: one stream */
     gboolean encrypted;     /* the image is age-encrypted */
+    /* with channels: each connection's stream and stored bytes, [0] the main channel,
+     * [1 + i] channel i (channels + 1 of them) */
+    guint64 connection_bytes[QG_MIGRATE_CONNECTIONS_MAX];
+    guint64 connection_stored[QG_MIGRATE_CONNECTIONS_MAX];
 } QgMigrateStats;
 
 /**

@@ -91,6 +91,35 @@ add_compression_json(JsonBuilder *b, const QgMigrateStats *s)
     add_string(b, "encryption", s->encrypted ? "age" : "none");
 }
 
+/* The name of connection @k: the main channel, or channel k - 1. */
+static char *
+connection_name(guint k)
+{
+    return k ? g_strdup_printf("%u", k - 1) : g_strdup("main");
+}
+
+/* With channels: each connection's stream and stored bytes and its rate over the job. */
+static void
+add_connections_json(JsonBuilder *b, const QgMigrateStats *s)
+{
+    json_builder_set_member_name(b, "per_channel");
+    json_builder_begin_array(b);
+    for (guint k = 0; s->channels && k <= s->channels && k < QG_MIGRATE_CONNECTIONS_MAX; k++) {
+        g_autofree char *name = connection_name(k);
+
+        json_builder_begin_object(b);
+        add_string(b, "channel", name);
+        json_builder_set_member_name(b, "stream_bytes");
+        json_builder_add_int_value(b, (gint64)s->connection_bytes[k]);
+        json_builder_set_member_name(b, "stored_bytes");
+        json_builder_add_int_value(b, (gint64)s->connection_stored[k]);
+        add_double(b, "mib_per_second", s->seconds > 0 ?
+                   (double)s->connection_bytes[k] / (1 << 20) / s->seconds : 0);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
 /* The mode a job reports: an NBD export has no page cache (--bypass-cache is moot). */
 static const char *
 job_mode(const QgReport *r, const char *file)
@@ -125,11 +154,34 @@ print_stats_json(const QgReport *r, const char *what, const char *file,
     json_builder_add_boolean_value(b, s->running);
     add_string(b, "checksum", sum);
     add_compression_json(b, s);
+    add_connections_json(b, s);
     /* this process moves no byte of the stream: its CPU stays near zero */
     add_double(b, "cpu_seconds", cpu_seconds(RUSAGE_SELF));
     add_double(b, "helper_cpu_seconds", cpu_seconds(RUSAGE_CHILDREN));
     json_builder_end_object(b);
     print_json(b);
+}
+
+/* The connections' figures, " [main 0.5, 0: 480.2, 1: 478.9 MiB]" (@bytes, @n of them),
+ * with their rates over @seconds when > 0; "" for one stream. */
+static char *
+connections_text(const guint64 *bytes, guint n, double seconds)
+{
+    GString *t = g_string_new(NULL);
+
+    for (guint k = 0; k < n && k < QG_MIGRATE_CONNECTIONS_MAX; k++) {
+        g_autofree char *name = connection_name(k);
+
+        g_string_append_printf(t, "%s%s%s %.1f", k ? ", " : " [", name, k ? ":" : "",
+                               (double)bytes[k] / (1 << 20));
+        if (seconds > 0) {
+            g_string_append_printf(t, " MiB %.0f MiB/s", bytes[k] / (1 << 20) / seconds);
+        }
+    }
+    if (n) {
+        g_string_append(t, seconds > 0 ? "]" : " MiB]");
+    }
+    return g_string_free(t, FALSE);
 }
 
 static void
@@ -153,18 +205,20 @@ qg_report_progress(const char *what, const QgProgress *p, gpointer data)
     if (p->fraction > 0.001) {
         eta = p->seconds * (1 - p->fraction) / p->fraction;
     }
+    g_autofree char *conns = connections_text(p->connection_bytes, p->connections, 0);
+
     format_eta(eta, etabuf, sizeof(etabuf));
     if (g_str_equal(what, "save")) {
         fprintf(stderr, "%ssave: %.1f MiB %s (%.1f MiB synced), %.0f MiB/s, %3.0f%%, "
-                "ETA %s%s", r->tty ? "\r" : "", (double)p->written / (1 << 20),
+                "ETA %s%s%s", r->tty ? "\r" : "", (double)p->written / (1 << 20),
                 r->compress ? "of stream compressed" : "on disk",
                 (double)p->synced / (1 << 20), rate / (1 << 20), p->fraction * 100, etabuf,
-                r->tty ? "   " : "\n");
+                conns, r->tty ? "   " : "\n");
     } else {
         fprintf(stderr, "%srestore: %.1f of %.1f MiB fed to QEMU, %.0f MiB/s, %3.0f%%, "
-                "ETA %s%s", r->tty ? "\r" : "", (double)p->bytes / (1 << 20),
+                "ETA %s%s%s", r->tty ? "\r" : "", (double)p->bytes / (1 << 20),
                 (double)p->total / (1 << 20), rate / (1 << 20), p->fraction * 100, etabuf,
-                r->tty ? "   " : "\n");
+                conns, r->tty ? "   " : "\n");
     }
     fflush(stderr);
     r->drew = r->tty;
@@ -212,6 +266,12 @@ qg_report_stats(const QgReport *r, const char *what, const char *file,
                                          : (s->running ? ", guest resumed" : ", guest paused"),
                sum);
         print_stats_stored(s);
+        if (s->channels) {
+            g_autofree char *conns = connections_text(s->connection_bytes, s->channels + 1,
+                                                      s->seconds);
+
+            printf("channels:%s\n", conns);
+        }
     }
     fflush(stdout);
 }

@@ -31,7 +31,31 @@ typedef struct {
     char *uri;              /* an NBD source: the URI as given (job.path: uri_name) */
     char *uri_name;         /* ... without its secrets */
     QgMfd *mfd;             /* a multi-channel image: QEMU's multifd connections */
+    gboolean quit_sent;     /* a failed restore told QEMU to quit */
 } QgRestore;
+
+/* A failed restore whose QEMU holds a half-loaded guest: quits it. That guest cannot
+ * run, nor can QEMU take another stream (7.2 accepts one incoming migration per
+ * process), and after a stream cut short it would spin on its pipe forever: quit it
+ * (before its pipe closes, so that it ends by our word, not by its reaction to a cut
+ * stream), and the failure leaves no QEMU behind that looks usable. A QEMU waiting for
+ * a multifd channel that ended early answers nothing (its main loop waits for the
+ * channel): @error then says so. Once. */
+static void
+qg_restore_abandon(QgRestore *r, GError **error)
+{
+    if (!r->loading || r->loaded || r->done || r->job.w.qemu_gone || r->quit_sent) {
+        return;
+    }
+    r->quit_sent = TRUE;
+    if (!qg_mig_quit(r->job.qmp) && error && *error) {
+        g_autofree char *msg = (*error)->message;
+
+        (*error)->message = g_strdup_printf("%s; QEMU does not answer (its load waits for "
+                                            "the channel forever, the guest cannot run): "
+                                            "stop it", msg);
+    }
+}
 
 static void
 qg_restore_free(QgRestore *r)
@@ -39,14 +63,7 @@ qg_restore_free(QgRestore *r)
     if (!r) {
         return;
     }
-    if (r->loading && !r->loaded && !r->done && !r->job.w.qemu_gone) {
-        /* QEMU holds a half-loaded guest that it cannot run, nor take another stream
-         * into (7.2 accepts one incoming migration per process), and after a stream cut
-         * short it would spin on its pipe forever: quit it (before its pipe closes, so
-         * that it ends by our word, not by its reaction to a cut stream), and the
-         * failure leaves no QEMU behind that looks usable. */
-        qg_mig_quit(r->job.qmp);
-    }
+    qg_restore_abandon(r, NULL);
     ioh_fd_clear(&r->qemu_fd);
     qg_mig_watch_clear(&r->job.w);   /* kills a helper still running, waits for its exit */
     g_clear_pointer(&r->wrap, ioh_wrap_free);
@@ -312,7 +329,12 @@ qg_restore_mfd_load(QgRestore *r, GError **error)
     r->job.stats.channels = r->info->channels;
     r->job.w.wrap = r->wrap;
     r->job.w.total = r->info->stream_length;
+    for (guint i = 0; i < r->info->channels; i++) {
+        r->job.w.total += r->info->regions[i].length;
+    }
+    /* every helper is watched while QEMU loads: a channel ended early stalls QEMU */
     qg_mig_helper_start(&r->job.w);
+    qg_mig_channels_start(&r->job.w, r->mfd->wraps, r->info->channels);
     if (!qg_mig_wait(&r->job.w, FALSE, error)) {
         return FALSE;
     }
@@ -330,10 +352,7 @@ qg_restore_run(QgRestore *r, GError **error)
             !qg_mfd_restore_verify(r->mfd, r->info, error)) {
             return FALSE;
         }
-        for (guint i = 0; i < r->info->channels; i++) {
-            r->job.stats.stream_length += r->info->regions[i].length;
-            r->job.stats.stored_length += r->info->regions[i].stored_length;
-        }
+        qg_mfd_stats(r->info, &r->job.stats);
         return TRUE;
     }
     return qg_restore_plumb(r, error) && qg_restore_load(r, error) &&
@@ -352,6 +371,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
     if (!qg_restore_check_qemu(r, error) || !qg_restore_open(r, error) ||
         !qg_mig_enable_events(qmp, error) || !qg_restore_run(r, error) ||
         !qg_restore_resume(r, error)) {
+        qg_restore_abandon(r, error);
         qg_mig_compress_diagnose(path, r->info, r->loaded, error);
         return FALSE;
     }

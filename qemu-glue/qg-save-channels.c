@@ -131,8 +131,11 @@ qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo 
         return FALSE;
     }
     wopts = qg_mig_wrap_options(opts, info, TRUE, name, error);
-    if (!wopts || !ioh_wrap_options_set_region(wopts, region, error) ||
-        !qg_channels_accept(m->ch, opts->stall_timeout_s, opts->cancellable, error)) {
+    if (!wopts || !ioh_wrap_options_set_region(wopts, region, error)) {
+        return FALSE;
+    }
+    if (!qg_channels_accept(m->ch, opts->stall_timeout_s, opts->cancellable, error)) {
+        g_prefix_error(error, "save failed: %s: ", name);
         return FALSE;
     }
     for (guint slot = 0; slot <= m->ch->n; slot++) {
@@ -164,10 +167,11 @@ qg_mfd_finish_one(IohWrap *wrap, guint i, QgImageRegion *r, GError **error)
 }
 
 gboolean
-qg_mfd_save_finish(QgMfd *m, QgImageInfo *info, const QgMigrateOptions *opts,
-                   GError **error)
+qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
+                   const QgMigrateOptions *opts, GError **error)
 {
     if (!qg_channels_check_no_extra(m->ch, error)) {
+        g_prefix_error(error, "save failed: %s: ", name);
         return FALSE;
     }
     info->channels = m->ch->n;
@@ -182,6 +186,19 @@ qg_mfd_save_finish(QgMfd *m, QgImageInfo *info, const QgMigrateOptions *opts,
         }
     }
     return TRUE;
+}
+
+void
+qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats)
+{
+    stats->connection_bytes[0] = stats->stream_length;
+    stats->connection_stored[0] = stats->stored_length;
+    for (guint i = 0; i < info->channels && i + 1 < QG_MIGRATE_CONNECTIONS_MAX; i++) {
+        stats->connection_bytes[i + 1] = info->regions[i].length;
+        stats->connection_stored[i + 1] = info->regions[i].stored_length;
+        stats->stream_length += info->regions[i].length;
+        stats->stored_length += info->regions[i].stored_length;
+    }
 }
 
 /* Restore: channel @i's options: its checksum verified, decompressed when stored so. */

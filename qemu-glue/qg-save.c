@@ -272,6 +272,9 @@ qg_save_mfd_migrate(QgSave *s, GError **error)
         return FALSE;
     }
     s->job.w.wrap = s->wrap;
+    s->job.w.listener = s->mfd->ch;
+    s->job.w.chan_wraps = s->mfd->wraps;
+    s->job.w.n_chan_wraps = s->mfd->ch->n;
     return TRUE;
 }
 
@@ -298,6 +301,11 @@ qg_save_prepare(QgSave *s, GError **error)
     s->bw_changed = s->old_bw != 0;
     if (s->job.opts->channels) {
         return qg_save_mfd_prepare(s, error);
+    }
+    /* One stream over fd: QEMU refuses it with multifd on, which a restore of a
+     * multi-channel image leaves on (it set it as the save had): off, and left off. */
+    if (!qg_mfd_set_capability(s->job.qmp, FALSE, error)) {
+        return FALSE;
     }
     return s->uri ? qg_save_nbd_plumb(s, error) : qg_save_plumb(s, error);
 }
@@ -393,7 +401,7 @@ qg_save_complete(QgSave *s, GError **error)
                     "regions yet", s->job.path);
         return FALSE;
     }
-    if (s->mfd && !qg_mfd_save_finish(s->mfd, s->info, s->job.opts, error)) {
+    if (s->mfd && !qg_mfd_save_finish(s->mfd, s->job.path, s->info, s->job.opts, error)) {
         return FALSE;
     }
     qg_mig_compress_stats(s->info, &s->job.stats);
@@ -404,10 +412,7 @@ qg_save_complete(QgSave *s, GError **error)
         return FALSE;
     }
     s->job.stats.stream_length = s->info->stream_length;
-    for (guint i = 0; i < s->info->channels; i++) {
-        s->job.stats.stream_length += s->info->regions[i].length;
-        s->job.stats.stored_length += s->info->regions[i].stored_length;
-    }
+    qg_mfd_stats(s->info, &s->job.stats);
     s->job.stats.checksum = s->info->checksum;
     s->job.stats.seconds = (g_get_monotonic_time() - s->job.w.start) / 1e6;
     s->job.stats.qemu_seconds = (t_qemu - s->job.w.start) / 1e6;

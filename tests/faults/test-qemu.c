@@ -267,21 +267,6 @@ typedef struct {
                            * waits, and takes the image at a second try */
 } RestoreFault;
 
-/* Waits up to @secs for QEMU (our child) to exit; TRUE with its wait status if it did. */
-static gboolean
-qemu_exited_within(QgtQemu *q, guint secs, int *ret_status)
-{
-    for (guint i = 0; i < secs * 50; i++) {
-        pid_t r = waitpid(q->pid, ret_status, WNOHANG);
-        if (r == q->pid) {
-            q->pid = 0;   /* reaped: qgt_qemu_stop() must not kill that number */
-            return TRUE;
-        }
-        g_usleep(20000);
-    }
-    return FALSE;
-}
-
 /* A restore whose helper fails reading the image (or is killed): QEMU 7.2 would spin on
  * its cut pipe forever, so the tool itself must notice, within seconds: exit 1, one line
  * with the helper's own message, and the half-loaded destination QEMU gone (quit by the
@@ -365,7 +350,7 @@ test_restore_fault(gconstpointer data)
         return;
     }
     /* The destination was quit through QMP (exit 0), not left spinning or running. */
-    if (!qemu_exited_within(dst, 3, &status)) {
+    if (!qgt_qemu_exited_within(dst, 3, &status)) {
         g_autofree char *st = qgt_qemu_status(dst);
         g_test_fail_printf("destination QEMU still there after the failed restore ('%s')",
                            st);

@@ -155,6 +155,20 @@ qgt_qemu_stop(QgtQemu *q)
     g_free(q);
 }
 
+gboolean
+qgt_qemu_exited_within(QgtQemu *q, guint secs, int *ret_status)
+{
+    for (guint i = 0; i < secs * 50; i++) {
+        pid_t r = waitpid(q->pid, ret_status, WNOHANG);
+        if (r == q->pid) {
+            q->pid = 0;   /* reaped: qgt_qemu_stop() must not kill that number */
+            return TRUE;
+        }
+        g_usleep(20000);
+    }
+    return FALSE;
+}
+
 char *
 qgt_qemu_status(QgtQemu *q)
 {

@@ -46,6 +46,10 @@ extern const char *const *qgt_qemu_extra_args;
 /* Kills (SIGKILL) and reaps QEMU, removes its socket. NULL allowed. */
 void qgt_qemu_stop(QgtQemu *q);
 
+/* Waits up to @secs for QEMU (our child) to exit; TRUE with its wait status if it did
+ * (then reaped: qgt_qemu_stop() does not kill that number). */
+gboolean qgt_qemu_exited_within(QgtQemu *q, guint secs, int *ret_status);
+
 /* query-status "status". */
 char *qgt_qemu_status(QgtQemu *q);
 

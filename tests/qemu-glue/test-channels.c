@@ -38,16 +38,20 @@ static void
 save_guest(const char *img, const char *const *extra, const char *src_dump)
 {
     g_autofree char *err = NULL;
+    g_autofree char *out = NULL;
     g_autofree char *st = NULL;
     QgtQemu *src = qgt_qemu_start(data_file, FALSE);
-    const char *args[16] = { "save", "--qmp", src->sock, img };
-    int n = 4;
+    const char *args[16] = { "save", "--qmp", src->sock, img, "--stats", "--progress" };
+    int n = 6;
 
     for (; extra && *extra; extra++) {
         args[n++] = *extra;
     }
     args[n] = NULL;
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 0);
+    g_assert_cmpint(qgt_tool_run(args, &out, &err), ==, 0);
+    /* the text stats: a line with each connection's MiB and rate */
+    assert_contains(out, "\nchannels: [main ");
+    assert_contains(out, " MiB/s, 0: ");
     st = qgt_qemu_status(src);
     g_assert_cmpstr(st, ==, "postmigrate");
     qgt_qemu_pmemsave(src, src_dump, QGT_DATA_SIZE);
@@ -66,6 +70,14 @@ restore_guest(const char *img, const char *mode_opt, const char *want)
 
     g_assert_cmpint(qgt_tool_run(args, &out, NULL), ==, 0);
     assert_contains(out, "\"channels\":");
+    /* each connection's figures: the main channel first, then channel 0, ...; none for
+     * one stream */
+    if (strstr(out, "\"channels\":0,")) {
+        assert_contains(out, "\"per_channel\":[]");
+    } else {
+        assert_contains(out, "\"per_channel\":[{\"channel\":\"main\",\"stream_bytes\":");
+        assert_contains(out, "{\"channel\":\"0\",\"stream_bytes\":");
+    }
     qgt_qemu_pmemsave(dst, dump, QGT_DATA_SIZE);
     g_assert_true(ioht_files_equal(dump, want));
     qgt_qemu_stop(dst);
@@ -119,6 +131,38 @@ test_roundtrip(gconstpointer data)
     }
     restore_guest(img, c->mode, src_dump);
     g_unlink(img);
+    g_unlink(src_dump);
+}
+
+/* A guest restored from a 2-channel image (QEMU's multifd left on by the restore, as the
+ * save had it) saved again as one stream: the tool turns multifd off (QEMU refuses a
+ * multifd migration to an fd), and that image restores too, RAM compared. */
+static void
+test_then_single_stream(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "chain.img", NULL);
+    g_autofree char *img2 = g_build_filename(workdir, "chain2.img", NULL);
+    g_autofree char *src_dump = g_build_filename(workdir, "src.dump", NULL);
+    g_autofree char *err = NULL;
+    const char *extra[] = { "--channels=2", NULL };
+    QgtQemu *mid;
+
+    if (!need_qemu()) {
+        return;
+    }
+    save_guest(img, extra, src_dump);
+    mid = qgt_qemu_start(other_file, TRUE);
+    {
+        const char *restore[] = { "restore", "--qmp", mid->sock, img, NULL };
+        const char *save[] = { "save", "--qmp", mid->sock, img2, NULL };
+
+        g_assert_cmpint(qgt_tool_run(restore, NULL, NULL), ==, 0);
+        g_assert_cmpint(qgt_tool_run(save, NULL, &err), ==, 0);
+    }
+    qgt_qemu_stop(mid);
+    restore_guest(img2, NULL, src_dump);
+    g_unlink(img);
+    g_unlink(img2);
     g_unlink(src_dump);
 }
 
@@ -238,6 +282,7 @@ main(int argc, char **argv)
         g_test_add_data_func(p, &cases[i], test_roundtrip);
     }
     g_test_add_func("/qemu/channels/index-mismatch", test_index_mismatch);
+    g_test_add_func("/qemu/channels/then-single-stream", test_then_single_stream);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     return ret;

@@ -187,6 +187,35 @@ test_age_cli_images(void)
     }
 }
 
+/* Under a budget of nothing the age layer gets its floor (batches of one chunk) and says
+ * it was scaled down; the images are the same format, restored the same way. */
+static void
+test_budget(void)
+{
+    g_autofree char *err = NULL;
+    g_autoptr(JsonParser) p1 = json_parser_new();
+    g_autoptr(JsonParser) p2 = json_parser_new();
+    JsonObject *age;
+
+    if (skip_without_age()) {
+        return;
+    }
+    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 5 * MiB + 3, 6);
+    g_assert_cmpint(sh(&err, "mkdir -p run && cat s | IOHELPER_RUNDIR=$W/run $H --direct "
+                       "--memory-budget=0 --stats=json --recipient=%s - img && "
+                       "age -d -i key.txt img | cmp - s", recipient), ==, 0);
+    age = json_object_get_object_member(json_object_get_object_member(
+        json_object_get_object_member(ioht_sh_last_json(err, p1), "memory"), "layers"), "age");
+    g_assert_true(json_object_get_boolean_member(age, "scaled"));
+    g_assert_cmpint(json_object_get_int_member(age, "got"), <, 512 * 1024);
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(sh(&err, "IOHELPER_RUNDIR=$W/run $H --memory-budget=0 --stats=json "
+                       "--identity=key.txt img - | cmp - s"), ==, 0);
+    age = json_object_get_object_member(json_object_get_object_member(
+        json_object_get_object_member(ioht_sh_last_json(err, p2), "memory"), "layers"), "age");
+    g_assert_true(json_object_get_boolean_member(age, "scaled"));
+}
+
 /* The image after --offset bytes that stay; --length on a restore is the stored length. */
 static void
 test_offset(void)
@@ -444,6 +473,7 @@ main(int argc, char **argv)
     g_test_add_func("/encrypt/threads-1-2-4", test_threads);
     g_test_add_func("/encrypt/age-cli-images", test_age_cli_images);
     g_test_add_func("/encrypt/offset-length", test_offset);
+    g_test_add_func("/encrypt/memory-budget-floor", test_budget);
     g_test_add_func("/encrypt/nbd", test_nbd);
     g_test_add_func("/encrypt/tamper", test_tamper);
     g_test_add_func("/encrypt/identity", test_identity);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "ioh-secmem.h"
+
 static const char charset[] = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
 
 static guint32
@@ -103,18 +105,17 @@ one_case(const char *s, gsize n)
     return !(lower && upper);
 }
 
-gboolean
-ioh_bech32_decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
-                  gsize *ret_len)
+/* ioh_bech32_decode() with @values, its scratch of 5-bit groups (256). */
+static gboolean
+decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
+       gsize *ret_len, guint8 *values)
 {
     gsize n = strlen(s);
     const char *one = strrchr(s, '1');
     gsize sep = one ? (gsize)(one - s) : 0;
-    guint8 values[256];
     gssize len;
 
-    if (!one || sep == 0 || sep >= hrp_size || n - sep - 1 < 6 ||
-        n - sep - 1 > sizeof(values) || !one_case(s, n) ||
+    if (!one || sep == 0 || sep >= hrp_size || n - sep - 1 < 6 || n - sep - 1 > 256 || !one_case(s, n) ||
         !data_values(s, sep, n, values)) {
         return FALSE;
     }
@@ -131,6 +132,18 @@ ioh_bech32_decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize 
     }
     *ret_len = (gsize)len;
     return TRUE;
+}
+
+gboolean
+ioh_bech32_decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
+                  gsize *ret_len)
+{
+    guint8 values[256];
+    gboolean ok = decode(s, hrp, hrp_size, data, data_size, ret_len, values);
+
+    /* the groups of a secret key: not left on the stack */
+    ioh_secmem_wipe(values, sizeof(values));
+    return ok;
 }
 
 char *

@@ -49,6 +49,30 @@ test_direction(void)
     }
 }
 
+/* age (issue 28): recipients for a save, an identity for a restore, never both; the
+ * threads are age's too. */
+static void
+test_encryption(void)
+{
+    g_assert_cmpint(check((IohOptionSet){ .encrypt = TRUE, .decrypt = TRUE }), ==,
+                    IOH_OPTION_RULE_ENCRYPT_AND_DECRYPT);
+    g_assert_cmpint(check((IohOptionSet){ .threads = 2, .encrypt = TRUE }), ==,
+                    IOH_OPTION_RULE_OK);
+    g_assert_cmpint(check((IohOptionSet){ .threads = 2, .decrypt = TRUE }), ==,
+                    IOH_OPTION_RULE_OK);
+    for (int d = IOH_DIRECTION_COPY; d <= IOH_DIRECTION_RESTORE; d++) {
+        IohOptionSet e = { .encrypt = TRUE, .direction_known = TRUE, .direction = d };
+        IohOptionSet u = { .decrypt = TRUE, .direction_known = TRUE, .direction = d };
+
+        g_assert_cmpint(check(e), ==, d == IOH_DIRECTION_SAVE
+                                          ? IOH_OPTION_RULE_OK
+                                          : IOH_OPTION_RULE_ENCRYPT_NEEDS_SAVE);
+        g_assert_cmpint(check(u), ==, d == IOH_DIRECTION_RESTORE
+                                          ? IOH_OPTION_RULE_OK
+                                          : IOH_OPTION_RULE_DECRYPT_NEEDS_RESTORE);
+    }
+}
+
 /* The first broken rule in the enum's order is the one reported. */
 static void
 test_order(void)
@@ -78,5 +102,6 @@ main(int argc, char **argv)
     g_test_add_func("/option-rules/each", test_each);
     g_test_add_func("/option-rules/direction", test_direction);
     g_test_add_func("/option-rules/order", test_order);
+    g_test_add_func("/option-rules/encryption", test_encryption);
     return g_test_run();
 }

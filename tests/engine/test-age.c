@@ -123,10 +123,11 @@ test_bech32_age_keygen(void)
     g_autoptr(GError) error = NULL;
     const char *argv[] = { "age-keygen", NULL };
     guint8 point[32];
+    g_autofree char *keygen = g_find_program_in_path("age-keygen");
     int status;
     char *p;
 
-    if (!g_find_program_in_path("age-keygen")) {
+    if (!keygen) {
         g_test_skip("age-keygen is not installed (Debian package age)");
         return;
     }
@@ -179,7 +180,7 @@ test_round_trip(void)
             back = through("unage", img->data, img->len, pieces[p], 4 / threads, 1, &error);
             g_assert_no_error(error);
             g_assert_cmpuint(back->len, ==, sizes[s]);
-            g_assert_true(memcmp(back->data, rnd, sizes[s]) == 0);
+            g_assert_true(sizes[s] == 0 || memcmp(back->data, rnd, sizes[s]) == 0);
         }
     }
 }
@@ -236,7 +237,7 @@ assert_restore(GByteArray *img, const guint8 *plain, gsize len, const char *caus
     if (!cause) {
         g_assert_no_error(error);
         g_assert_cmpuint(back->len, ==, len);
-        g_assert_true(memcmp(back->data, plain, len) == 0);
+        g_assert_true(len == 0 || memcmp(back->data, plain, len) == 0);
     } else {
         g_assert_nonnull(error);
         g_test_message("%s", error->message);

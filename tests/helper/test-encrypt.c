@@ -79,6 +79,15 @@ assert_one_line(const char *err, const char *needle)
     g_assert_true(!secret || !strstr(copy, secret + 16));    /* the key, not its name */
 }
 
+/* The stream "s": @size random bytes from @seed. */
+static void
+make_stream(gsize size, guint32 seed)
+{
+    g_autofree char *path = g_build_filename(workdir, "s", NULL);
+
+    ioht_write_random_file(path, size, seed);
+}
+
 typedef struct {
     const char *mode;
     gsize size;
@@ -101,7 +110,7 @@ test_round_trip(gconstpointer data)
         }
         return;
     }
-    ioht_write_random_file(g_build_filename(workdir, "s", NULL), c->size, (guint32)c->size);
+    make_stream(c->size, (guint32)c->size);
     g_assert_cmpint(sh(&err, "cat s | $H %s %s --recipient=%s --stats=json - img", c->mode,
                        c->compress ? "--compress=zstd" : "", recipient), ==, 0);
     o = ioht_sh_last_json(err, p1);
@@ -135,7 +144,7 @@ test_threads(void)
     if (skip_without_age()) {
         return;
     }
-    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 9 * MiB + 4097, 9);
+    make_stream(9 * MiB + 4097, 9);
     for (int t = 1; t <= 4; t *= 2) {
         g_assert_cmpint(sh(NULL, "cat s | $H --threads=%d --recipient=%s - img%d && "
                            "age -d -i key.txt img%d | cmp - s", t, recipient, t, t), ==, 0);
@@ -167,7 +176,7 @@ test_age_cli_images(void)
     }
     r2 = keygen("key2.txt");
     for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
-        ioht_write_random_file(g_build_filename(workdir, "s", NULL), sizes[i], 5);
+        make_stream(sizes[i], 5);
         g_assert_cmpint(sh(NULL, "age -r %s -o img s && $H --identity=key.txt img - | cmp - s",
                            recipient), ==, 0);
     }
@@ -187,6 +196,35 @@ test_age_cli_images(void)
     }
 }
 
+/* Under a budget of nothing the age layer gets its floor (batches of one chunk) and says
+ * it was scaled down; the images are the same format, restored the same way. */
+static void
+test_budget(void)
+{
+    g_autofree char *err = NULL;
+    g_autoptr(JsonParser) p1 = json_parser_new();
+    g_autoptr(JsonParser) p2 = json_parser_new();
+    JsonObject *age;
+
+    if (skip_without_age()) {
+        return;
+    }
+    make_stream(5 * MiB + 3, 6);
+    g_assert_cmpint(sh(&err, "mkdir -p run && cat s | IOHELPER_RUNDIR=$W/run $H --direct "
+                       "--memory-budget=0 --stats=json --recipient=%s - img && "
+                       "age -d -i key.txt img | cmp - s", recipient), ==, 0);
+    age = json_object_get_object_member(json_object_get_object_member(
+        json_object_get_object_member(ioht_sh_last_json(err, p1), "memory"), "layers"), "age");
+    g_assert_true(json_object_get_boolean_member(age, "scaled"));
+    g_assert_cmpint(json_object_get_int_member(age, "got"), <, 512 * 1024);
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(sh(&err, "IOHELPER_RUNDIR=$W/run $H --memory-budget=0 --stats=json "
+                       "--identity=key.txt img - | cmp - s"), ==, 0);
+    age = json_object_get_object_member(json_object_get_object_member(
+        json_object_get_object_member(ioht_sh_last_json(err, p2), "memory"), "layers"), "age");
+    g_assert_true(json_object_get_boolean_member(age, "scaled"));
+}
+
 /* The image after --offset bytes that stay; --length on a restore is the stored length. */
 static void
 test_offset(void)
@@ -194,7 +232,7 @@ test_offset(void)
     if (skip_without_age()) {
         return;
     }
-    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 2 * MiB + 3, 3);
+    make_stream(2 * MiB + 3, 3);
     g_assert_cmpint(sh(NULL, "head -c 8192 /dev/zero | tr '\\0' H > img && "
                        "cat s | $H --offset=8192 --recipient=%s - img && "
                        "head -c 8192 img | cmp - <(head -c 8192 /dev/zero | tr '\\0' H) && "
@@ -220,7 +258,7 @@ test_nbd(void)
     if (!pid) {
         return;
     }
-    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 5 * MiB + 11, 4);
+    make_stream(5 * MiB + 11, 4);
     /* the stored length: the header and nonce, the stream, 81 chunks' tags */
     g_assert_cmpint(sh(NULL, "cat s | $H --threads=2 --recipient=%s - "
                        "'nbd+unix:///?socket=%s' && "
@@ -255,7 +293,7 @@ test_tamper(void)
     if (skip_without_age()) {
         return;
     }
-    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 4 * CHUNK + 1000, 7);
+    make_stream(4 * CHUNK + 1000, 7);
     g_assert_cmpint(sh(NULL, "cat s | $H --recipient=%s - img", recipient), ==, 0);
     hdr = file_size("img") - (4 * CT_CHUNK + 1016);     /* the header and the nonce */
     at1 = g_strdup_printf("chunk 1 at byte %zu of the image", hdr + CT_CHUNK);
@@ -303,7 +341,7 @@ test_identity(void)
         return;
     }
     g_free(keygen("other.txt"));
-    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 100000, 8);
+    make_stream(100000, 8);
     g_assert_cmpint(sh(NULL, "cat s | $H --recipient=%s - img", recipient), ==, 0);
     g_assert_cmpint(sh(&err, "$H --identity=other.txt img - | cat > out"), ==, 1);
     assert_one_line(err, "decrypt img: no identity matches the image's 1 X25519 recipient");
@@ -341,7 +379,7 @@ test_secrets(void)
     if (skip_without_age()) {
         return;
     }
-    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 8 * MiB, 11);
+    make_stream(8 * MiB, 11);
     g_assert_cmpint(sh(NULL, "cat s | $H --recipient=%s --record=rec --status-fd=3 - img "
                        "3> status", recipient), ==, 0);
     /* the consumer waits: the helper is alive, blocked on a full pipe, keys loaded */
@@ -384,7 +422,7 @@ test_usage(void)
     bad[6] = "printf '# none\\n' > empty && cat s | $H --recipients-file=empty - img";
     bad[7] = "printf 'ssh-ed25519 AAAA\\n' > ssh-r && cat s | $H --recipients-file=ssh-r - img";
     bad[8] = "cat s | $H --recipients-file=missing - img";
-    g_assert_true(g_file_set_contents(g_build_filename(workdir, "s", NULL), "x", 1, NULL));
+    make_stream(1, 1);
     g_assert_cmpint(sh(NULL, "cp s img"), ==, 0);
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autofree char *err = NULL;
@@ -444,6 +482,7 @@ main(int argc, char **argv)
     g_test_add_func("/encrypt/threads-1-2-4", test_threads);
     g_test_add_func("/encrypt/age-cli-images", test_age_cli_images);
     g_test_add_func("/encrypt/offset-length", test_offset);
+    g_test_add_func("/encrypt/memory-budget-floor", test_budget);
     g_test_add_func("/encrypt/nbd", test_nbd);
     g_test_add_func("/encrypt/tamper", test_tamper);
     g_test_add_func("/encrypt/identity", test_identity);

@@ -44,7 +44,9 @@ b64_decode(const char *text, gsize len, guint8 *out, gsize max, gsize *ret_len)
             return FALSE;
         }
     }
-    padded = g_strndup(text, len + 3);
+    /* @text is no C string (a line of the header): copied, then padded for GLib */
+    padded = g_malloc(len + 4);
+    memcpy(padded, text, len);
     memcpy(padded + len, "===", 3);
     padded[len + (4 - len % 4) % 4] = '\0';
     bytes = g_base64_decode(padded, &n);

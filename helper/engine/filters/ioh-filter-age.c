@@ -2,7 +2,8 @@
  * recipients (--recipient, --recipients-file); docs/encryption.md
  *
  * The header (ioh-age-header.c), a 16-byte nonce, then the STREAM of 64 KiB chunks
- * (ioh-age-stream.c). The stream is gathered in batches of 1 MiB; a full batch is sealed
+ * (ioh-age-stream.c). The stream is gathered in batches of 4 MiB (down to one chunk under
+ * a tight --memory-budget: the memory account's layer "age"); a full batch is sealed
  * only once a byte after it arrives (else it holds the last chunk, flagged so), and then
  * on the stream's threads while the calling thread hands the batch before it to the sink:
  * with two batches in turn, encryption runs beside the O_DIRECT writes instead of between
@@ -20,8 +21,7 @@
 #include "ioh-error.h"
 #include "ioh-secmem.h"
 
-#define BATCH (64 * IOH_AGE_CHUNK)
-#define BATCH_OUT (64 * IOH_AGE_CT_CHUNK)
+#define BATCH_CHUNKS 64            /* 4 MiB batches: the sink's writes (1 MiB: slower) */
 #define NONCE_LEN 16
 
 typedef struct {
@@ -39,6 +39,7 @@ typedef struct {
     guint recipients;
     IohMemAccount *memory;
     Slot slot[2];
+    gsize batch;             /* bytes a slot gathers: whole chunks, as the budget allows */
     guint cur;               /* the slot being filled */
     guint8 *carry;           /* aligned: what the last hand-on left (< align) */
     gsize carry_len;
@@ -137,7 +138,37 @@ age_emit_carry(Age *a, IohFilterOut *out, GError **error)
     return TRUE;
 }
 
-/* The buffers, once the sink's alignment is known, and the header into the carry. */
+/* A slot's output buffer for batches of @chunks at alignment @align. */
+static gsize
+age_out_size(guint64 chunks, gsize align)
+{
+    return (align + chunks * IOH_AGE_CT_CHUNK + align - 1) / align * align;
+}
+
+/* The filter's memory with batches of @chunks: two slots, the carry. */
+static guint64
+age_bytes(const Age *a, guint64 chunks)
+{
+    return 2 * (chunks * IOH_AGE_CHUNK + age_out_size(chunks, a->align)) + a->header->len +
+           a->align;
+}
+
+/* IohMemFitFunc: the largest batch within @bytes (one chunk at the floor). */
+static guint64
+age_fit(guint64 bytes, gpointer data)
+{
+    Age *a = data;
+    guint64 c = BATCH_CHUNKS;
+
+    while (c > 1 && age_bytes(a, c) > bytes) {
+        c--;
+    }
+    a->batch = c * IOH_AGE_CHUNK;
+    return age_bytes(a, c);
+}
+
+/* The buffers, once the sink's alignment is known (their size from the memory
+ * account), and the header into the carry. */
 static gboolean
 age_start(Age *a, IohFilterOut *out, GError **error)
 {
@@ -147,13 +178,14 @@ age_start(Age *a, IohFilterOut *out, GError **error)
         return TRUE;
     }
     a->align = MAX(out->align, 1);
-    out_size = (a->align + BATCH_OUT + a->align - 1) / a->align * a->align;
+    a->batch = BATCH_CHUNKS * IOH_AGE_CHUNK;
     if (a->memory) {
-        ioh_mem_claim(a->memory, "age", 2 * (BATCH + out_size) + a->header->len + a->align,
-                      2 * (BATCH + out_size) + a->header->len + a->align, 0, NULL, NULL);
+        ioh_mem_claim(a->memory, "age", age_bytes(a, 1), age_bytes(a, BATCH_CHUNKS), 0,
+                      age_fit, a);
     }
+    out_size = age_out_size(a->batch / IOH_AGE_CHUNK, a->align);
     for (int i = 0; i < 2; i++) {
-        a->slot[i].in = g_malloc(BATCH);
+        a->slot[i].in = g_malloc(a->batch);
         a->slot[i].out = aligned_alloc_or_die(a->align, out_size);
     }
     a->carry = aligned_alloc_or_die(a->align, a->header->len + a->align);
@@ -212,14 +244,14 @@ age_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
     }
     while (len > 0) {
         Slot *s = &a->slot[a->cur];
-        gsize n = MIN(BATCH - s->in_len, len);
+        gsize n = MIN(a->batch - s->in_len, len);
 
         memcpy(s->in + s->in_len, buf, n);
         s->in_len += n;
         buf += n;
         len -= n;
         /* a full batch with a byte after it holds no last chunk */
-        if (s->in_len == BATCH && len > 0 && !age_launch(a, FALSE, out, error)) {
+        if (s->in_len == a->batch && len > 0 && !age_launch(a, FALSE, out, error)) {
             return FALSE;
         }
     }

@@ -19,7 +19,7 @@
 #include "ioh-error.h"
 #include "ioh-secmem.h"
 
-#define BATCH_CHUNKS 32            /* chunks opened per call of the stream */
+#define BATCH_CHUNKS 32            /* chunks opened per call (fewer under a tight budget) */
 #define NONCE_LEN 16
 
 typedef struct {
@@ -33,6 +33,7 @@ typedef struct {
     guint recipients;
     guint8 *pending;               /* at most one chunk held back */
     gsize pending_len;
+    guint64 batch;                 /* chunks opened per call, as the budget allows */
     guint8 *out;                   /* the aligned output buffer */
     gsize out_size;
     gsize out_have;
@@ -74,7 +75,28 @@ unage_open(const IohCopyOptions *opts, GError **error)
     return u;
 }
 
-/* The output buffer, once the sink's alignment is known. */
+/* The output buffer for batches of @chunks. */
+static gsize
+unage_out_size(const Unage *u, guint64 chunks)
+{
+    return (u->align + chunks * IOH_AGE_CHUNK + u->align - 1) / u->align * u->align;
+}
+
+/* IohMemFitFunc: the largest batch within @bytes (one chunk at the floor). */
+static guint64
+unage_fit(guint64 bytes, gpointer data)
+{
+    Unage *u = data;
+
+    u->batch = BATCH_CHUNKS;
+    while (u->batch > 1 && unage_out_size(u, u->batch) + IOH_AGE_CT_CHUNK > bytes) {
+        u->batch--;
+    }
+    return unage_out_size(u, u->batch) + IOH_AGE_CT_CHUNK;
+}
+
+/* The output buffer, once the sink's alignment is known (its size from the memory
+ * account). */
 static void
 unage_out_alloc(Unage *u, const IohFilterOut *out)
 {
@@ -82,12 +104,12 @@ unage_out_alloc(Unage *u, const IohFilterOut *out)
         return;
     }
     u->align = MAX(out->align, 1);
-    u->out_size = (u->align + BATCH_CHUNKS * IOH_AGE_CHUNK + u->align - 1) / u->align *
-                  u->align;
+    u->batch = BATCH_CHUNKS;
     if (u->memory) {
-        ioh_mem_claim(u->memory, "age", u->out_size + IOH_AGE_CT_CHUNK,
-                      u->out_size + IOH_AGE_CT_CHUNK, 0, NULL, NULL);
+        ioh_mem_claim(u->memory, "age", unage_out_size(u, 1) + IOH_AGE_CT_CHUNK,
+                      unage_out_size(u, BATCH_CHUNKS) + IOH_AGE_CT_CHUNK, 0, unage_fit, u);
     }
+    u->out_size = unage_out_size(u, u->batch);
     if (posix_memalign((void **)&u->out, MAX(u->align, 64), u->out_size) != 0) {
         g_error("age: cannot allocate %" G_GSIZE_FORMAT " bytes", u->out_size);
     }
@@ -160,7 +182,7 @@ unage_payload(Unage *u, const guint8 *buf, gsize len, IohFilterOut *out, GError 
             }
             continue;
         }
-        k = MIN((len - 1) / IOH_AGE_CT_CHUNK, BATCH_CHUNKS);
+        k = MIN((len - 1) / IOH_AGE_CT_CHUNK, u->batch);
         if (!unage_process(u, buf, k * IOH_AGE_CT_CHUNK, FALSE, out, error)) {
             return FALSE;
         }

@@ -40,6 +40,12 @@ typedef struct {
     guint n_memory;         /* the layers that asked the memory account, in order: what
                              * each got and whether it was scaled down (ioh-mem-account.h) */
     IohMemLayer memory[IOH_MEM_LAYERS_MAX];
+    char nbd[256];          /* an NBD end: its connections and requests and why
+                             * (ioh-nbd-adapt.h: "1 connection, 8 requests each
+                             * (adaptive: ...)"), else "" */
+    guint nbd_connections;  /* ... at the end of the copy */
+    guint nbd_requests;     /* ... in flight per connection */
+    gboolean nbd_adaptive;  /* ... chosen by measuring (no --connections/--requests) */
 } IohStats;
 
 /* The checksum as 16 lower-case hex digits (newly allocated); NULL when none was computed. */

@@ -3,7 +3,7 @@
  * (the rate does not depend on the shape), one limited per connection (nbdkit's rate
  * filter), one whose queue pays up to a depth, one that more connections slow down; the
  * explicit options, a server without multi-conn, a connection that cannot be opened, and
- * the hysteresis once settled. */
+ * the hysteresis once settled, and the first window, a warm-up, not taken for a rate. */
 #include <glib.h>
 #include <string.h>
 
@@ -74,7 +74,8 @@ test_unthrottled(void)
 
     ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
     g_assert_false(ioh_nbd_adapt_is_fixed(&a));
-    g_assert_cmpuint(run(&a, flat, 3), ==, 3);   /* tries 16 requests, then 2 connections */
+    /* a warm-up window, then tries 16 requests, then 2 connections */
+    g_assert_cmpuint(run(&a, flat, 4), ==, 3);
     g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
     g_assert_cmpuint(a.cur.conns, ==, 1);
     g_assert_cmpuint(a.cur.reqs, ==, IOH_NBD_ADAPT_START_REQUESTS);
@@ -89,8 +90,9 @@ test_per_connection_limit(void)
     IohNbdAdapt a;
 
     ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
-    /* 1 window at the start, 1 for 16 requests, 3 doublings of the connections */
-    run(&a, per_conn, 5);
+    /* a warm-up, 1 window at the start, 1 for 16 requests, 3 doublings of connections,
+     * each paying in 2 windows */
+    run(&a, per_conn, 9);
     g_assert_cmpuint(a.cur.conns, ==, IOH_NBD_ADAPT_MAX_CONNECTIONS);
     g_assert_cmpuint(a.cur.reqs, ==, IOH_NBD_ADAPT_START_REQUESTS);
     g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
@@ -120,6 +122,35 @@ test_connections_cost(void)
     run(&a, conns_cost, 10);
     g_assert_cmpuint(a.cur.conns, ==, 1);
     assert_describes(&a, "2 connections -17 %: did not pay");
+}
+
+/* The first window runs at a burst (a limiter's full bucket): not the baseline. */
+static void
+test_warm_up(void)
+{
+    IohNbdAdapt a;
+
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    g_assert_false(ioh_nbd_adapt_window(&a, 1.9 * per_conn(a.cur)));
+    run(&a, per_conn, 8);
+    g_assert_cmpuint(a.cur.conns, ==, IOH_NBD_ADAPT_MAX_CONNECTIONS);
+}
+
+/* One window that pays by chance (a busy machine) is not enough: the next one at that
+ * shape must pay too. */
+static void
+test_confirmed(void)
+{
+    IohNbdAdapt a;
+
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    run(&a, flat, 3);                               /* warm-up, baseline, 16 requests */
+    g_assert_cmpuint(a.cur.conns, ==, 2);
+    g_assert_false(ioh_nbd_adapt_window(&a, 1.4 * flat(a.cur)));    /* by chance */
+    g_assert_true(ioh_nbd_adapt_window(&a, flat(a.cur)));
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
+    assert_describes(&a, "2 connections +20 %: did not pay");
 }
 
 static void
@@ -186,7 +217,7 @@ test_refused(void)
     IohNbdAdapt a;
 
     ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
-    run(&a, per_conn, 3);                       /* now asking 4 connections */
+    run(&a, per_conn, 5);                       /* now asking 4 connections */
     g_assert_cmpuint(a.cur.conns, ==, 4);
     ioh_nbd_adapt_refused(&a);
     g_assert_cmpuint(a.cur.conns, ==, 2);
@@ -211,7 +242,7 @@ test_hysteresis(void)
 
     slow_rate = 1000e6;
     ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
-    run(&a, flat, 3);
+    run(&a, flat, 4);
     g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
     for (guint i = 0; i + 1 < IOH_NBD_ADAPT_PATIENCE; i++) {
         g_assert_false(ioh_nbd_adapt_window(&a, 100e6));
@@ -235,6 +266,8 @@ main(int argc, char **argv)
     g_test_add_func("/nbd-adapt/per-connection-limit-grows", test_per_connection_limit);
     g_test_add_func("/nbd-adapt/queue-pays", test_queue_pays);
     g_test_add_func("/nbd-adapt/connections-cost-drop-back", test_connections_cost);
+    g_test_add_func("/nbd-adapt/warm-up", test_warm_up);
+    g_test_add_func("/nbd-adapt/one-lucky-window", test_confirmed);
     g_test_add_func("/nbd-adapt/fixed", test_fixed);
     g_test_add_func("/nbd-adapt/fixed-connections", test_fixed_connections);
     g_test_add_func("/nbd-adapt/fixed-requests", test_fixed_requests);

@@ -115,14 +115,28 @@ ioh_nbd_adapt_window(IohNbdAdapt *a, double rate)
 {
     IohNbdShape old = a->cur;
 
-    a->windows++;
+    /* the copy's first window is not a rate: the server's buffers fill at once, and a
+     * rate limiter starts with a full bucket (nbdkit's rate filter made one connection
+     * look 1.9x its limit, and every step after it a loss) */
+    if (a->windows++ == 0) {
+        return FALSE;
+    }
     if (a->phase == IOH_NBD_ADAPT_SETTLED) {
         settled_window(a, rate);
-    } else if (a->best_rate <= 0.0 || rate >= a->best_rate * (1.0 + IOH_NBD_ADAPT_GAIN)) {
-        a->best = a->cur;           /* the first window, or a step that paid */
+    } else if (a->best_rate <= 0.0) {
+        a->best = a->cur;           /* the baseline */
         a->best_rate = rate;
+    } else if (rate < a->best_rate * (1.0 + IOH_NBD_ADAPT_GAIN)) {
+        step_failed(a, (a->confirming ? (a->trial_rate + rate) / 2 : rate) / a->best_rate - 1.0);
+        a->confirming = FALSE;
+    } else if (!a->confirming) {
+        a->confirming = TRUE;       /* paid once: once more at the same shape */
+        a->trial_rate = rate;
+        return FALSE;
     } else {
-        step_failed(a, rate / a->best_rate - 1.0);
+        a->confirming = FALSE;      /* paid twice in a row: kept */
+        a->best = a->cur;
+        a->best_rate = (a->trial_rate + rate) / 2;
     }
     next_step(a);
     return old.conns != a->cur.conns || old.reqs != a->cur.reqs;

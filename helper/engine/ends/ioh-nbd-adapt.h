@@ -2,10 +2,13 @@
  * function of the throughput measured over windows of the copy (no I/O, no clock)
  *
  * A copy starts with one connection and a small queue (IOH_NBD_ADAPT_START_REQUESTS per
- * connection). Each window's rate is handed to ioh_nbd_adapt_window(): it doubles the
+ * connection). Each window's rate is handed to ioh_nbd_adapt_window() (the first one is
+ * only a warm-up, not a rate: the server's buffers and a limiter's burst): it doubles the
  * requests per connection while that pays, then the connections (only when the server
  * advertises multi-conn: max.conns > 1), and goes back to the best shape the first time a
- * step does not pay (a gain under IOH_NBD_ADAPT_GAIN). Settled, it climbs again from
+ * step does not pay (a gain under IOH_NBD_ADAPT_GAIN). A step is kept only when two
+ * windows in a row at it pay: on a busy machine one window of 150 ms can be 40 % off
+ * either way. Settled, it climbs again from
  * there only after the rate moved by IOH_NBD_ADAPT_MOVE or more for
  * IOH_NBD_ADAPT_PATIENCE windows in a row (hysteresis: one slow window, a machine's
  * hiccup, changes nothing). An explicit --connections or --requests fixes that
@@ -33,8 +36,8 @@ G_BEGIN_DECLS
 #define IOH_NBD_ADAPT_PATIENCE 4
 /* A window: at least this many bytes and this long (the rate of a shorter one is noise
  * on a busy machine). */
-#define IOH_NBD_ADAPT_WINDOW_BYTES (16 * 1024 * 1024)
-#define IOH_NBD_ADAPT_WINDOW_US (100 * 1000)
+#define IOH_NBD_ADAPT_WINDOW_BYTES (8 * 1024 * 1024)
+#define IOH_NBD_ADAPT_WINDOW_US (150 * 1000)
 
 typedef struct {
     guint conns;
@@ -63,6 +66,8 @@ typedef struct {
     IohNbdShape max;
     gboolean fixed_conns, fixed_reqs;
     IohNbdAdaptPhase phase;
+    gboolean confirming;      /* the step paid in one window: the next one must agree */
+    double trial_rate;        /* ... and that window's rate */
     guint off_windows;        /* settled: windows in a row away from best_rate */
     guint windows;            /* windows measured */
     guint climbs;             /* climbs started again after a move */

@@ -146,6 +146,9 @@ test_confirmed(void)
     ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
     run(&a, flat, 3);                               /* warm-up, baseline, 16 requests */
     g_assert_cmpuint(a.cur.conns, ==, 2);
+    assert_describes(&a, "2 connections, 8 requests each (adaptive: 16 requests +0 %: did "
+                     "not pay; more connections: not settled (a short copy); still trying "
+                     "this against 1 x 8)");
     g_assert_false(ioh_nbd_adapt_window(&a, 1.4 * flat(a.cur)));    /* by chance */
     g_assert_true(ioh_nbd_adapt_window(&a, flat(a.cur)));
     g_assert_cmpuint(a.cur.conns, ==, 1);

@@ -171,7 +171,7 @@ append_why(GString *t, IohNbdWhy why, const char *what, guint next, int pct)
         break;
     case IOH_NBD_WHY_UNTRIED:
     default:
-        g_string_append_printf(t, "more %ss not tried (a short copy)", what);
+        g_string_append_printf(t, "more %ss: not settled (a short copy)", what);
         break;
     }
 }
@@ -197,6 +197,11 @@ ioh_nbd_adapt_describe(const IohNbdAdapt *a)
             append_why(t, a->why_conns, "connection", MIN(a->best.conns * 2, a->max.conns),
                        a->gain_conns_pct);
         }
+    }
+    if (a->phase != IOH_NBD_ADAPT_SETTLED &&
+        (a->cur.conns != a->best.conns || a->cur.reqs != a->best.reqs)) {
+        g_string_append_printf(t, "; still trying this against %u x %u", a->best.conns,
+                               a->best.reqs);
     }
     g_string_append_c(t, ')');
     return g_string_free(t, FALSE);

@@ -13,7 +13,7 @@
  * several connections each socket takes more at once, so the issuing thread sends most of
  * each command itself: a save's pipe reads and most sends share one thread. It used less
  * than a core on 2 cores, where the producer, the helper and the server fill both together
- * (benchmarks/results/nbd.md, "Multi-conn"); with idle cores, issuing from the connection
+ * (docs/benchmarks.md, "Multi-conn"); with idle cores, issuing from the connection
  * threads would spread it. The figures: docs/benchmarks.md, "Engine A/Bs: NBD".
  */
 #include "ioh-nbd.h"

@@ -15,6 +15,10 @@ typedef double (*ServerRate)(IohNbdShape s);
 static const IohNbdShape start = { 1, IOH_NBD_ADAPT_START_REQUESTS };
 static const IohNbdShape most = { IOH_NBD_ADAPT_MAX_CONNECTIONS, IOH_NBD_ADAPT_MAX_REQUESTS };
 
+/* The share of each window the copy waited for the server: most of it, unless a test
+ * models a copy that the pipe or the CPU limits. */
+static double model_waited = 0.95;
+
 /* Runs @windows windows against @rate from @a's start; returns how many changed shape. */
 static guint
 run(IohNbdAdapt *a, ServerRate rate, guint windows)
@@ -22,7 +26,7 @@ run(IohNbdAdapt *a, ServerRate rate, guint windows)
     guint changes = 0;
 
     for (guint i = 0; i < windows; i++) {
-        changes += ioh_nbd_adapt_window(a, rate(a->cur));
+        changes += ioh_nbd_adapt_window(a, rate(a->cur), model_waited);
         g_assert_cmpuint(a->cur.conns, >=, 1);
         g_assert_cmpuint(a->cur.conns, <=, a->max.conns);
         g_assert_cmpuint(a->cur.reqs, >=, 1);
@@ -131,7 +135,7 @@ test_warm_up(void)
     IohNbdAdapt a;
 
     ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
-    g_assert_false(ioh_nbd_adapt_window(&a, 1.9 * per_conn(a.cur)));
+    g_assert_false(ioh_nbd_adapt_window(&a, 1.9 * per_conn(a.cur), 0.95));
     run(&a, per_conn, 8);
     g_assert_cmpuint(a.cur.conns, ==, IOH_NBD_ADAPT_MAX_CONNECTIONS);
 }
@@ -149,11 +153,28 @@ test_confirmed(void)
     assert_describes(&a, "2 connections, 8 requests each (adaptive: 16 requests +0 %: did "
                      "not pay; more connections: not settled (a short copy); still trying "
                      "this against 1 x 8)");
-    g_assert_false(ioh_nbd_adapt_window(&a, 1.4 * flat(a.cur)));    /* by chance */
-    g_assert_true(ioh_nbd_adapt_window(&a, flat(a.cur)));
+    g_assert_false(ioh_nbd_adapt_window(&a, 1.4 * flat(a.cur), 0.95));    /* by chance */
+    g_assert_true(ioh_nbd_adapt_window(&a, flat(a.cur), 0.95));
     g_assert_cmpuint(a.cur.conns, ==, 1);
     g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
     assert_describes(&a, "2 connections +20 %: did not pay");
+}
+
+/* A copy that waited little for the server (the pipe or the CPU limits: a save to a
+ * local unthrottled server) tries no connection, though the model would pay for them. */
+static void
+test_not_waiting(void)
+{
+    IohNbdAdapt a;
+
+    model_waited = 0.6;
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    g_assert_cmpuint(run(&a, per_conn, 10), ==, 2);    /* 16 requests, and back */
+    model_waited = 0.95;
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
+    assert_describes(&a, "more connections not tried: the copy waited for the server 60 % "
+                     "of the time, the pipe or the CPU limits");
 }
 
 static void
@@ -248,11 +269,11 @@ test_hysteresis(void)
     run(&a, flat, 4);
     g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
     for (guint i = 0; i + 1 < IOH_NBD_ADAPT_PATIENCE; i++) {
-        g_assert_false(ioh_nbd_adapt_window(&a, 100e6));
+        g_assert_false(ioh_nbd_adapt_window(&a, 100e6, 0.95));
     }
-    g_assert_false(ioh_nbd_adapt_window(&a, 1000e6));      /* back: the count restarts */
+    g_assert_false(ioh_nbd_adapt_window(&a, 1000e6, 0.95));      /* back: the count restarts */
     for (guint i = 0; i + 1 < IOH_NBD_ADAPT_PATIENCE; i++) {
-        g_assert_false(ioh_nbd_adapt_window(&a, 100e6));
+        g_assert_false(ioh_nbd_adapt_window(&a, 100e6, 0.95));
     }
     g_assert_cmpuint(a.cur.conns, ==, 1);
     slow_rate = 100e6;
@@ -271,6 +292,7 @@ main(int argc, char **argv)
     g_test_add_func("/nbd-adapt/connections-cost-drop-back", test_connections_cost);
     g_test_add_func("/nbd-adapt/warm-up", test_warm_up);
     g_test_add_func("/nbd-adapt/one-lucky-window", test_confirmed);
+    g_test_add_func("/nbd-adapt/not-waiting-for-the-server", test_not_waiting);
     g_test_add_func("/nbd-adapt/fixed", test_fixed);
     g_test_add_func("/nbd-adapt/fixed-connections", test_fixed_connections);
     g_test_add_func("/nbd-adapt/fixed-requests", test_fixed_requests);

@@ -64,6 +64,13 @@ next_step(IohNbdAdapt *a)
         a->why_conns = a->fixed_conns ? a->why_conns : IOH_NBD_WHY_MOST;
         a->phase = IOH_NBD_ADAPT_SETTLED;
     }
+    if (a->phase == IOH_NBD_ADAPT_CONNS && a->best.conns == 1 &&
+        a->waited < IOH_NBD_ADAPT_WAITED_MIN) {
+        /* not waiting for the server: not even a second connection is tried (once
+         * connections paid, the climb goes on as the waits shrink with them) */
+        a->why_conns = IOH_NBD_WHY_BUSY;
+        a->phase = IOH_NBD_ADAPT_SETTLED;
+    }
     a->cur = a->best;
     if (a->phase == IOH_NBD_ADAPT_REQS) {
         a->cur.reqs = MIN(a->best.reqs * 2, a->max.reqs);
@@ -111,10 +118,11 @@ settled_window(IohNbdAdapt *a, double rate)
 }
 
 gboolean
-ioh_nbd_adapt_window(IohNbdAdapt *a, double rate)
+ioh_nbd_adapt_window(IohNbdAdapt *a, double rate, double waited)
 {
     IohNbdShape old = a->cur;
 
+    a->waited = waited;
     /* the copy's first window is not a rate: the server's buffers fill at once, and a
      * rate limiter starts with a full bucket (nbdkit's rate filter made one connection
      * look 1.9x its limit, and every step after it a loss) */
@@ -169,6 +177,10 @@ append_why(GString *t, IohNbdWhy why, const char *what, guint next, int pct)
     case IOH_NBD_WHY_FAILED:
         g_string_append_printf(t, "a further %s failed to open", what);
         break;
+    case IOH_NBD_WHY_BUSY:
+        g_string_append_printf(t, "more %ss not tried: the copy waited for the server %d %% "
+                               "of the time, the pipe or the CPU limits", what, pct);
+        break;
     case IOH_NBD_WHY_UNTRIED:
     default:
         g_string_append_printf(t, "more %ss: not settled (a short copy)", what);
@@ -195,7 +207,8 @@ ioh_nbd_adapt_describe(const IohNbdAdapt *a)
             g_string_append(t, "one connection: the server does not advertise multi-conn");
         } else {
             append_why(t, a->why_conns, "connection", MIN(a->best.conns * 2, a->max.conns),
-                       a->gain_conns_pct);
+                       a->why_conns == IOH_NBD_WHY_BUSY ? (int)(a->waited * 100 + 0.5)
+                                                        : a->gain_conns_pct);
         }
     }
     if (a->phase != IOH_NBD_ADAPT_SETTLED &&

@@ -32,6 +32,11 @@ G_BEGIN_DECLS
 #define IOH_NBD_ADAPT_GAIN 0.10
 /* Settled: a rate this far from the best (a fraction, either way), ... */
 #define IOH_NBD_ADAPT_MOVE 0.50
+/* More connections are tried only when the copy's thread waited for the server this
+ * much of the window (a fraction): else the pipe or the CPU is what limits, and a
+ * connection more only costs (nbdkit file and memory saves on a unix socket waited
+ * 24-64 %, a save to a server limiting each connection 91-99 %). */
+#define IOH_NBD_ADAPT_WAITED_MIN 0.75
 /* ... this many windows in a row, starts a new climb from the current shape. */
 #define IOH_NBD_ADAPT_PATIENCE 4
 /* A window: at least this many bytes and this long (the rate of a shorter one is noise
@@ -57,6 +62,7 @@ typedef enum {
     IOH_NBD_WHY_MOST,         /* at the most (max) */
     IOH_NBD_WHY_NO_GAIN,      /* the next step did not pay: gain_pct */
     IOH_NBD_WHY_FAILED,       /* a further connection could not be opened */
+    IOH_NBD_WHY_BUSY,         /* the copy did not wait for the server: waited_pct */
 } IohNbdWhy;
 
 typedef struct {
@@ -73,14 +79,16 @@ typedef struct {
     guint climbs;             /* climbs started again after a move */
     IohNbdWhy why_reqs, why_conns;
     int gain_reqs_pct, gain_conns_pct;   /* the last step that did not pay, in % */
+    double waited;            /* the last window's share of time waiting for the server */
 } IohNbdAdapt;
 
 /* Starts at @start (an explicit dimension: start == max, fixed), climbing to @max. */
 void ioh_nbd_adapt_init(IohNbdAdapt *a, IohNbdShape start, IohNbdShape max,
                         gboolean fixed_conns, gboolean fixed_reqs);
 
-/* A window ran at a->cur at @rate (bytes/s). TRUE when a->cur changed. */
-gboolean ioh_nbd_adapt_window(IohNbdAdapt *a, double rate);
+/* A window ran at a->cur at @rate (bytes/s), the copy's thread waiting for the server
+ * @waited of it (0 to 1). TRUE when a->cur changed. */
+gboolean ioh_nbd_adapt_window(IohNbdAdapt *a, double rate, double waited);
 
 /* The caller could not reach a->cur (a further connection failed to open): back to the
  * best shape, settled; no more connections are tried. */

@@ -77,6 +77,7 @@ struct _IohNbd {
     guint warmup;             /* commands to issue before the next window starts */
     guint64 win_bytes;        /* bytes issued in this window */
     gint64 win_start;
+    gint64 win_waited;        /* ... and how long the copy's thread waited for commands */
     IohStats *stats;          /* the copy's: what the shape is, and why */
     gsize req_size;
     guint64 size;
@@ -658,8 +659,13 @@ wait_req(IohNbd *n, guint i, GError **error)
 
     g_mutex_lock(&n->lock);
     r->waited = TRUE;
-    while (!r->done && !k->failed) {
-        g_cond_wait(&n->cond, &n->lock);
+    if (!r->done && !k->failed) {
+        gint64 t0 = g_get_monotonic_time();
+
+        while (!r->done && !k->failed) {
+            g_cond_wait(&n->cond, &n->lock);
+        }
+        n->win_waited += g_get_monotonic_time() - t0;
     }
     r->waited = FALSE;
     r->busy = FALSE;
@@ -894,7 +900,7 @@ static gboolean
 adapt_issued(IohNbd *n, gsize len, GError **error)
 {
     gint64 now;
-    double rate;
+    double rate, waited;
 
     if (ioh_nbd_adapt_is_fixed(&n->adapt)) {
         return TRUE;
@@ -903,6 +909,7 @@ adapt_issued(IohNbd *n, gsize len, GError **error)
         if (--n->warmup == 0) {
             n->win_start = g_get_monotonic_time();
             n->win_bytes = 0;
+            n->win_waited = 0;
         }
         return TRUE;
     }
@@ -912,11 +919,14 @@ adapt_issued(IohNbd *n, gsize len, GError **error)
         return TRUE;
     }
     rate = (double)n->win_bytes * G_USEC_PER_SEC / (double)(now - n->win_start);
-    g_debug("%s: window of %u connection%s x %u requests: %.1f MiB/s", n->end->name,
-            n->nconns, n->nconns == 1 ? "" : "s", n->adapt.cur.reqs, rate / (1 << 20));
+    waited = (double)n->win_waited / (double)(now - n->win_start);
+    g_debug("%s: window of %u connection%s x %u requests: %.1f MiB/s, waited %.0f %%",
+            n->end->name, n->nconns, n->nconns == 1 ? "" : "s", n->adapt.cur.reqs,
+            rate / (1 << 20), 100.0 * waited);
     n->win_bytes = 0;
     n->win_start = now;
-    return !ioh_nbd_adapt_window(&n->adapt, rate) || apply_shape(n, error);
+    n->win_waited = 0;
+    return !ioh_nbd_adapt_window(&n->adapt, rate, waited) || apply_shape(n, error);
 }
 
 gboolean

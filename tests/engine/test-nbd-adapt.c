@@ -175,6 +175,18 @@ test_not_waiting(void)
     g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
     assert_describes(&a, "more connections not tried: the copy waited for the server 60 % "
                      "of the time, the pipe or the CPU limits");
+    /* a restore waits more: its own bar */
+    model_waited = 0.92;
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    a.waited_min = IOH_NBD_ADAPT_WAITED_MIN_READ;
+    run(&a, per_conn, 10);
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    model_waited = 0.99;
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    a.waited_min = IOH_NBD_ADAPT_WAITED_MIN_READ;
+    run(&a, per_conn, 10);
+    model_waited = 0.95;
+    g_assert_cmpuint(a.cur.conns, ==, IOH_NBD_ADAPT_MAX_CONNECTIONS);
 }
 
 static void

@@ -37,7 +37,8 @@ ioh_nbd_adapt_init(IohNbdAdapt *a, IohNbdShape start, IohNbdShape max,
 {
     *a = (IohNbdAdapt){ .cur = start, .best = start, .max = max,
                         .fixed_conns = fixed_conns || max.conns <= start.conns,
-                        .fixed_reqs = fixed_reqs || max.reqs <= start.reqs };
+                        .fixed_reqs = fixed_reqs || max.reqs <= start.reqs,
+                        .waited_min = IOH_NBD_ADAPT_WAITED_MIN };
     a->why_reqs = fixed_reqs ? IOH_NBD_WHY_FIXED
                 : a->fixed_reqs ? IOH_NBD_WHY_MOST : IOH_NBD_WHY_UNTRIED;
     a->why_conns = fixed_conns ? IOH_NBD_WHY_FIXED
@@ -65,7 +66,7 @@ next_step(IohNbdAdapt *a)
         a->phase = IOH_NBD_ADAPT_SETTLED;
     }
     if (a->phase == IOH_NBD_ADAPT_CONNS && a->best.conns == 1 &&
-        a->waited < IOH_NBD_ADAPT_WAITED_MIN) {
+        a->waited < a->waited_min) {
         /* not waiting for the server: not even a second connection is tried (once
          * connections paid, the climb goes on as the waits shrink with them) */
         a->why_conns = IOH_NBD_WHY_BUSY;

@@ -8,7 +8,8 @@
  * advertises multi-conn: max.conns > 1), and goes back to the best shape the first time a
  * step does not pay (a gain under IOH_NBD_ADAPT_GAIN). A step is kept only when two
  * windows in a row at it pay: on a busy machine one window of 150 ms can be 40 % off
- * either way. Settled, it climbs again from
+ * either way. A second connection is tried only when the copy waited for the server
+ * (IOH_NBD_ADAPT_WAITED_MIN). Settled, it climbs again from
  * there only after the rate moved by IOH_NBD_ADAPT_MOVE or more for
  * IOH_NBD_ADAPT_PATIENCE windows in a row (hysteresis: one slow window, a machine's
  * hiccup, changes nothing). An explicit --connections or --requests fixes that
@@ -21,8 +22,8 @@
 G_BEGIN_DECLS
 
 /* Requests per connection at the start, and at most while adapting (a request size of
- * 256 KiB: 2 MiB and 4 MiB per connection). benchmarks/results/nbd.md: on an
- * unthrottled local server 8 and 16 are within the noise of each other. */
+ * 256 KiB: 2 MiB and 4 MiB per connection). On an unthrottled local server 8 and 16 are
+ * within the noise of each other (benchmarks/results/nbd.md, the requests sweep). */
 #define IOH_NBD_ADAPT_START_REQUESTS 8
 #define IOH_NBD_ADAPT_MAX_REQUESTS 16
 /* Connections at most while adapting (multi-conn servers only): a server that limits
@@ -37,6 +38,9 @@ G_BEGIN_DECLS
  * connection more only costs (nbdkit file and memory saves on a unix socket waited
  * 24-64 %, a save to a server limiting each connection 91-99 %). */
 #define IOH_NBD_ADAPT_WAITED_MIN 0.75
+/* ... and on a restore, whose thread waits for the oldest read even from an unthrottled
+ * local server (91-92 % there, 98-100 % limited per connection). */
+#define IOH_NBD_ADAPT_WAITED_MIN_READ 0.95
 /* ... this many windows in a row, starts a new climb from the current shape. */
 #define IOH_NBD_ADAPT_PATIENCE 4
 /* A window: at least this many bytes and this long (the rate of a shorter one is noise
@@ -80,9 +84,11 @@ typedef struct {
     IohNbdWhy why_reqs, why_conns;
     int gain_reqs_pct, gain_conns_pct;   /* the last step that did not pay, in % */
     double waited;            /* the last window's share of time waiting for the server */
+    double waited_min;        /* IOH_NBD_ADAPT_WAITED_MIN, or _READ on a restore */
 } IohNbdAdapt;
 
-/* Starts at @start (an explicit dimension: start == max, fixed), climbing to @max. */
+/* Starts at @start (an explicit dimension: start == max, fixed), climbing to @max.
+ * a->waited_min is IOH_NBD_ADAPT_WAITED_MIN: a restore sets it to _READ. */
 void ioh_nbd_adapt_init(IohNbdAdapt *a, IohNbdShape start, IohNbdShape max,
                         gboolean fixed_conns, gboolean fixed_reqs);
 

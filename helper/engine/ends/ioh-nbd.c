@@ -510,6 +510,9 @@ start_shape(IohNbd *n, const IohCopyOptions *o, guint per_conn)
 
     ioh_nbd_adapt_init(&n->adapt, start, max, o->nbd_connections != 0,
                        o->nbd_requests != 0);
+    if (!n->for_write) {
+        n->adapt.waited_min = IOH_NBD_ADAPT_WAITED_MIN_READ;
+    }
     n->limit = start.conns * start.reqs;
     n->warmup = n->limit;
 }

@@ -34,6 +34,9 @@ def pair(group, a, b, save=None, restore=None):
 C4, C1 = "ours connections=4", "ours connections=1"
 PERCONN = (0, "a limit per connection")
 RATIOS = [
+    *pair("file", "ours", "ours-conn1", (0.97, ""), (0.97, "")),
+    *pair("memory", "ours", "ours-conn1", (0.97, ""), (0.97, "")),
+    *pair("perconn", "ours", C1, (4.0, ""), (4.0, "")),
     *pair("file", "ours", "nbdcopy", save=(1.3, "")),
     *pair("file", "ours", "ours-fadvise-local", save=(0.9, "")),
     *pair("file", "ours", "nbdcopy", restore=(1.0, "")),
@@ -41,7 +44,6 @@ RATIOS = [
     *pair("qemu", "ours", "nbdcopy", (0, "qemu-nbd"), (1.0, "")),
     *pair("sweep", C4, C1, (1.2, ""), (0, "multi-conn")),
     *pair("perconn", C4, C1, PERCONN, PERCONN),
-    *pair("file", "ours", "ours-conn1", save=(0, "4 vs 1 connection, disk-bound")),
     *pair("sweep", "ours requests=16", "ours requests=1", (0, "overlap"), (0, "overlap")),
     *pair("sweep", "ours request-size=256K", "ours request-size=4M", (0, "request size"),
           (0, "request size")),

@@ -114,7 +114,9 @@ ioh_stats_format_text(const IohStats *stats)
     g_autofree char *ec = encryption_text(stats);
     g_autofree char *ur = stats->io_uring[0] ? g_strdup_printf(", io_uring %s", stats->io_uring)
                                              : g_strdup("");
-    g_autofree char *z = g_strconcat(zc, ec, mem, ur, NULL);
+    g_autofree char *nbd = stats->nbd[0] ? g_strdup_printf(", nbd: %s", stats->nbd)
+                                         : g_strdup("");
+    g_autofree char *z = g_strconcat(zc, ec, nbd, mem, ur, NULL);
     g_autofree char *sum = hex ? g_strdup_printf(", %s %s%s", stats->checksum_algorithm, hex,
                                                  z)
                                : g_strdup(z);
@@ -200,6 +202,21 @@ add_memory(JsonBuilder *b, const IohStats *stats)
     json_builder_end_object(b);
 }
 
+/* "nbd": {"connections": N, "requests": N, "adaptive": B, "why": "..."} */
+static void
+add_nbd(JsonBuilder *b, const IohStats *stats)
+{
+    json_builder_set_member_name(b, "nbd");
+    json_builder_begin_object(b);
+    add_uint(b, "connections", stats->nbd_connections);
+    add_uint(b, "requests", stats->nbd_requests);
+    json_builder_set_member_name(b, "adaptive");
+    json_builder_add_boolean_value(b, stats->nbd_adaptive);
+    json_builder_set_member_name(b, "why");
+    json_builder_add_string_value(b, stats->nbd);
+    json_builder_end_object(b);
+}
+
 char *
 ioh_stats_format_json(const IohStats *stats)
 {
@@ -250,6 +267,9 @@ ioh_stats_format_json(const IohStats *stats)
     }
     if (stats->n_memory > 0) {
         add_memory(b, stats);
+    }
+    if (stats->nbd[0]) {
+        add_nbd(b, stats);
     }
     json_builder_end_object(b);
 

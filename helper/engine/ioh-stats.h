@@ -47,6 +47,12 @@ typedef struct {
     IohMemLayer memory[IOH_MEM_LAYERS_MAX];
     char io_uring[80];      /* a --direct save from a pipe: "used..." or why not (a
                              * refusal of the kernel, IOHELPER_IO_URING=off); else "" */
+    char nbd[256];          /* an NBD end: its connections and requests and why
+                             * (ioh-nbd-adapt.h: "1 connection, 8 requests each
+                             * (adaptive: ...)"), else "" */
+    guint nbd_connections;  /* ... at the end of the copy */
+    guint nbd_requests;     /* ... in flight per connection */
+    gboolean nbd_adaptive;  /* ... chosen by measuring (no --connections/--requests) */
 } IohStats;
 
 /* The checksum as 16 lower-case hex digits (newly allocated); NULL when none was computed. */

@@ -89,12 +89,14 @@ free_port() {
 
 unix_uri() { echo "nbd+unix:///?socket=$work/$1.sock"; }
 
-# roundtrip URI SIZE [OFFSET]: save SIZE random bytes, restore them, compare. The stream
-# side is a pipe, as from a hypervisor (a regular file there would take --offset too).
+# roundtrip URI SIZE [OFFSET [OPTION...]]: save SIZE random bytes, restore them, compare.
+# The stream side is a pipe, as from a hypervisor (a regular file there would take
+# --offset too).
 roundtrip() {
     local uri=$1 size=$2 off=${3:-}
     local opt=()
     [ -n "$off" ] && opt=(--offset="$off")
+    [ $# -gt 3 ] && opt+=("${@:4}")
     head -c "$size" /dev/urandom >"$work/in"
     cat "$work/in" | "$IOH" "${opt[@]}" - "$uri" 2>"$work/err" ||
         { diag "$work/err"; return 1; }
@@ -131,7 +133,7 @@ max_in_flight() {
 
 # conns_with LOG CMD: how many connections carried CMD commands
 conns_with() {
-    grep " $2 id=" "$1" | sed -n 's/.* connection=\([0-9]*\) .*/\1/p' | sort -u | wc -l
+    grep -a " $2 id=" "$1" | sed -n 's/.* connection=\([0-9]*\) .*/\1/p' | sort -u | wc -l
 }
 
 # compressed URI: a stream of random and zero parts saved with --compress=zstd (a
@@ -216,16 +218,71 @@ test_qemu_nbd() {
     stop q
 }
 
+# nbd_json FILE KEY: the "nbd" member's KEY in the --stats=json line of FILE
+nbd_json() {
+    python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): print(json.loads(l)["nbd"][sys.argv[2]])' "$1" "$2"
+}
+
+# disconnected_before_end LOG: a connection other than the first was closed while the
+# first still wrote (a step that did not pay, undone during the copy)
+disconnected_before_end() {
+    awk '/ connection=[2-9][0-9]* Disconnect/ && !d { d = NR }
+         / connection=1 Write id=/ { last = NR }
+         END { exit !(d && last > d) }' "$1"
+}
+
+# Without --connections/--requests the shape is measured (ioh-nbd-adapt.h): the rate
+# filter makes the verdicts certain on any machine, since it, not the CPU, sets the rate.
+# Limited per connection (25 MB/s each), more connections pay twice over per doubling:
+# the save and the restore grow to several; limited in total (50 MB/s), neither more
+# requests nor more connections pay: one connection, the second one tried and closed.
+test_adaptive() {
+    local f=$work/ad
+    head -c $((96 << 20)) /dev/urandom >"$f.in"
+    start_nbdkit adc --filter=log --filter=rate memory 128M connection-rate=200M \
+        burstiness=0.1 logfile="$f.log" || return
+    "$IOH" --stats=json - "$(unix_uri adc)" <"$f.in" 2>"$f.err"
+    check "adaptive, a per-connection limit: the save grows to 4 connections or more" \
+        [ "$(nbd_json "$f.err" connections)" -ge 4 -a "$(nbd_json "$f.err" adaptive)" = True ]
+    check "log: its writes spread over 4 connections or more" \
+        [ "$(conns_with "$f.log" Write)" -ge 4 ]
+    : >"$f.log"
+    "$IOH" --stats=json --length=96M "$(unix_uri adc)" - 2>"$f.err" | cmp -s - "$f.in"
+    check "adaptive, a per-connection limit: the restore byte-exact, read ahead over 4 \
+connections or more" [ "${PIPESTATUS[1]}" = 0 -a "$(conns_with "$f.log" Read)" -ge 4 ]
+    diag "$f.err"
+    stop adc
+    start_nbdkit adt --filter=log --filter=rate memory 128M rate=400M burstiness=0.1 \
+        logfile="$f.log2" || return
+    head -c 64M "$f.in" | "$IOH" --stats=json - "$(unix_uri adt)" 2>"$f.err"
+    check "adaptive, a limit in total: the save ends on 1 connection, saying why" \
+        bash -c "[ '$(nbd_json "$f.err" connections)' = 1 ] &&
+                 grep -q '2 connections .*did not pay' '$f.err'"
+    check "log: the second connection was tried, and closed while the save went on" \
+        disconnected_before_end "$f.log2"
+    diag "$f.err"
+    "$IOH" --length=64M "$(unix_uri adt)" - | cmp -s - <(head -c 64M "$f.in")
+    check "adaptive, a limit in total: the restore byte-exact" [ "${PIPESTATUS[1]}" = 0 ]
+    stop adt
+    start_nbdkit adm memory 128M || return
+    check "adaptive, unthrottled: round trip of 96 MiB + 1" \
+        roundtrip "$(unix_uri adm)" $(((96 << 20) + 1))
+    stop adm
+}
+
 # Request sizes, connections and flushes, from nbdkit's stats and log filters.
 test_stats() {
     local f=$work/st
     start_nbdkit st --filter=log --filter=stats memory 64M statsfile="$f.stats" \
         logfile="$f.log" || return
-    head -c $((4 << 20)) /dev/urandom | "$IOH" - "$(unix_uri st)"
+    head -c $((4 << 20)) /dev/urandom | "$IOH" --connections=4 - "$(unix_uri st)"
     stop st
     check "stats: a 4 MiB save is 16 writes of 256 KiB" \
         [ "$(stat_ops "$f.stats" write)" = 16 -a "$(grep -c '18 bits: 100.0%' "$f.stats")" -ge 1 ]
-    check "stats: multi-conn server: 4 connections" [ "$(grep -c ' Connect ' "$f.log")" = 4 ]
+    check "stats: multi-conn server, --connections=4: 4 connections" \
+        [ "$(grep -c ' Connect ' "$f.log")" = 4 ]
     check "log: the writes spread over the 4 connections" [ "$(conns_with "$f.log" Write)" = 4 ]
     check "stats: multi-conn server: one flush" [ "$(stat_ops "$f.stats" flush)" = 1 ]
 
@@ -272,6 +329,17 @@ test_in_flight() {
     check "log: a restore reads ahead, 4 reads in flight, delivered in order" \
         [ "${PIPESTATUS[1]}" = 0 -a "$(max_in_flight "$f.log" Read)" = 4 ]
     stop fl
+    start_nbdkit fl2 --filter=log --filter=delay memory 64M delay-write=20ms \
+        logfile="$f.log2" || return
+    "$IOH" --stats=json --connections=2 --requests=3 - "$(unix_uri fl2)" <"$f.in" \
+        2>"$f.err"
+    check "log: --connections=2 --requests=3 obeyed: 2 connections, 6 writes in flight" \
+        [ "$(grep -c ' Connect ' "$f.log2")" = 2 -a "$(max_in_flight "$f.log2" Write)" = 6 \
+          -a "$(conns_with "$f.log2" Write)" = 2 ]
+    check "--stats: the shape as given, not adaptive" \
+        bash -c "[ '$(nbd_json "$f.err" adaptive)' = False ] &&
+                 grep -q 'requests each (as given)' '$f.err'"
+    stop fl2
 }
 
 # save_fails NAME OP PWRITE FLUSH DESC: a save to nbdkit's eval plugin whose pwrite and
@@ -400,8 +468,8 @@ test_killed() {
     port=$(free_port)
     start_nbdkit_tcp kill3 "$port" "${log[@]}" memory 64M logfile="$work/kill3.log" || return
     killed_during kill3 write ' Write id=' "server killed mid-save, TCP, 4 connections" \
-        '{ head -c 4M /dev/urandom; sleep 2; head -c 4M /dev/urandom; } | "$IOH" - "$uri"' \
-        "nbd://127.0.0.1:$port/"
+        '{ head -c 4M /dev/urandom; sleep 2; head -c 4M /dev/urandom; } |
+         "$IOH" --connections=4 - "$uri"' "nbd://127.0.0.1:$port/"
     # killed once the write-behind flush (at 32 MiB, 3 s long) has begun, the stream not
     # yet at its end
     start_nbdkit kill4 "${log[@]}" "${flushing[@]}" get_size="echo $((96 << 20))" \
@@ -435,7 +503,7 @@ test_tls() {
     start_nbdkit tls --tls=require --tls-psk="$work/psk" memory 32M || return
     check "TLS (PSK): round trip of 3 MiB + 1 over 4 connections" \
         roundtrip "nbds+unix://alice@/?socket=$work/tls.sock&tls-psk-file=$work/psk" \
-        $(((3 << 20) + 1))
+        $(((3 << 20) + 1)) 0 --connections=4
     check "TLS with a wrong key: exit 1, the line names the URI without the key file" \
         fails 1 "^iohelper: connect nbds\+unix:///\?socket=.*tls.sock: " \
         "$IOH" - "nbds+unix://alice@/?tls-psk-file=$work/wrongpsk&socket=$work/tls.sock" \
@@ -677,6 +745,7 @@ test_memory_tcp
 test_file_plugin
 test_qemu_nbd
 test_stats
+test_adaptive
 test_errors
 test_no_flush
 test_min_block

@@ -13,11 +13,13 @@
  * several connections each socket takes more at once, so the issuing thread sends most of
  * each command itself: a save's pipe reads and most sends share one thread. It used less
  * than a core on 2 cores, where the producer, the helper and the server fill both together
- * (benchmarks/results/nbd.md, "Multi-conn"); with idle cores, issuing from the connection
+ * (docs/benchmarks.md, "Multi-conn"); with idle cores, issuing from the connection
  * threads would spread it. The figures: docs/benchmarks.md, "Engine A/Bs: NBD".
  */
 #include "ioh-nbd.h"
+#include "ioh-nbd-adapt.h"
 #include "ioh-error.h"
+#include "ioh-stats.h"
 
 #include <errno.h>
 #include <libnbd.h>
@@ -41,6 +43,7 @@ typedef struct {
 
 typedef struct {
     IohNbd *n;
+    Conn *k;                  /* the connection its command went on */
     char *buf;
     gsize len;
     gboolean busy;            /* issued, not yet taken back */
@@ -50,16 +53,32 @@ typedef struct {
     int err;                  /* the command's errno (under n->lock) */
 } Req;
 
+/* No request (IohNbd.handed, .taken). */
+#define NO_REQ G_MAXUINT
+
 struct _IohNbd {
     const IohEnd *end;
-    Conn *conns;
+    Conn *conns;              /* conns_max of them, the first nconns in use */
     guint nconns;
+    guint conns_max;
+    guint rr;                 /* the next command's connection: rr % nconns */
     Req *reqs;
-    guint nreqs;
-    guint head;               /* oldest request issued */
-    guint tail;               /* next request to hand out */
+    guint nreqs;              /* the pool: the most the shape may use */
+    guint limit;              /* commands in flight at most (the shape's) */
+    guint *fifo;              /* requests in flight, oldest first (a ring of nreqs) */
+    guint fifo_head;
     guint in_flight;
-    gboolean handed;          /* ioh_nbd_next() handed out reqs[tail] */
+    guint *free;              /* requests neither in flight nor lent: a stack, so that a
+                               * small shape reuses the same few buffers */
+    guint nfree;
+    guint handed;             /* ioh_nbd_next() lent it, not yet issued (NO_REQ) */
+    guint taken;              /* ioh_nbd_take() lent it until the next call (NO_REQ) */
+    IohNbdAdapt adapt;        /* the shape and why (ioh-nbd-adapt.h) */
+    guint warmup;             /* commands to issue before the next window starts */
+    guint64 win_bytes;        /* bytes issued in this window */
+    gint64 win_start;
+    gint64 win_waited;        /* ... and how long the copy's thread waited for commands */
+    IohStats *stats;          /* the copy's: what the shape is, and why */
     gsize req_size;
     guint64 size;
     gboolean for_write;       /* a save: "write" names the operation of its errors */
@@ -252,7 +271,7 @@ req_done(void *user_data, int *error)
 /* Opens one connection to end->uri: the handshake bounded by --stall-timeout (else
  * IOH_NBD_CONNECT_TIMEOUT_S) and ended by the copy's cancellation. */
 static struct nbd_handle *
-conn_open(const IohNbd *n, const IohCopyOptions *o, GError **error)
+conn_open(const IohNbd *n, GError **error)
 {
     struct nbd_handle *h = nbd_create();
 
@@ -268,14 +287,15 @@ conn_open(const IohNbd *n, const IohCopyOptions *o, GError **error)
         nbd_close(h);
         return NULL;
     }
-    if (!ioh_nbd_connect_uri(h, n->end->uri, n->stall_ms / 1000, o->cancellable, error)) {
+    if (!ioh_nbd_connect_uri(h, n->end->uri, n->stall_ms / 1000, n->cancellable, error)) {
         nbd_close(h);
         return NULL;
     }
     return h;
 }
 
-/* How many connections: --connections, else several with multi-conn, else one. */
+/* The most connections: --connections, else several with multi-conn (adaptive,
+ * ioh-nbd-adapt.h), else one. */
 static gboolean
 choose_conns(IohNbd *n, guint asked, GError **error)
 {
@@ -283,7 +303,7 @@ choose_conns(IohNbd *n, guint asked, GError **error)
         return ioh_error_set(error, EINVAL, "connect", n->end->name, "the server does not "
                              "advertise multi-conn: --connections=%u refused (1 only)", asked);
     }
-    n->nconns = asked ? asked : n->multi_conn ? IOH_NBD_DEFAULT_CONNECTIONS : 1;
+    n->conns_max = asked ? asked : n->multi_conn ? IOH_NBD_ADAPT_MAX_CONNECTIONS : 1;
     return TRUE;
 }
 
@@ -353,7 +373,7 @@ nbd_free(gpointer data)
     if (!n) {
         return;
     }
-    for (guint i = 0; i < n->nconns; i++) {
+    for (guint i = 0; n->conns && i < n->conns_max; i++) {
         conn_stop(&n->conns[i]);
     }
     if (n->layer_state_free) {
@@ -361,6 +381,8 @@ nbd_free(gpointer data)
     }
     g_free(n->conns);
     g_free(n->reqs);
+    g_free(n->fifo);
+    g_free(n->free);
     free(n->mem);
     g_mutex_clear(&n->lock);
     g_cond_clear(&n->cond);
@@ -403,24 +425,31 @@ nbd_fit(guint64 bytes, gpointer data)
 static void
 claim_pool(IohNbd *n, IohMemAccount *m, guint *per_conn)
 {
-    NbdShape s = { n->nconns, *per_conn, n->req_size };
-    guint64 floor = (guint64)n->nconns * MIN(n->req_size, IOH_NBD_DEFAULT_REQUEST);
+    NbdShape s = { n->conns_max, *per_conn, n->req_size };
+    guint64 floor = (guint64)n->conns_max * MIN(n->req_size, IOH_NBD_DEFAULT_REQUEST);
 
     if (!m) {
         return;
     }
-    ioh_mem_claim(m, "nbd", floor, (guint64)n->nconns * *per_conn * n->req_size, 0,
+    ioh_mem_claim(m, "nbd", floor, (guint64)n->conns_max * *per_conn * n->req_size, 0,
                   nbd_fit, &s);
     *per_conn = s.per_conn;
     n->req_size = s.req_size;
 }
 
+/* The pool for the largest shape, conns_max x *@per_conn (scaled down to the budget). */
 static gboolean
-alloc_pool(IohNbd *n, IohMemAccount *m, guint per_conn, GError **error)
+alloc_pool(IohNbd *n, IohMemAccount *m, guint *per_conn, GError **error)
 {
-    claim_pool(n, m, &per_conn);
-    n->nreqs = n->nconns * per_conn;
+    claim_pool(n, m, per_conn);
+    n->nreqs = n->conns_max * *per_conn;
     n->reqs = g_new0(Req, n->nreqs);
+    n->fifo = g_new0(guint, n->nreqs);
+    n->free = g_new0(guint, n->nreqs);
+    n->handed = n->taken = NO_REQ;
+    for (guint i = 0; i < n->nreqs; i++) {
+        n->free[n->nfree++] = n->nreqs - 1 - i;
+    }
     if (posix_memalign((void **)&n->mem, 4096, n->req_size * n->nreqs) != 0) {
         n->mem = NULL;
         return ioh_error_set(error, ENOMEM, NULL, NULL, "allocate %u NBD requests of %zu "
@@ -432,21 +461,79 @@ alloc_pool(IohNbd *n, IohMemAccount *m, guint per_conn, GError **error)
     return TRUE;
 }
 
+/* What the shape is and why, into the copy's stats (--stats) and the debug log. */
+static void
+report_shape(IohNbd *n, gboolean log)
+{
+    g_autofree char *why = ioh_nbd_adapt_describe(&n->adapt);
+
+    if (log) {
+        g_debug("%s: %s", n->end->name, why);
+    }
+    if (n->stats) {
+        g_strlcpy(n->stats->nbd, why, sizeof(n->stats->nbd));
+        n->stats->nbd_connections = n->nconns;
+        n->stats->nbd_requests = n->adapt.cur.reqs;
+        n->stats->nbd_adaptive = !ioh_nbd_adapt_is_fixed(&n->adapt);
+    }
+}
+
+/* Opens connections up to @want (the first one is open): each handshake bounded as the
+ * first one's. */
+static gboolean
+open_conns(IohNbd *n, guint want, GError **error)
+{
+    while (n->nconns < want) {
+        struct nbd_handle *h = conn_open(n, error);
+
+        if (!h) {
+            return FALSE;
+        }
+        if (!conn_start(n, &n->conns[n->nconns], h, error)) {
+            nbd_close(h);
+            return FALSE;
+        }
+        n->nconns++;
+    }
+    return TRUE;
+}
+
+/* The first shape (ioh-nbd-adapt.h): --connections and --requests as given, else one
+ * connection and a small queue, within the pool (*@per_conn requests per connection). */
+static void
+start_shape(IohNbd *n, const IohCopyOptions *o, guint per_conn)
+{
+    IohNbdShape start = { o->nbd_connections ? o->nbd_connections : 1,
+                          o->nbd_requests ? per_conn
+                                          : MIN(IOH_NBD_ADAPT_START_REQUESTS, per_conn) };
+    IohNbdShape max = { n->conns_max, per_conn };
+
+    ioh_nbd_adapt_init(&n->adapt, start, max, o->nbd_connections != 0,
+                       o->nbd_requests != 0);
+    if (!n->for_write) {
+        n->adapt.waited_min = IOH_NBD_ADAPT_WAITED_MIN_READ;
+    }
+    n->limit = start.conns * start.reqs;
+    n->warmup = n->limit;
+}
+
 IohNbd *
 ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
 {
     IohNbd *n = g_new0(IohNbd, 1);
     struct nbd_handle *h;
+    guint per_conn;
 
     n->end = end;
     n->for_write = for_write;
     n->stall_ms = c->opts->nbd_stall_timeout * 1000;
     n->cancellable = c->opts->cancellable;
+    n->stats = c->stats;
     g_mutex_init(&n->lock);
     g_cond_init(&n->cond);
     end->priv = n;
     end->priv_free = nbd_free;
-    h = conn_open(n, c->opts, error);
+    h = conn_open(n, error);
     if (!h) {
         return NULL;
     }
@@ -454,29 +541,29 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
         nbd_close(h);
         return NULL;
     }
-    n->conns = g_new0(Conn, n->nconns);
-    for (guint i = 0; i < n->nconns; i++) {
+    n->conns = g_new0(Conn, n->conns_max);
+    for (guint i = 0; i < n->conns_max; i++) {
         n->conns[i].wake = -1;
     }
-    for (guint i = 0; i < n->nconns; i++) {
-        if (i > 0 && !(h = conn_open(n, c->opts, error))) {
-            return NULL;
-        }
-        if (!conn_start(n, &n->conns[i], h, error)) {
-            nbd_close(h);
-            return NULL;
-        }
-    }
-    if (!alloc_pool(n, c->opts->memory, c->opts->nbd_requests ? c->opts->nbd_requests
-                                                              : IOH_NBD_DEFAULT_REQUESTS,
-                    error)) {
+    if (!conn_start(n, &n->conns[0], h, error)) {
+        nbd_close(h);
         return NULL;
     }
-    g_debug("%s: %" G_GUINT64_FORMAT " bytes, %sread-only, multi-conn %s: %u connection%s, "
-            "%u requests of %zu bytes in flight", end->name, n->size,
+    n->nconns = 1;
+    per_conn = c->opts->nbd_requests ? c->opts->nbd_requests : IOH_NBD_ADAPT_MAX_REQUESTS;
+    if (!alloc_pool(n, c->opts->memory, &per_conn, error)) {
+        return NULL;
+    }
+    start_shape(n, c->opts, per_conn);
+    if (!open_conns(n, n->adapt.cur.conns, error)) {
+        return NULL;
+    }
+    g_debug("%s: %" G_GUINT64_FORMAT " bytes, %sread-only, multi-conn %s: up to %u "
+            "connection%s, a pool of %u requests of %zu bytes", end->name, n->size,
             nbd_is_read_only(n->conns[0].h) == 1 ? "" : "not ",
-            n->multi_conn ? "yes" : "no", n->nconns, n->nconns == 1 ? "" : "s",
+            n->multi_conn ? "yes" : "no", n->conns_max, n->conns_max == 1 ? "" : "s",
             n->nreqs, n->req_size);
+    report_shape(n, TRUE);
     return n;
 }
 
@@ -501,7 +588,7 @@ ioh_nbd_in_flight(const IohNbd *n)
 guint
 ioh_nbd_capacity(const IohNbd *n)
 {
-    return n->nreqs;
+    return n->limit;
 }
 
 void
@@ -570,13 +657,18 @@ static gboolean
 wait_req(IohNbd *n, guint i, GError **error)
 {
     Req *r = &n->reqs[i];
-    Conn *k = &n->conns[i % n->nconns];
+    Conn *k = r->k;
     int err;
 
     g_mutex_lock(&n->lock);
     r->waited = TRUE;
-    while (!r->done && !k->failed) {
-        g_cond_wait(&n->cond, &n->lock);
+    if (!r->done && !k->failed) {
+        gint64 t0 = g_get_monotonic_time();
+
+        while (!r->done && !k->failed) {
+            g_cond_wait(&n->cond, &n->lock);
+        }
+        n->win_waited += g_get_monotonic_time() - t0;
     }
     r->waited = FALSE;
     r->busy = FALSE;
@@ -590,37 +682,80 @@ wait_req(IohNbd *n, guint i, GError **error)
                         ioh_error_set_errno(error, err, op_name(n), n->end->name));
 }
 
+/* The oldest request in flight (the fifo's head). */
+static guint
+fifo_head(const IohNbd *n)
+{
+    g_assert(n->in_flight > 0);
+    return n->fifo[n->fifo_head];
+}
+
+/* Takes the oldest request out of the fifo (wait_req() counted it out of flight). */
+static void
+fifo_pop(IohNbd *n)
+{
+    n->fifo_head = (n->fifo_head + 1) % n->nreqs;
+}
+
+static void
+fifo_push(IohNbd *n, guint i)
+{
+    n->fifo[(n->fifo_head + n->in_flight) % n->nreqs] = i;
+    n->in_flight++;
+}
+
 char *
 ioh_nbd_next(IohNbd *n, gsize *ret_len, GError **error)
 {
-    Req *r = &n->reqs[n->tail];
+    guint i;
 
     *ret_len = 0;
-    if (r->busy) {
-        /* the oldest command: requests are handed out and taken back in order */
-        g_assert(n->head == n->tail);
-        if (!wait_req(n, n->head, error)) {
+    if (n->taken != NO_REQ) {
+        n->free[n->nfree++] = n->taken;
+        n->taken = NO_REQ;
+    }
+    /* the oldest commands, in the order they were issued, until one more may be in
+     * flight (more than one after the shape shrank) */
+    while (n->in_flight >= n->limit || n->nfree == 0) {
+        gboolean ok;
+
+        i = fifo_head(n);
+        ok = wait_req(n, i, error);
+        fifo_pop(n);
+        if (!ok) {
             return NULL;
         }
-        n->head = (n->head + 1) % n->nreqs;
-        *ret_len = r->len;
+        if (n->in_flight < n->limit) {
+            *ret_len = n->reqs[i].len;
+            n->handed = i;
+            return n->reqs[i].buf;
+        }
+        n->free[n->nfree++] = i;
     }
-    n->handed = TRUE;
-    return r->buf;
+    i = n->free[--n->nfree];
+    n->handed = i;
+    return n->reqs[i].buf;
 }
 
 char *
 ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error)
 {
-    Req *r = &n->reqs[n->head];
+    guint i;
 
-    g_assert(r->busy);
-    if (!wait_req(n, n->head, error)) {
+    if (n->taken != NO_REQ) {
+        n->free[n->nfree++] = n->taken;
+        n->taken = NO_REQ;
+    }
+    i = fifo_head(n);
+    g_assert(n->reqs[i].busy);
+    if (!wait_req(n, i, error)) {
+        fifo_pop(n);
         return NULL;
     }
-    n->head = (n->head + 1) % n->nreqs;
-    *ret_len = r->len;
-    return r->buf;
+    fifo_pop(n);
+    n->taken = i;
+    *ret_len = n->reqs[i].len;
+    return n->reqs[i].buf;
 }
 
 static int
@@ -688,19 +823,130 @@ flush_behind(IohNbd *n, gsize len, GError **error)
     return behind_failed(n, "write", error);
 }
 
+static gboolean wait_behind_on(IohNbd *n, Conn *k, GError **error);
+
+/* Waits until no command of @k is at the server (they stay in the fifo, taken back in
+ * order), nor a write-behind flush; FALSE with @k's loss. Under n->lock. */
+static gboolean
+conn_quiesce_locked(IohNbd *n, Conn *k, GError **error)
+{
+    for (guint j = 0; j < n->in_flight; j++) {
+        Req *r = &n->reqs[n->fifo[(n->fifo_head + j) % n->nreqs]];
+
+        if (r->k != k) {
+            continue;
+        }
+        r->waited = TRUE;
+        while (!r->done && !k->failed) {
+            g_cond_wait(&n->cond, &n->lock);
+        }
+        r->waited = FALSE;
+        if (!r->done || r->err == ENOTCONN) {
+            return conn_lost_locked(n, k, op_name(n), error);
+        }
+    }
+    return TRUE;
+}
+
+/* Closes the connections beyond @want, the last first, once their commands are done
+ * (a command that failed is reported when it is taken back, in order). */
+static gboolean
+close_conns(IohNbd *n, guint want, GError **error)
+{
+    while (n->nconns > want) {
+        Conn *k = &n->conns[n->nconns - 1];
+        gboolean ok;
+
+        g_mutex_lock(&n->lock);
+        ok = conn_quiesce_locked(n, k, error);
+        g_mutex_unlock(&n->lock);
+        if (!ok || !wait_behind_on(n, k, error)) {
+            return FALSE;
+        }
+        g_atomic_int_set(&k->quit, TRUE);
+        conn_wake(k);
+        g_thread_join(k->thread);
+        k->thread = NULL;
+        ioh_nbd_disconnect(k->h, n->stall_ms / 1000);
+        conn_stop(k);
+        *k = (Conn){ .wake = -1 };
+        n->nconns--;
+    }
+    return TRUE;
+}
+
+/* Runs the shape the decision asks (n->adapt.cur): connections opened (bounded as the
+ * first) or closed, the commands in flight at most. A connection that cannot be opened
+ * ends the climb there; the copy goes on. */
+static gboolean
+apply_shape(IohNbd *n, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (n->adapt.cur.conns > n->nconns && !open_conns(n, n->adapt.cur.conns, &err)) {
+        g_debug("%s: no more connections: %s", n->end->name, err->message);
+        ioh_nbd_adapt_refused(&n->adapt);
+    }
+    if (!close_conns(n, n->adapt.cur.conns, error)) {
+        return FALSE;
+    }
+    n->limit = n->adapt.cur.conns * n->adapt.cur.reqs;
+    n->warmup = n->limit;
+    report_shape(n, TRUE);
+    return TRUE;
+}
+
+/* Counts an issued command into the window; a window done goes to the decision
+ * (ioh-nbd-adapt.h). The first n->warmup commands after a change are not counted: they
+ * fill the new slots at once and would make any growth look like a gain. */
+static gboolean
+adapt_issued(IohNbd *n, gsize len, GError **error)
+{
+    gint64 now;
+    double rate, waited;
+
+    if (ioh_nbd_adapt_is_fixed(&n->adapt)) {
+        return TRUE;
+    }
+    if (n->warmup > 0) {
+        if (--n->warmup == 0) {
+            n->win_start = g_get_monotonic_time();
+            n->win_bytes = 0;
+            n->win_waited = 0;
+        }
+        return TRUE;
+    }
+    n->win_bytes += len;
+    now = g_get_monotonic_time();
+    if (n->win_bytes < IOH_NBD_ADAPT_WINDOW_BYTES || now - n->win_start < IOH_NBD_ADAPT_WINDOW_US) {
+        return TRUE;
+    }
+    rate = (double)n->win_bytes * G_USEC_PER_SEC / (double)(now - n->win_start);
+    waited = (double)n->win_waited / (double)(now - n->win_start);
+    g_debug("%s: window of %u connection%s x %u requests: %.1f MiB/s, waited %.0f %%",
+            n->end->name, n->nconns, n->nconns == 1 ? "" : "s", n->adapt.cur.reqs,
+            rate / (1 << 20), 100.0 * waited);
+    n->win_bytes = 0;
+    n->win_start = now;
+    n->win_waited = 0;
+    return !ioh_nbd_adapt_window(&n->adapt, rate, waited) || apply_shape(n, error);
+}
+
 gboolean
 ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **error)
 {
-    Req *r = &n->reqs[n->tail];
-    Conn *k = &n->conns[n->tail % n->nconns];
+    guint i = n->handed;
+    Req *r = &n->reqs[i];
+    Conn *k = &n->conns[n->rr++ % n->nconns];
     nbd_completion_callback cb = { .callback = req_done, .user_data = r };
     int64_t id;
 
     /* a read's last request rounded up to the minimum block: the rest is not handed on */
     gsize wire = write ? len : (len + n->min_block - 1) / n->min_block * n->min_block;
 
-    g_assert(n->handed && wire <= n->req_size);
-    n->handed = FALSE;
+    g_assert(i != NO_REQ && wire <= n->req_size);
+    n->handed = NO_REQ;
+    r->k = k;
     r->len = len;
     r->done = FALSE;
     r->err = 0;
@@ -710,14 +956,13 @@ ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset, GError **err
         return call_failed(n, k, write ? "write" : "read", error);
     }
     r->busy = TRUE;
-    n->in_flight++;
-    n->tail = (n->tail + 1) % n->nreqs;
+    fifo_push(n, i);
     /* libnbd sent what the socket took in this thread: the connection's thread, in poll()
      * for the replies, needs waking only when the rest waits for the socket */
     if (nbd_aio_get_direction(k->h) & LIBNBD_AIO_DIRECTION_WRITE) {
         conn_wake(k);
     }
-    return !write || flush_behind(n, len, error);
+    return (!write || flush_behind(n, len, error)) && adapt_issued(n, len, error);
 }
 
 gsize
@@ -801,13 +1046,17 @@ ioh_nbd_read_block(IohNbd *n, char *buf, guint64 offset, GError **error)
     return ok;
 }
 
-/* Waits for the write-behind flush in flight, if any; FALSE if one failed. */
+/* Waits for the write-behind flush in flight on @k (NULL: on any), if any; FALSE if
+ * one failed. */
 static gboolean
-wait_behind(IohNbd *n, GError **error)
+wait_behind_on(IohNbd *n, Conn *on, GError **error)
 {
     Conn *k = n->behind_k;
     gboolean ok = TRUE;
 
+    if (!k || (on && k != on)) {
+        return TRUE;
+    }
     g_mutex_lock(&n->lock);
     while (n->behind_busy && !k->failed) {
         g_cond_wait(&n->cond, &n->lock);
@@ -819,6 +1068,12 @@ wait_behind(IohNbd *n, GError **error)
     return ok && behind_failed(n, "flush", error);
 }
 
+static gboolean
+wait_behind(IohNbd *n, GError **error)
+{
+    return wait_behind_on(n, NULL, error);
+}
+
 /* Waits for the commands in flight, oldest first. */
 static gboolean
 drain(IohNbd *n, gboolean write, GError **error)
@@ -828,11 +1083,11 @@ drain(IohNbd *n, gboolean write, GError **error)
     while (n->in_flight > 0) {
         g_autoptr(GError) err = NULL;
 
-        if (!wait_req(n, n->head, &err) && ok) {
+        if (!wait_req(n, fifo_head(n), &err) && ok) {
             g_propagate_error(error, g_steal_pointer(&err));
             ok = FALSE;
         }
-        n->head = (n->head + 1) % n->nreqs;
+        fifo_pop(n);
     }
     if (write && ok) {
         return wait_behind(n, error);
@@ -884,6 +1139,7 @@ ioh_nbd_finish(IohNbd *n, gboolean flush, GError **error)
 {
     guint flushes = 0;
 
+    report_shape(n, FALSE);     /* the last window may have settled it */
     if (!drain(n, flush, error)) {
         return FALSE;
     }

@@ -5,8 +5,10 @@
  * one or more connections (several only to a server that advertises multi-conn), each
  * with a thread of its own that drives libnbd's state machine (poll on nbd_aio_get_fd()
  * in nbd_aio_get_direction(), woken by an eventfd when a command is issued), and a pool
- * of request buffers cycled in order: at most `requests` commands in flight per
- * connection, request i on connection i % connections.
+ * of request buffers taken back in the order they were issued: at most `requests`
+ * commands in flight per connection, the commands on the connections in turn. Unless
+ * both are given, how many of each is decided as the copy goes (ioh-nbd-adapt.h), the
+ * connections opened and closed while it runs; --stats says what and why.
  */
 #pragma once
 
@@ -21,10 +23,8 @@ G_BEGIN_DECLS
  * of it, for saves and restores in benchmarks/nbd's request-size sweep
  * (benchmarks/results/nbd.md), and nbdcopy's own measured choice. */
 #define IOH_NBD_DEFAULT_REQUEST (256 * 1024)
-/* Requests in flight per connection by default (nbdcopy's figure). */
-#define IOH_NBD_DEFAULT_REQUESTS 16
-/* Connections by default to a server that advertises multi-conn. */
-#define IOH_NBD_DEFAULT_CONNECTIONS 4
+/* Connections and requests in flight: --connections / --requests as given, else chosen
+ * as the copy goes, from one connection and a few requests (ioh-nbd-adapt.h). */
 
 /* A save flushes without waiting every this many bytes (write-behind): the server's disk
  * writes while the stream comes, not all at the final flush (measured in ioh-nbd.c). */
@@ -56,7 +56,7 @@ gboolean ioh_nbd_issue(IohNbd *n, gboolean write, gsize len, guint64 offset,
 
 /* The oldest request issued, once its command has completed (a read: its data), taken
  * out of flight; *@ret_len is what it moved. Its buffer stays the caller's until the
- * next ioh_nbd_next(). */
+ * next ioh_nbd_next() or ioh_nbd_take(). */
 char *ioh_nbd_take(IohNbd *n, gsize *ret_len, GError **error);
 
 /* The export's minimum block size (1: none): a request's offset and length are
@@ -67,7 +67,8 @@ gsize ioh_nbd_min_block(const IohNbd *n);
  * a save's read-modify-write of its unaligned tail. */
 gboolean ioh_nbd_read_block(IohNbd *n, char *buf, guint64 offset, GError **error);
 
-/* Requests issued and not yet taken back; how many may be. */
+/* Requests issued and not yet taken back; how many may be now (the shape changes as
+ * the copy goes: call again). */
 guint ioh_nbd_in_flight(const IohNbd *n);
 guint ioh_nbd_capacity(const IohNbd *n);
 

@@ -19,6 +19,7 @@
 #include "ioh-error.h"
 #include "ioh-escape.h"
 #include "ioh-nbd-uri.h"
+#include "ioh-rbd-name.h"
 #include "ioh-status.h"
 
 typedef struct {
@@ -71,6 +72,8 @@ open_operand(const IohOperand *op, const char *spec, gboolean for_write, const I
         return ioh_end_from_fd(op->fd, name, error);
     case IOH_OPERAND_NBD:
         return ioh_nbd_end_new(spec);    /* connected by the engine's nbd layer */
+    case IOH_OPERAND_RBD:
+        return ioh_rbd_end_new(spec);    /* connected by the engine's rbd layer */
     case IOH_OPERAND_PATH:
     default:
         return ioh_end_open(spec, for_write, a->copy.has_offset ? a->copy.offset : 0, error);
@@ -274,9 +277,12 @@ main(int argc, char **argv)
     /* The final line, a result only once nothing can fail any more (synced, closed). */
     write_final(&args, &stats, ok ? NULL : error, &final);
     if (args.record) {
-        /* an NBD URI without the secrets of its query (tls-psk-file=...) */
-        g_autofree char *out = !args.libvirt && args.out_op.kind == IOH_OPERAND_NBD
-                                   ? ioh_nbd_safe_name(args.out) : NULL;
+        /* an NBD URI without the secrets of its query (tls-psk-file=...), an RBD image
+         * without its options */
+        g_autofree char *out = args.libvirt ? NULL
+                               : args.out_op.kind == IOH_OPERAND_NBD ? ioh_nbd_safe_name(args.out)
+                               : args.out_op.kind == IOH_OPERAND_RBD ? ioh_rbd_safe_name(args.out)
+                                                                     : NULL;
         ioh_status_append_record(args.record, &final, &stats, args.libvirt,
                                  args.libvirt ? args.path : out ? out : args.out);
     }

@@ -97,28 +97,6 @@ nbd_source_peek(IohCopy *c, gsize *len, GError **error)
     return p;
 }
 
-static gssize
-nbd_source_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
-{
-    gsize have = 0;
-
-    (void)pos;
-    while (have < len) {
-        gsize part = len - have;
-        const char *p = nbd_source_peek(rd->c, &part, error);
-
-        if (!p) {
-            return -1;
-        }
-        if (part == 0) {
-            break;
-        }
-        memcpy(buf + have, p, part);
-        have += part;
-    }
-    return (gssize)have;
-}
-
 static void
 nbd_source_finish(IohCopy *c)
 {
@@ -134,7 +112,7 @@ const IohSourceClass ioh_source_nbd = {
     .name = "nbd",
     .accepts = nbd_source_accepts,
     .prepare = nbd_source_prepare,
-    .read = nbd_source_read,
+    .read = ioh_source_read_by_peek,
     .finish = nbd_source_finish,
     .peek = nbd_source_peek,
 };

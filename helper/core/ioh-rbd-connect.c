@@ -15,6 +15,7 @@
 
 #include "ioh-error.h"
 #include "ioh-fd.h"
+#include "ioh-json.h"
 
 typedef struct {
     rados_t cluster;
@@ -196,4 +197,55 @@ ioh_rbd_disconnect(rados_t cluster, rados_ioctx_t io)
     if (cluster) {
         rados_shutdown(cluster);
     }
+}
+
+/* The flags of @pool in the answer of "osd pool ls detail" (a JSON array of pools). */
+static char *
+pool_flags(const char *json, gsize len, const char *pool)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonNode *root;
+    JsonArray *pools;
+
+    if (!json_parser_load_from_data(parser, json, (gssize)len, NULL) ||
+        !(root = json_parser_get_root(parser)) || !JSON_NODE_HOLDS_ARRAY(root)) {
+        return NULL;
+    }
+    pools = json_node_get_array(root);
+    for (guint i = 0; i < json_array_get_length(pools); i++) {
+        JsonNode *node = json_array_get_element(pools, i);
+        JsonObject *o = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+        const char *name = ioh_json_get_string(o, "pool_name");
+
+        if (name && g_str_equal(name, pool)) {
+            return g_strdup(ioh_json_get_string(o, "flags_names"));
+        }
+    }
+    return NULL;
+}
+
+char *
+ioh_rbd_pool_full(rados_t cluster, const char *pool)
+{
+    const char *cmd[] = { "{\"prefix\": \"osd pool ls\", \"detail\": \"detail\", "
+                          "\"format\": \"json\"}" };
+    char *out = NULL, *status = NULL;
+    size_t out_len = 0, status_len = 0;
+    g_autofree char *flags = NULL;
+    g_auto(GStrv) names = NULL;
+
+    if (rados_mon_command(cluster, cmd, 1, "", 0, &out, &out_len, &status, &status_len) < 0) {
+        return NULL;
+    }
+    flags = out ? pool_flags(out, out_len, pool) : NULL;
+    rados_buffer_free(out);
+    rados_buffer_free(status);
+    names = g_strsplit(flags ? flags : "", ",", -1);
+    if (g_strv_contains((const char *const *)names, "full_quota")) {
+        return g_strdup_printf("the pool %s is at its quota", pool);
+    }
+    if (g_strv_contains((const char *const *)names, "full")) {
+        return g_strdup_printf("the pool %s is full (an OSD reached its full ratio)", pool);
+    }
+    return NULL;
 }

@@ -42,4 +42,10 @@ void ioh_rbd_disconnect(rados_t cluster, rados_ioctx_t io);
 gboolean ioh_rbd_fail(GError **error, int ret, const char *what, const char *name,
                       guint timeout_s);
 
+/* Why writes into @pool wait, as the monitors say (one bounded command): "the pool P is at
+ * its quota" (the pool's full_quota flag: ceph osd pool set-quota), "the pool P is full
+ * (an OSD reached its full ratio)" (its full flag), else NULL. librbd makes such writes
+ * wait without an error; this names the cause once the wait timed out. */
+char *ioh_rbd_pool_full(rados_t cluster, const char *pool);
+
 G_END_DECLS

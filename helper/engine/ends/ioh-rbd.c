@@ -5,10 +5,11 @@
  * at head + count. librbd completes them on its own threads; the completion callback
  * marks the request done and writes an eventfd, on which the copy's thread waits in
  * poll() beside the copy's cancellable, with the stall timeout. Should that wait give
- * up with requests in flight (the cluster completed nothing for the stall timeout plus
- * a margin: librados' own rados_osd_op_timeout, set to the same timeout, normally fails
- * them first), librbd may still write into or read from their buffers: the end is then
- * "wedged" and frees neither them nor the image (the helper exits after the failure).
+ * up with requests in flight (the cluster completed nothing for the stall timeout: a full
+ * pool, a dead OSD), librbd may still write into or read from their buffers: the end is
+ * then "wedged" and frees neither them nor the image (the helper exits after the
+ * failure); so too after an ETIMEDOUT from librados, since closing the image would wait
+ * as long again for each of librbd's own operations.
  */
 #include "ioh-rbd.h"
 
@@ -22,10 +23,6 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "ioh-rbd-connect.h"
-
-/* Our own wait outlasts librados' rados_osd_op_timeout by this much: its clean ETIMEDOUT
- * should come first (then nothing is left in flight). */
-#define WAIT_MARGIN_S 10
 
 typedef enum { OP_READ, OP_WRITE, OP_FLUSH } Op;
 
@@ -75,6 +72,22 @@ ioh_rbd_end_new(const char *name)
     return end;
 }
 
+/* FALSE with "WHAT NAME: CAUSE" for the librbd result @ret < 0. An operation that timed
+ * out is most often a write into a full pool (librbd waits without an error): the
+ * monitors are asked, and a full pool is named as the cause. */
+static gboolean
+rbd_fail(IohRbd *r, int ret, const char *what, GError **error)
+{
+    g_autofree char *full = ret == -ETIMEDOUT && r->cluster
+                                ? ioh_rbd_pool_full(r->cluster, r->name.pool) : NULL;
+
+    if (full) {
+        return ioh_error_set(error, ENOSPC, what, r->end->name, "%s (the cluster completed "
+                             "nothing for %u s)", full, r->timeout_s);
+    }
+    return ioh_rbd_fail(error, ret, what, r->end->name, r->timeout_s);
+}
+
 /* Every request in flight completed, waited for with errors ignored (the copy already
  * failed); FALSE when one would not complete (then the end is wedged). */
 static gboolean drain(IohRbd *r);
@@ -113,12 +126,14 @@ completed(rbd_completion_t comp G_GNUC_UNUSED, void *arg)
     }
 }
 
-/* Waits until @q completed: FALSE (wedged) when nothing completed for the stall timeout
- * and the margin, or the copy was cancelled. */
+/* Waits until @q completed: FALSE (wedged) when nothing completed for the stall timeout,
+ * or the copy was cancelled. Our own clock, not only librados': rados_osd_op_timeout
+ * bounds librbd's metadata operations, but a data write to a dead OSD outlived it (a
+ * save waited 15 s with a timeout of 5). */
 static gboolean
 wait_done(IohRbd *r, Req *q, const char *what, GError **error)
 {
-    int ms = (int)(r->timeout_s + WAIT_MARGIN_S) * 1000;
+    int ms = (int)MIN(r->timeout_s, G_MAXINT / 1000) * 1000;
 
     while (!g_atomic_int_get(&q->done)) {
         g_autoptr(GError) err = NULL;
@@ -128,7 +143,7 @@ wait_done(IohRbd *r, Req *q, const char *what, GError **error)
         if (ready <= 0) {
             r->wedged = TRUE;
             if (ready == 0) {
-                return ioh_rbd_fail(error, -ETIMEDOUT, what, r->end->name, r->timeout_s);
+                return rbd_fail(r, -ETIMEDOUT, what, error);
             }
             return ioh_error_is_cancelled(err) ? ioh_error_set_cancelled(error, what,
                                                                          r->end->name)
@@ -158,8 +173,13 @@ retire(IohRbd *r, GError **error)
     q->comp = NULL;
     r->head = (r->head + 1) % r->nreqs;
     r->count--;
+    if (ret == -ETIMEDOUT) {
+        /* the cluster does not answer: closing the image would wait as long again for
+         * each of librbd's own operations (the lock's release, the watch) */
+        r->wedged = TRUE;
+    }
     if (ret < 0) {
-        return ioh_rbd_fail(error, (int)ret, what, r->end->name, r->timeout_s);
+        return rbd_fail(r, (int)ret, what, error);
     }
     if (q->op == OP_READ && (gsize)ret != q->len) {
         return ioh_error_set(error, EIO, what, r->end->name, "short read: %zd of %zu bytes "
@@ -205,7 +225,7 @@ submit(IohRbd *r, Op op, gsize len, guint64 offset, GError **error)
         }
     }
     if (ret < 0) {
-        return ioh_rbd_fail(error, ret, op_names[op], r->end->name, r->timeout_s);
+        return rbd_fail(r, ret, op_names[op], error);
     }
     r->count++;
     return TRUE;
@@ -290,7 +310,7 @@ ioh_rbd_resize(IohRbd *r, guint64 size, GError **error)
     int ret = rbd_resize(r->image, size);
 
     if (ret < 0) {
-        return ioh_rbd_fail(error, ret, "resize", r->end->name, r->timeout_s);
+        return rbd_fail(r, ret, "resize", error);
     }
     g_debug("%s: resized from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT " bytes",
             r->end->name, r->size, size);
@@ -312,7 +332,7 @@ ioh_rbd_meta_get(IohRbd *r, const char *key, guint64 *ret, gboolean *ret_found,
         return TRUE;    /* none, or not one of ours (too long for a number) */
     }
     if (rc < 0) {
-        return ioh_rbd_fail(error, rc, "read metadata of", r->end->name, r->timeout_s);
+        return rbd_fail(r, rc, "read metadata of", error);
     }
     value[MIN(len, sizeof(value) - 1)] = '\0';
     errno = 0;
@@ -327,8 +347,7 @@ ioh_rbd_meta_set(IohRbd *r, const char *key, guint64 value, GError **error)
     g_autofree char *text = g_strdup_printf("%" G_GUINT64_FORMAT, value);
     int rc = rbd_metadata_set(r->image, key, text);
 
-    return rc >= 0 || ioh_rbd_fail(error, rc, "write metadata of", r->end->name,
-                                   r->timeout_s);
+    return rc >= 0 || rbd_fail(r, rc, "write metadata of", error);
 }
 
 gboolean
@@ -337,7 +356,7 @@ ioh_rbd_meta_remove(IohRbd *r, const char *key, GError **error)
     int rc = rbd_metadata_remove(r->image, key);
 
     return rc >= 0 || rc == -ENOENT ||
-           ioh_rbd_fail(error, rc, "write metadata of", r->end->name, r->timeout_s);
+           rbd_fail(r, rc, "write metadata of", error);
 }
 
 /* The request pool: object-sized requests (--request-size lowers them), --requests of
@@ -409,11 +428,11 @@ open_image(IohRbd *r, gboolean for_write, guint64 create_size, GError **error)
     }
     if (ret < 0) {
         r->image = NULL;
-        return ioh_rbd_fail(error, ret, "open", r->end->name, r->timeout_s);
+        return rbd_fail(r, ret, "open", error);
     }
     ret = rbd_stat(r->image, &info, sizeof(info));
     if (ret < 0) {
-        return ioh_rbd_fail(error, ret, "open", r->end->name, r->timeout_s);
+        return rbd_fail(r, ret, "open", error);
     }
     r->size = info.size;
     r->obj_size = info.obj_size ? info.obj_size : 4 << 20;

@@ -8,6 +8,7 @@
  * the inline strategy delivers them without a copy), each only once it completed whole.
  */
 #include "ioh-rbd.h"
+#include "ioh-read-ahead.h"
 #include "ioh-error.h"
 
 #include <errno.h>
@@ -15,13 +16,49 @@
 
 typedef struct {
     IohRbd *r;
-    guint64 start;           /* image offset of the stream */
-    guint64 length;
-    guint64 issued;          /* stream bytes asked for */
-    char *head;              /* the oldest request, being handed on */
-    gsize head_len;
-    gsize head_off;
+    IohReadAhead ra;
 } SourceState;
+
+/* The pool's calls, for the read-ahead (ioh-read-ahead.h). */
+static char *
+pool_next(gpointer pool, GError **error)
+{
+    return ioh_rbd_next(pool, error);
+}
+
+static gboolean
+pool_issue_read(gpointer pool, gsize len, guint64 offset, GError **error)
+{
+    return ioh_rbd_issue(pool, FALSE, len, offset, error);
+}
+
+static char *
+pool_take(gpointer pool, gsize *ret_len, GError **error)
+{
+    return ioh_rbd_take(pool, ret_len, error);
+}
+
+static guint
+pool_in_flight(gconstpointer pool)
+{
+    return ioh_rbd_in_flight(pool);
+}
+
+static guint
+pool_capacity(gconstpointer pool)
+{
+    return ioh_rbd_capacity(pool);
+}
+
+static gsize
+pool_request_at(gconstpointer pool, guint64 offset)
+{
+    return ioh_rbd_request_at(pool, offset);
+}
+
+static const IohReadAheadOps pool_ops = {
+    pool_next, pool_issue_read, pool_take, pool_in_flight, pool_capacity, pool_request_at,
+};
 
 static gboolean
 rbd_source_accepts(const IohEnd *end)
@@ -66,63 +103,31 @@ rbd_source_prepare(IohCopy *c, GError **error)
     }
     s = g_new0(SourceState, 1);
     s->r = r;
-    s->start = o->has_offset ? o->offset : 0;
+    s->ra.ops = &pool_ops;
+    s->ra.pool = r;
+    s->ra.start = o->has_offset ? o->offset : 0;
     ioh_rbd_set_layer_state(r, s, g_free);
-    c->src_start = s->start;
+    c->src_start = s->ra.start;
     if (o->has_length) {
-        s->length = o->length;
-    } else if (!recorded_length(r, c->src, s->start, &s->length, error)) {
+        s->ra.length = o->length;
+    } else if (!recorded_length(r, c->src, s->ra.start, &s->ra.length, error)) {
         return FALSE;
     }
     size = ioh_rbd_size(r);
-    if (s->start > size || s->length > size - s->start) {
+    if (s->ra.start > size || s->ra.length > size - s->ra.start) {
         return ioh_error_set(error, EINVAL, "read", c->src->name, "the image is %"
                              G_GUINT64_FORMAT " bytes, the stream ends at %" G_GUINT64_FORMAT,
-                             size, s->start + s->length);
+                             size, s->ra.start + s->ra.length);
     }
     return TRUE;
 }
 
-/* Issues reads until every request is in flight or the stream is all asked for. */
-static gboolean
-read_ahead(IohCopy *c, SourceState *s, GError **error)
-{
-    while (s->issued < s->length && ioh_rbd_in_flight(s->r) < ioh_rbd_capacity(s->r)) {
-        guint64 pos = s->start + s->issued;
-        gsize len = (gsize)MIN((guint64)ioh_rbd_request_at(s->r, pos), s->length - s->issued);
-
-        if (!ioh_rbd_next(s->r, error) || !ioh_rbd_issue(s->r, FALSE, len, pos, error)) {
-            return FALSE;
-        }
-        s->issued += len;
-        ioh_copy_count_read(c);
-    }
-    return TRUE;
-}
-
-/* The next bytes in the oldest request (at most *@len): valid until the next call, which
- * issues its buffer again once it has been handed on whole. */
 static const char *
 rbd_source_peek(IohCopy *c, gsize *len, GError **error)
 {
     SourceState *s = ioh_rbd_layer_state(c->src->priv);
-    const char *p;
 
-    if (s->head_off == s->head_len) {
-        if (ioh_rbd_in_flight(s->r) == 0 && s->issued == s->length) {
-            *len = 0;
-            return "";
-        }
-        if (!read_ahead(c, s, error) ||
-            !(s->head = ioh_rbd_take(s->r, &s->head_len, error))) {
-            return NULL;
-        }
-        s->head_off = 0;
-    }
-    *len = MIN(*len, s->head_len - s->head_off);
-    p = s->head + s->head_off;
-    s->head_off += *len;
-    return p;
+    return ioh_read_ahead_peek(c, &s->ra, len, error);
 }
 
 static void

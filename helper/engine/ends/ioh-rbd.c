@@ -285,6 +285,12 @@ ioh_rbd_created(const IohRbd *r)
     return r->created;
 }
 
+gboolean
+ioh_rbd_is_snapshot(const IohRbd *r)
+{
+    return r->name.snap != NULL;
+}
+
 gsize
 ioh_rbd_request_at(const IohRbd *r, guint64 pos)
 {

@@ -33,6 +33,7 @@ IohRbd *ioh_rbd_open(IohCopy *c, IohEnd *end, gboolean for_write, guint64 create
 
 guint64 ioh_rbd_size(const IohRbd *r);
 gboolean ioh_rbd_created(const IohRbd *r);
+gboolean ioh_rbd_is_snapshot(const IohRbd *r);
 
 /* Bytes from @pos to the end of its object, at most the request size: a request never
  * spans two objects. */

@@ -3,6 +3,9 @@
  * The length is --length, else the one the save recorded in the image's metadata
  * (IOH_RBD_LENGTH_KEY, for a stream starting at --offset, IOH_RBD_OFFSET_KEY): an image
  * has a size, not an end of stream, and its bytes after the stream are not the stream's.
+ * A snapshot needs --length: librbd does not snapshot an image's metadata, so what a
+ * snapshot would read is the length of the image's latest save (a shorter one would
+ * restore a cut stream without an error).
  * Reads are issued ahead of the consumer (rbd_aio_read of a request each, cut at object
  * boundaries, --requests in flight) and handed on in order, from their buffers (peek():
  * the inline strategy delivers them without a copy), each only once it completed whole.
@@ -110,6 +113,10 @@ rbd_source_prepare(IohCopy *c, GError **error)
     c->src_start = s->ra.start;
     if (o->has_length) {
         s->ra.length = o->length;
+    } else if (ioh_rbd_is_snapshot(r)) {
+        return ioh_error_set(error, ENODATA, "read", c->src->name, "a snapshot does not keep "
+                             "the recorded length (librbd does not snapshot metadata): give "
+                             "--length");
     } else if (!recorded_length(r, c->src, s->ra.start, &s->ra.length, error)) {
         return FALSE;
     }

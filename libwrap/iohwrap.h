@@ -433,7 +433,7 @@ void ioh_wrap_free(IohWrap *wrap);
 /**
  * ioh_wrap_new_uri:
  * @uri: an NBD URI in libnbd's syntax (nbd://HOST[:PORT]/EXPORT,
- *     nbd+unix:///EXPORT?socket=PATH, nbds://...), or (0.4) an RBD image,
+ *     nbd+unix:///EXPORT?socket=PATH, nbds://...), or an RBD image,
  *     rbd:POOL/IMAGE[@SNAP][:conf=PATH][:id=USER][:keyring=PATH]: the helper's IN or OUT.
  * @save: TRUE: the stream goes to @uri; FALSE: it comes from @uri.
  * @ret_fd: (out): on success, the caller's end of the data pipe (CLOEXEC, blocking):

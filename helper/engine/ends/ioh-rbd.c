@@ -92,6 +92,23 @@ rbd_fail(IohRbd *r, int ret, const char *what, GError **error)
  * failed); FALSE when one would not complete (then the end is wedged). */
 static gboolean drain(IohRbd *r);
 
+/* A wedged end: librbd may still write into or read from its buffers and use its image,
+ * so nothing of it is freed; it is kept here, reachable, until the helper exits (also so
+ * that LeakSanitizer does not take what librbd still holds for a leak). */
+static void
+keep_wedged(IohRbd *r)
+{
+    static GMutex lock;
+    static GPtrArray *wedged;
+
+    g_mutex_lock(&lock);
+    if (!wedged) {
+        wedged = g_ptr_array_new();
+    }
+    g_ptr_array_add(wedged, r);
+    g_mutex_unlock(&lock);
+}
+
 static void
 rbd_free(gpointer data)
 {
@@ -101,7 +118,8 @@ rbd_free(gpointer data)
         r->state_free(r->state);
     }
     if (!drain(r)) {
-        return;    /* wedged: librbd may still touch the buffers and the image */
+        keep_wedged(r);
+        return;
     }
     if (r->image) {
         rbd_close(r->image);

@@ -168,6 +168,9 @@ ioh_rbd_connect(const IohRbdName *n, guint timeout_s, GCancellable *cancellable,
     name = ioh_rbd_name_format(n);
     *ret_cluster = NULL;
     *ret_io = NULL;
+    if (!ioh_rbd_dl_load(name, error)) {
+        return FALSE;
+    }
     r = rados_create(&cluster, n->id);
     if (r < 0) {
         return ioh_rbd_fail(error, r, "connect", name, timeout_s);

@@ -33,6 +33,11 @@ G_BEGIN_DECLS
 gboolean ioh_rbd_connect(const IohRbdName *name, guint timeout_s, GCancellable *cancellable,
                          rados_t *ret_cluster, rados_ioctx_t *ret_io, GError **error);
 
+/* Loads librados and librbd (ioh-rbd-dl.c: not linked, so that a helper without an RBD
+ * end does not carry them), once; FALSE with "connect NAME: cannot load librbd: ..."
+ * (ENOSYS) when they are missing. ioh_rbd_connect() calls it first. */
+gboolean ioh_rbd_dl_load(const char *name, GError **error);
+
 /* Closes what ioh_rbd_connect() opened (NULL handles allowed). */
 void ioh_rbd_disconnect(rados_t cluster, rados_ioctx_t io);
 

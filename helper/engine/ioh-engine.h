@@ -25,6 +25,11 @@ IohEnd *ioh_nbd_end_new(const char *uri);
  * copy's rbd source or sink connects it: ends/ioh-rbd.h). */
 IohEnd *ioh_rbd_end_new(const char *name);
 
+/* TRUE once an RBD end was left open after a timeout (librbd's threads may still use it):
+ * the process must then end with _exit(), since the destructors exit() runs would free
+ * what those threads still use (AddressSanitizer saw one read freed memory). */
+gboolean ioh_rbd_left_open(void);
+
 /* The registered checksum filter called @name (--checksum=NAME): its name, NULL when
  * there is none. */
 const char *ioh_filter_checksum_lookup(const char *name);

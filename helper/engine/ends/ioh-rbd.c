@@ -95,18 +95,29 @@ static gboolean drain(IohRbd *r);
 /* A wedged end: librbd may still write into or read from its buffers and use its image,
  * so nothing of it is freed; it is kept here, reachable, until the helper exits (also so
  * that LeakSanitizer does not take what librbd still holds for a leak). */
+static GMutex wedged_lock;
+static GPtrArray *wedged;
+
 static void
 keep_wedged(IohRbd *r)
 {
-    static GMutex lock;
-    static GPtrArray *wedged;
-
-    g_mutex_lock(&lock);
+    g_mutex_lock(&wedged_lock);
     if (!wedged) {
         wedged = g_ptr_array_new();
     }
     g_ptr_array_add(wedged, r);
-    g_mutex_unlock(&lock);
+    g_mutex_unlock(&wedged_lock);
+}
+
+gboolean
+ioh_rbd_left_open(void)
+{
+    gboolean any;
+
+    g_mutex_lock(&wedged_lock);
+    any = wedged != NULL;
+    g_mutex_unlock(&wedged_lock);
+    return any;
 }
 
 static void

@@ -9,7 +9,9 @@
  * /dev/null and the helper runs as `iohelper [OPTIONS] -- - env:IOHELPER_NBD_URI`
  * (restore: `env:IOHELPER_NBD_URI -`), the URI in its environment: every local user can
  * read a command line (ps), only the helper's owner its environment, and a URI may hold
- * secrets (a user name with a password, tls-psk-file=...).
+ * secrets (a user name with a password, tls-psk-file=...). An RBD image's name goes the
+ * same way, under the same variable: one pattern for every target without an fd (its
+ * keyring= path is no secret, but its options are the caller's business).
  */
 #include "config.h"
 

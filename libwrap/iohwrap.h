@@ -433,7 +433,8 @@ void ioh_wrap_free(IohWrap *wrap);
 /**
  * ioh_wrap_new_uri:
  * @uri: an NBD URI in libnbd's syntax (nbd://HOST[:PORT]/EXPORT,
- *     nbd+unix:///EXPORT?socket=PATH, nbds://...), the helper's IN or OUT.
+ *     nbd+unix:///EXPORT?socket=PATH, nbds://...), or an RBD image,
+ *     rbd:POOL/IMAGE[@SNAP][:conf=PATH][:id=USER][:keyring=PATH]: the helper's IN or OUT.
  * @save: TRUE: the stream goes to @uri; FALSE: it comes from @uri.
  * @ret_fd: (out): on success, the caller's end of the data pipe (CLOEXEC, blocking):
  *     give it to QEMU as for ioh_wrap_new().
@@ -445,8 +446,9 @@ void ioh_wrap_free(IohWrap *wrap);
  * ioh_wrap_new() for a target that has no fd: the helper is always spawned and connects
  * to @uri itself. Progress, finish, errors and checksum are those of a file wrap; every
  * message names @uri without its secrets (the query is dropped except socket=PATH).
- * Refused (IOH_WRAP_ERROR_INVALID): a @uri that is not an NBD URI, a restore without
- * length, the values ioh_wrap_new() refuses. What only the server knows (refused
+ * Refused (IOH_WRAP_ERROR_INVALID): a @uri that is not an NBD URI or an RBD image name
+ * that parses, a restore from an NBD URI without length (an RBD image records the
+ * stream's length), connections with an RBD image, the values ioh_wrap_new() refuses. What only the server knows (refused
  * connection, export too small, read-only export) fails the finish with the helper's
  * message, e.g. "export nbd+unix:///x?socket=/s is 1048576 bytes, the stream needs more".
  *

@@ -130,13 +130,7 @@ qg_image_nbd_start_save(QgImageNbd *img, guint64 bound, GError **error)
     g_autofree guint8 *buf = g_malloc0(QG_IMAGE_HEADER_SIZE);
 
     if (img->size < QG_IMAGE_HEADER_SIZE + bound) {
-        g_autofree char *msg = g_strdup_printf(
-            "export %s is %" G_GUINT64_FORMAT " bytes, the image may need up to %"
-            G_GUINT64_FORMAT " (a %d-byte header and a stream of up to %" G_GUINT64_FORMAT
-            " bytes: the guest's RAM, video RAM and ROMs, page headers, device state)",
-            img->name, img->size, QG_IMAGE_HEADER_SIZE + bound, QG_IMAGE_HEADER_SIZE, bound);
-        g_propagate_error(error, ioh_error_new_literal(ENOSPC, "save", img->name, msg));
-        return FALSE;
+        return qg_image_too_small(error, "export", img->name, img->size, bound);
     }
     qg_image_placeholder_encode(buf);
     return write_flush(img, buf, error);
@@ -165,12 +159,6 @@ qg_image_nbd_read_header(QgImageNbd *img, GError **error)
     if (!info) {
         return NULL;
     }
-    if (img->size < info->stream_offset + info->stored_length) {
-        g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
-                    "image truncated %s: the export is %" G_GUINT64_FORMAT " bytes, the "
-                    "header says %" G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT, img->name,
-                    img->size, info->stream_offset, info->stored_length);
-        return NULL;
-    }
-    return g_steal_pointer(&info);
+    return qg_image_check_holds(info, img->size, "export", img->name, error)
+               ? g_steal_pointer(&info) : NULL;
 }

@@ -9,6 +9,7 @@
 #include "ioh-json.h"
 #include <xxhash.h>
 
+#include "ioh-error.h"
 #include "ioh-limits.h"
 #include "ioh-number.h"
 
@@ -486,4 +487,32 @@ qg_image_set_compression(QgImageInfo *info, const char *spec, GError **error)
     info->compress_level = (int)level;
     info->compress_auto = autolevel;
     return TRUE;
+}
+
+gboolean
+qg_image_too_small(GError **error, const char *kind, const char *name, guint64 size,
+                   guint64 bound)
+{
+    g_autofree char *msg = g_strdup_printf(
+        "%s %s is %" G_GUINT64_FORMAT " bytes, the image may need up to %" G_GUINT64_FORMAT
+        " (a %d-byte header and a stream of up to %" G_GUINT64_FORMAT " bytes: the guest's "
+        "RAM, video RAM and ROMs, page headers, device state)", kind, name, size,
+        QG_IMAGE_HEADER_SIZE + bound, QG_IMAGE_HEADER_SIZE, bound);
+
+    g_propagate_error(error, ioh_error_new_literal(ENOSPC, "save", name, msg));
+    return FALSE;
+}
+
+gboolean
+qg_image_check_holds(const QgImageInfo *info, guint64 size, const char *kind,
+                     const char *name, GError **error)
+{
+    if (size >= info->stream_offset + info->stored_length) {
+        return TRUE;
+    }
+    g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
+                "image truncated %s: the %s is %" G_GUINT64_FORMAT " bytes, the header says %"
+                G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT, name, kind, size, info->stream_offset,
+                info->stored_length);
+    return FALSE;
 }

@@ -127,6 +127,18 @@ gboolean qg_image_write_header(int fd, const char *path, const QgImageInfo *info
 /* Reads and checks the header of @fd, and that the file holds the whole stream. */
 QgImageInfo *qg_image_read_header(int fd, const char *path, GError **error);
 
+/* A target without an fd (an NBD export, an RBD image: @kind "export" or "image") of
+ * @size bytes is too small for the header and a stream of up to @bound bytes: FALSE with
+ * ENOSPC "KIND NAME is N bytes, the image may need up to M (...)". */
+gboolean qg_image_too_small(GError **error, const char *kind, const char *name, guint64 size,
+                            guint64 bound);
+
+/* FALSE with QG_IMAGE_ERROR_TRUNCATED when a target of @size bytes does not hold the
+ * stream @info announces ("image truncated NAME: the KIND is N bytes, the header says
+ * ..."). */
+gboolean qg_image_check_holds(const QgImageInfo *info, guint64 size, const char *kind,
+                              const char *name, GError **error);
+
 /* "xxh3-64:0123456789abcdef" */
 char *qg_image_checksum_to_string(guint64 checksum);
 /* Parses "xxh3-64:<16 hex digits>"; FALSE for anything else. */

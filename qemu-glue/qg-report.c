@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 
 #include "ioh-nbd-uri.h"
+#include "ioh-rbd-name.h"
 #include "qg-image.h"
 #include "qg-text.h"
 
@@ -120,11 +121,14 @@ add_connections_json(JsonBuilder *b, const QgMigrateStats *s)
     json_builder_end_array(b);
 }
 
-/* The mode a job reports: an NBD export has no page cache (--bypass-cache is moot). */
+/* The mode a job reports: an NBD export or an RBD image has no page cache
+ * (--bypass-cache is moot). */
 static const char *
 job_mode(const QgReport *r, const char *file)
 {
-    return ioh_cache_mode_to_string(ioh_nbd_is_uri(file) ? IOH_CACHE_NBD : r->cache);
+    return ioh_cache_mode_to_string(ioh_nbd_is_uri(file)    ? IOH_CACHE_NBD
+                                    : ioh_rbd_is_name(file) ? IOH_CACHE_RBD
+                                                            : r->cache);
 }
 
 static void
@@ -249,8 +253,10 @@ qg_report_stats(const QgReport *r, const char *what, const char *file,
                 const QgMigrateStats *s, gboolean json)
 {
     g_autofree char *sum = qg_image_checksum_to_string(s->checksum);
-    /* an NBD URI without its secrets, as in every message */
-    g_autofree char *name = ioh_nbd_safe_name(file);
+    /* an NBD URI without its secrets, an RBD image without its options, as in every
+     * message */
+    g_autofree char *name = ioh_rbd_is_name(file) ? ioh_rbd_safe_name(file)
+                                                  : ioh_nbd_safe_name(file);
     g_autofree char *lfile = qg_text_one_line(name);
     double mib = (double)s->stream_length / (1 << 20);
     double rate = s->seconds > 0 ? mib / s->seconds : 0;

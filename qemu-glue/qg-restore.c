@@ -17,7 +17,7 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "qg-file.h"
-#include "qg-image-nbd.h"
+#include "qg-image-remote.h"
 
 typedef struct {
     QgJob job;              /* qmp, path, opts, the watch, the figures */
@@ -104,10 +104,11 @@ qg_restore_check_qemu(QgRestore *r, GError **error)
 static gboolean
 qg_restore_nbd_open(QgRestore *r, GError **error)
 {
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(r->uri, FALSE, r->job.opts->stall_timeout_s,
-                                                   r->job.opts->cancellable, error);
+    g_autoptr(QgImageRemote) img = qg_image_remote_open(r->uri, FALSE,
+                                                         r->job.opts->stall_timeout_s,
+                                                         r->job.opts->cancellable, error);
 
-    r->info = img ? qg_image_nbd_read_header(img, error) : NULL;
+    r->info = img ? qg_image_remote_read_header(img, error) : NULL;
     return r->info != NULL;
 }
 
@@ -365,7 +366,7 @@ qg_migrate_restore(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
 {
     g_autoptr(QgRestore) r = g_new0(QgRestore, 1);
 
-    path = qg_image_nbd_job_path(path, &r->uri, &r->uri_name);
+    path = qg_image_remote_job_path(path, &r->uri, &r->uri_name);
     qg_mig_job_init(&r->job, "restore", qmp, path, opts);
     r->fd = r->qemu_fd = -1;
     if (!qg_restore_check_qemu(r, error) || !qg_restore_open(r, error) ||

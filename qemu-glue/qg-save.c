@@ -13,7 +13,7 @@
 #include "ioh-fd.h"
 #include "ioh-number.h"
 #include "qg-file.h"
-#include "qg-image-nbd.h"
+#include "qg-image-remote.h"
 #include "ioh-json.h"
 
 /* Device state besides RAM in a stream (QEMU's vmstate of every device): generous; the
@@ -197,20 +197,22 @@ static gboolean
 qg_save_nbd_open(QgSave *s, GError **error)
 {
     guint64 bound = qg_save_stream_bound(s);
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, s->job.opts->stall_timeout_s,
-                                                   s->job.opts->cancellable, error);
+    g_autoptr(QgImageRemote) img = qg_image_remote_open(s->uri, TRUE,
+                                                         s->job.opts->stall_timeout_s,
+                                                         s->job.opts->cancellable, error);
 
-    return img && qg_image_nbd_start_save(img, bound, error);
+    return img && qg_image_remote_start_save(img, bound, error);
 }
 
 /* The final header, once the helper has flushed and gone: a connection of its own. */
 static gboolean
 qg_save_nbd_commit(QgSave *s, GError **error)
 {
-    g_autoptr(QgImageNbd) img = qg_image_nbd_open(s->uri, TRUE, s->job.opts->stall_timeout_s,
-                                                   s->job.opts->cancellable, error);
+    g_autoptr(QgImageRemote) img = qg_image_remote_open(s->uri, TRUE,
+                                                         s->job.opts->stall_timeout_s,
+                                                         s->job.opts->cancellable, error);
 
-    return img && qg_image_nbd_write_header(img, s->info, error);
+    return img && qg_image_remote_write_header(img, s->info, error);
 }
 
 /* The helper on the export at offset 4096, computing the checksum (and compressing when
@@ -428,7 +430,7 @@ qg_migrate_save(QgQmp *qmp, const char *path, const QgMigrateOptions *opts,
 {
     g_autoptr(QgSave) s = g_new0(QgSave, 1);
 
-    path = qg_image_nbd_job_path(path, &s->uri, &s->uri_name);
+    path = qg_image_remote_job_path(path, &s->uri, &s->uri_name);
     qg_mig_job_init(&s->job, "save", qmp, path, opts);
     s->info = qg_image_info_new();
     s->qemu_fd = -1;

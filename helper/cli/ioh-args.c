@@ -12,6 +12,7 @@
 #include "ioh-nbd-uri.h"
 #include "ioh-number.h"
 #include "ioh-opt.h"
+#include "ioh-rbd-name.h"
 
 static const char usage_text[] =
     "Usage: iohelper [OPTION...] IN OUT\n"
@@ -20,7 +21,9 @@ static const char usage_text[] =
     "IN and OUT are each a path, '-' (stdin/stdout) or 'fd:N'; one of them may be an NBD\n"
     "URI (nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH, nbds://...), or\n"
     "'env:NAME' for the NBD URI in environment variable NAME (out of the command line,\n"
-    "which every local user can read); reading an NBD export needs --length.\n"
+    "which every local user can read); reading an NBD export needs --length. Or one may\n"
+    "be an RBD image, rbd:POOL/IMAGE[@SNAP][:conf=PATH][:id=USER][:keyring=PATH] (a\n"
+    "snapshot only to read), also through 'env:NAME'.\n"
     "\n"
     "  --direct               open the file side with O_DIRECT (bypass the page cache)\n"
     "  --fadvise              bypass the cache by write-back and POSIX_FADV_DONTNEED\n"
@@ -57,10 +60,13 @@ static const char usage_text[] =
     "                         from 1, several only with multi-conn; more than 1 is refused\n"
     "                         without it)\n"
     "  --requests=N           NBD: commands in flight per connection (default: as many\n"
-    "                         as pay, 8 or 16)\n"
-    "  --request-size=SIZE    NBD: bytes per command (default 256K)\n"
+    "                         as pay, 8 or 16); RBD: requests in flight (default 8)\n"
+    "  --request-size=SIZE    NBD: bytes per command (default 256K); RBD: at most the\n"
+    "                         image's object size (the default)\n"
     "  --stall-timeout=SEC    NBD: fail when the server sends nothing for SEC seconds\n"
-    "                         while commands are in flight (default: wait)\n"
+    "                         while commands are in flight (default: wait); RBD: the\n"
+    "                         bound of every cluster operation (default 60)\n"
+    "  --grow                 RBD: grow an existing image smaller than the stream\n"
     "  --no-truncate          save: leave the file's bytes past the stream as they are\n"
     "                         (a region of a multi-channel image, docs/channels.md)\n"
     "  --memory-budget=SIZE   buffers of all helpers on the host beyond one each\n"
@@ -86,7 +92,7 @@ typedef enum {
     OPT_LENGTH, OPT_FADVISE_WINDOW, OPT_STATS, OPT_PROGRESS, OPT_STATUS_FD,
     OPT_STATUS_INTERVAL, OPT_RECORD, OPT_HELP, OPT_VERSION, OPT_CHECKSUM,
     OPT_VERIFY_CHECKSUM, OPT_COMPRESS, OPT_DECOMPRESS, OPT_THREADS, OPT_CONNECTIONS,
-    OPT_REQUESTS, OPT_REQUEST_SIZE, OPT_STALL_TIMEOUT, OPT_MEMORY_BUDGET,
+    OPT_REQUESTS, OPT_REQUEST_SIZE, OPT_STALL_TIMEOUT, OPT_MEMORY_BUDGET, OPT_GROW,
     OPT_NO_TRUNCATE,
     OPT_RECIPIENT, OPT_RECIPIENTS_FILE, OPT_IDENTITY, OPT_IDENTITY_FD,
 } OptId;
@@ -122,6 +128,7 @@ static const IohOptEntry entries[] = {
     VALUE("request-size", OPT_REQUEST_SIZE),
     VALUE("stall-timeout", OPT_STALL_TIMEOUT),
     VALUE("memory-budget", OPT_MEMORY_BUDGET),
+    FLAG("grow", OPT_GROW, 0),
     FLAG("no-truncate", OPT_NO_TRUNCATE, 0),
     VALUE("recipient", OPT_RECIPIENT),
     VALUE("recipients-file", OPT_RECIPIENTS_FILE),
@@ -377,6 +384,9 @@ apply_option(const IohOptEntry *e, const char *val, gpointer data, GError **erro
     case OPT_NO_TRUNCATE:
         a->copy.no_truncate = TRUE;
         return TRUE;
+    case OPT_GROW:
+        a->copy.rbd_grow = TRUE;
+        return TRUE;
     case OPT_STATS:
         return apply_stats(a, val, error);
     case OPT_RECORD:
@@ -436,6 +446,22 @@ check_nbd_uri(const char *spec, GError **error)
     return TRUE;
 }
 
+/* An RBD image name that does not parse: a usage error, before connecting. Its text is
+ * not quoted (an option's value stays out of messages). */
+static gboolean
+check_rbd_name(const char *spec, GError **error)
+{
+    g_auto(IohRbdName) name = { 0 };
+    g_autoptr(GError) err = NULL;
+
+    if (ioh_rbd_name_parse(spec, &name, &err)) {
+        return TRUE;
+    }
+    return ioh_args_usage_error(error, "not a valid RBD image name "
+                                "(rbd:POOL/IMAGE[@SNAP][:conf=PATH][:id=USER][:keyring=PATH]; "
+                                "'./rbd:...' for a file): %s", err->message);
+}
+
 /* IN or OUT as given, or for "env:NAME" the NBD URI in that environment variable: a
  * command line is readable by every local user (/proc/PID/cmdline, ps), a process's
  * environment only by its owner, and a URI may hold secrets (a user name with a
@@ -454,9 +480,9 @@ operand_text(const char *spec, char **ret, GError **error)
         return ioh_args_usage_error(error, "'%s': no environment variable %s (write './%s' "
                                     "for a file of that name)", spec, spec + 4, spec);
     }
-    if (!ioh_nbd_is_uri(value)) {
+    if (!ioh_nbd_is_uri(value) && !ioh_rbd_is_name(value)) {
         return ioh_args_usage_error(error, "'%s': environment variable %s does not hold an "
-                                    "NBD URI", spec, spec + 4);
+                                    "NBD URI or an RBD image name", spec, spec + 4);
     }
     *ret = g_strdup(value);
     return TRUE;
@@ -490,6 +516,9 @@ parse_operand(const char *spec, int stdio_fd, IohOperand *ret, GError **error)
     } else if (ioh_nbd_is_uri(spec)) {
         ret->kind = IOH_OPERAND_NBD;
         return check_nbd_uri(spec, error);
+    } else if (ioh_rbd_is_name(spec)) {
+        ret->kind = IOH_OPERAND_RBD;
+        return check_rbd_name(spec, error);
     }
     return TRUE;
 }

@@ -30,6 +30,7 @@ typedef enum {
     IOH_OPERAND_STDIO,       /* "-": stdin for IN, stdout for OUT */
     IOH_OPERAND_FD,          /* "fd:N" */
     IOH_OPERAND_NBD,         /* an NBD URI: nbd://, nbds://, nbd+unix://... (ioh-nbd.h) */
+    IOH_OPERAND_RBD,         /* an RBD image: rbd:POOL/IMAGE... (ioh-rbd-name.h) */
 } IohOperandKind;
 
 typedef struct {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ioh-nbd-uri.h"
+#include "ioh-rbd-name.h"
 #include "ioh-option-rules.h"
 
 /* One part of the command line, as the file system sees it. */
@@ -236,7 +237,8 @@ rule_error(IohOptionRule rule, const char *src, const char *dst, GError **error)
         return ioh_args_usage_error(error, "--compress and --decompress cannot be combined");
     case IOH_OPTION_RULE_NBD_OPTIONS_NEED_NBD:
         return ioh_args_usage_error(error, "--connections, --requests, --request-size and "
-                                    "--stall-timeout need an NBD URI as IN or OUT");
+                                    "--stall-timeout need an NBD URI or an RBD image as IN "
+                                    "or OUT");
     case IOH_OPTION_RULE_COMPRESS_NEEDS_SAVE:
         return ioh_args_usage_error(error, "--compress is for a save (a pipe into a file), "
                                     "not a copy from %s to %s", src, dst);
@@ -262,6 +264,13 @@ rule_error(IohOptionRule rule, const char *src, const char *dst, GError **error)
     }
 }
 
+/* An NBD export or an RBD image: an end without an fd. */
+static gboolean
+is_remote(const IohOperand *op)
+{
+    return op->kind == IOH_OPERAND_NBD || op->kind == IOH_OPERAND_RBD;
+}
+
 /* @direction: NULL when not known yet. */
 static void
 option_set(const IohArgs *a, const IohDirection *direction, IohOptionSet *ret)
@@ -275,32 +284,50 @@ option_set(const IohArgs *a, const IohDirection *direction, IohOptionSet *ret)
         .decrypt = a->decrypt,
         .threads = a->copy.threads,
         .nbd_options = a->nbd_option,
-        .nbd = !a->libvirt && (a->in_op.kind == IOH_OPERAND_NBD ||
-                               a->out_op.kind == IOH_OPERAND_NBD),
+        .nbd = !a->libvirt && (is_remote(&a->in_op) || is_remote(&a->out_op)),
         .direction_known = direction != NULL,
         .direction = direction ? *direction : IOH_DIRECTION_COPY,
     };
 }
 
-/* An NBD URI on one side: the other is the stream; an export has no end of stream. */
+/* An RBD image's own options: --grow for a save into one; --connections is NBD's (librbd
+ * keeps one session to the cluster and talks to every OSD). */
+static gboolean
+check_rbd(const IohArgs *a, GError **error)
+{
+    gboolean rbd = !a->libvirt && (a->in_op.kind == IOH_OPERAND_RBD ||
+                                   a->out_op.kind == IOH_OPERAND_RBD);
+
+    if (a->copy.rbd_grow && (a->libvirt || a->out_op.kind != IOH_OPERAND_RBD)) {
+        return ioh_args_usage_error(error, "--grow is for a save into an RBD image");
+    }
+    if (rbd && a->copy.nbd_connections) {
+        return ioh_args_usage_error(error, "--connections is for an NBD URI, not an RBD "
+                                    "image");
+    }
+    return TRUE;
+}
+
+/* An NBD URI or RBD image on one side: the other is the stream; an export has no end of
+ * stream (an RBD image has its recorded length). */
 static gboolean
 check_nbd(const IohArgs *a, GError **error)
 {
-    gboolean in = !a->libvirt && a->in_op.kind == IOH_OPERAND_NBD;
-    gboolean out = !a->libvirt && a->out_op.kind == IOH_OPERAND_NBD;
+    gboolean in = !a->libvirt && is_remote(&a->in_op);
+    gboolean out = !a->libvirt && is_remote(&a->out_op);
 
     if (!in && !out) {
         return TRUE;
     }
     if (in && out) {
-        return ioh_args_usage_error(error, "IN and OUT are both NBD URIs: one side must be "
-                                    "the stream");
+        return ioh_args_usage_error(error, "IN and OUT are both NBD URIs or RBD images: one "
+                                    "side must be the stream");
     }
     if (a->direct || a->fadvise) {
         return ioh_args_usage_error(error, "--direct and --fadvise apply to a file, not to "
-                                    "an NBD export");
+                                    "an NBD export or an RBD image");
     }
-    if (in && !a->copy.has_length) {
+    if (in && a->in_op.kind == IOH_OPERAND_NBD && !a->copy.has_length) {
         return ioh_args_usage_error(error, "reading an NBD export needs --length (an export "
                                     "has a fixed size, the stream has no end mark)");
     }
@@ -314,7 +341,7 @@ ioh_clash_check_options(const IohArgs *a, GError **error)
 
     option_set(a, NULL, &set);
     return rule_error(ioh_option_rules_check(&set), NULL, NULL, error) &&
-           check_nbd(a, error);
+           check_nbd(a, error) && check_rbd(a, error);
 }
 
 /* Where an image stays: a file (a path that does not exist yet will be one), a block
@@ -332,7 +359,7 @@ operand_is_image(const IohOperand *op, const char *spec)
 {
     struct stat st;
 
-    if (op->kind == IOH_OPERAND_NBD) {
+    if (is_remote(op)) {
         return TRUE;
     }
     if (op->kind != IOH_OPERAND_PATH) {
@@ -353,6 +380,8 @@ operand_name(const IohOperand *op, const char *spec)
         return g_strdup_printf("fd %d", op->fd);
     case IOH_OPERAND_NBD:
         return ioh_nbd_safe_name(spec);
+    case IOH_OPERAND_RBD:
+        return ioh_rbd_safe_name(spec);
     case IOH_OPERAND_PATH:
     default:
         return g_strdup(spec);

@@ -11,6 +11,7 @@ static const char *const names[IOH_CACHE_MODE_COUNT] = {
     [IOH_CACHE_DIRECT] = "direct",
     [IOH_CACHE_FADVISE] = "fadvise",
     [IOH_CACHE_NBD] = "nbd",
+    [IOH_CACHE_RBD] = "rbd",
 };
 
 const char *
@@ -32,5 +33,5 @@ ioh_cache_mode_from_string(const char *text, IohCacheMode *ret_mode, GError **er
     }
     shown = ioh_escape_line(text ? text : "");
     return ioh_error_set(error, EINVAL, NULL, NULL,
-                         "cache mode '%s': not buffered, direct, fadvise or nbd", shown);
+                         "cache mode '%s': not buffered, direct, fadvise, nbd or rbd", shown);
 }

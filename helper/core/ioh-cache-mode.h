@@ -15,15 +15,17 @@ typedef enum {
     IOH_CACHE_FADVISE,   /* page cache, written back and dropped behind the head */
     IOH_CACHE_NBD,       /* no local storage: an NBD export, durable by the server's flush
                           * (what a copy with an NBD end reports; never asked for) */
+    IOH_CACHE_RBD,       /* no local storage: an RBD image, durable by librbd's flush
+                          * (what a copy with an RBD end reports; never asked for) */
 } IohCacheMode;
 
-#define IOH_CACHE_MODE_COUNT 4
+#define IOH_CACHE_MODE_COUNT 5
 
-/* "buffered", "direct", "fadvise" or "nbd"; NULL for a value outside the enum. */
+/* "buffered", "direct", "fadvise", "nbd" or "rbd"; NULL for a value outside the enum. */
 const char *ioh_cache_mode_to_string(IohCacheMode mode);
 
-/* The mode spelled @text (exactly one of the four names). Otherwise FALSE with
- * IOH_ERROR/EINVAL "cache mode 'TEXT': not buffered, direct, fadvise or nbd". */
+/* The mode spelled @text (exactly one of the five names). Otherwise FALSE with
+ * IOH_ERROR/EINVAL "cache mode 'TEXT': not buffered, direct, fadvise, nbd or rbd". */
 gboolean ioh_cache_mode_from_string(const char *text, IohCacheMode *ret_mode,
                                     GError **error);
 

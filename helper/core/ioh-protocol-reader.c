@@ -244,7 +244,7 @@ read_result(JsonObject *o, IohProtocolMsg *m, GError **error)
         return bad(error, "member \"direction\" is not copy, save or restore");
     }
     if (!ioh_cache_mode_from_string(mode, &m->mode, NULL)) {
-        return bad(error, "member \"mode\" is not buffered, direct, fadvise or nbd");
+        return bad(error, "member \"mode\" is not buffered, direct, fadvise, nbd or rbd");
     }
     return read_checksum(o, m, error) && read_compression(o, m, error) &&
            read_encryption(o, m, error);

@@ -10,6 +10,7 @@
 #include "ioh-fd.h"
 
 #include <errno.h>
+#include <string.h>
 
 void
 ioh_copy_count_read(IohCopy *c)
@@ -135,4 +136,26 @@ ioh_copy_route_filters(IohCopy *c)
     ioh_filter_chain_set_sink(c->filters, ioh_end_is_storage(c->dst) ? c->dst->name
                                                                      : c->src->name,
                               c->dst->direct ? c->align : 1, to_sink, to_sinkv, c);
+}
+
+gssize
+ioh_source_read_by_peek(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
+{
+    gsize have = 0;
+
+    (void)pos;
+    while (have < len) {
+        gsize part = len - have;
+        const char *p = rd->c->source->peek(rd->c, &part, error);
+
+        if (!p) {
+            return -1;
+        }
+        if (part == 0) {
+            break;
+        }
+        memcpy(buf + have, p, part);
+        have += part;
+    }
+    return (gssize)have;
 }

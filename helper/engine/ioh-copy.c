@@ -54,11 +54,18 @@ ioh_copy_options_init(IohCopyOptions *opts)
     opts->compress_level = IOH_ZSTD_LEVEL_DEFAULT;
 }
 
-/* Storage, or an NBD export (ioh-nbd.h): where the image stays. */
+/* An end without an fd, moved in requests by its own layers (ioh-nbd.h, ioh-rbd.h). */
+static gboolean
+is_remote(const IohEnd *end)
+{
+    return end->kind == IOH_KIND_NBD || end->kind == IOH_KIND_RBD;
+}
+
+/* Storage, an NBD export or an RBD image: where the image stays. */
 static gboolean
 is_image(const IohEnd *end)
 {
-    return ioh_end_is_storage(end) || end->kind == IOH_KIND_NBD;
+    return ioh_end_is_storage(end) || is_remote(end);
 }
 
 static const char *
@@ -71,6 +78,16 @@ direction(const IohEnd *src, const IohEnd *dst)
         return "restore";
     }
     return "copy";
+}
+
+/* An NBD or RBD end has no page cache to use or bypass: its own mode, not the option's. */
+static IohCacheMode
+remote_mode(const IohEnd *src, const IohEnd *dst, IohCacheMode mode)
+{
+    if (src->kind == IOH_KIND_RBD || dst->kind == IOH_KIND_RBD) {
+        return IOH_CACHE_RBD;
+    }
+    return src->kind == IOH_KIND_NBD || dst->kind == IOH_KIND_NBD ? IOH_CACHE_NBD : mode;
 }
 
 /* TRUE when @end is a pipe open for @mode (O_RDONLY: reading, O_WRONLY: writing). */
@@ -110,8 +127,8 @@ choose_strategy(IohCopy *c)
 {
     gboolean src_direct = ioh_end_is_storage(c->src) && c->src->direct;
 
-    if (c->dst->kind == IOH_KIND_NBD || c->src->kind == IOH_KIND_NBD) {
-        return &ioh_strategy_inline;    /* NBD: see the top */
+    if (is_remote(c->dst) || is_remote(c->src)) {
+        return &ioh_strategy_inline;    /* NBD, RBD: see the top */
     }
 
     if (splice_fits(c)) {
@@ -270,9 +287,7 @@ ioh_copy(IohEnd *src, IohEnd *dst, const IohCopyOptions *opts, IohStats *stats,
     memset(stats, 0, sizeof(*stats));
     own.memory = ioh_mem_account_new(opts->budget);
     stats->start_us = g_get_monotonic_time();
-    /* an NBD end has no page cache to use or bypass: its own mode, not the option's */
-    stats->mode = ioh_cache_mode_to_string(src->kind == IOH_KIND_NBD || dst->kind == IOH_KIND_NBD
-                                               ? IOH_CACHE_NBD : opts->mode);
+    stats->mode = ioh_cache_mode_to_string(remote_mode(src, dst, opts->mode));
     stats->direction = direction(src, dst);
     /* Every check that could refuse the copy has passed before a save target opened by
      * path loses its old contents. */

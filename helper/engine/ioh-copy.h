@@ -55,7 +55,11 @@ typedef struct {
     guint nbd_requests;         /* NBD end: commands in flight per connection (0: default) */
     gsize nbd_request_size;     /* NBD end: bytes per command (0: default, ioh-nbd.h) */
     guint nbd_stall_timeout;    /* NBD end: seconds without a byte from the server, with
-                                 * commands in flight, that fail the copy (0: none) */
+                                 * commands in flight, that fail the copy (0: none); RBD
+                                 * end: the bound of every cluster operation (0: the
+                                 * default, IOH_RBD_DEFAULT_TIMEOUT_S) */
+    gboolean rbd_grow;          /* RBD end: an existing image smaller than the stream is
+                                 * grown (else refused) */
     IohBudget *budget;          /* the host's budget for what the layers hold beyond their
                                  * floors (ioh-budget.h, ioh-mem-account.h); NULL: none */
     IohMemAccount *memory;      /* set by ioh_copy() on its own copy of the options, for the

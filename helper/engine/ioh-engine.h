@@ -20,6 +20,16 @@ G_BEGIN_DECLS
  * yet connected (the copy's nbd source or sink connects it: ends/ioh-nbd.h). */
 IohEnd *ioh_nbd_end_new(const char *uri);
 
+/* An end for the RBD image @name (rbd:POOL/IMAGE[@SNAP][:conf=PATH][:id=USER]
+ * [:keyring=PATH], ioh-rbd-name.h): kind IOH_KIND_RBD, fd -1, not yet connected (the
+ * copy's rbd source or sink connects it: ends/ioh-rbd.h). */
+IohEnd *ioh_rbd_end_new(const char *name);
+
+/* TRUE once an RBD end was left open after a timeout (librbd's threads may still use it):
+ * the process must then end with _exit(), since the destructors exit() runs would free
+ * what those threads still use (AddressSanitizer saw one read freed memory). */
+gboolean ioh_rbd_left_open(void);
+
 /* The registered checksum filter called @name (--checksum=NAME): its name, NULL when
  * there is none. */
 const char *ioh_filter_checksum_lookup(const char *name);

@@ -5,9 +5,11 @@
  * A copy takes the first source and the first sink, in this order, that accepts its end.
  * Included by ioh-layer.c only, with the three macros defined. */
 IOH_SOURCE(nbd)
+IOH_SOURCE(rbd)
 IOH_SOURCE(file)
 IOH_SOURCE(stream)
 IOH_SINK(nbd)
+IOH_SINK(rbd)
 IOH_SINK(file)
 IOH_SINK(stream)
 IOH_FILTER(xxh3)

@@ -130,6 +130,12 @@ void ioh_stream_raise_pipe(IohCopy *c, IohEnd *end);
 const IohSourceClass *ioh_source_for(const IohEnd *end);
 const IohSinkClass *ioh_sink_for(const IohEnd *end);
 
+/* A source's read() for a source that has peek() (the NBD and RBD sources, whose bytes
+ * sit in their request buffers): copies what peek() hands out until @len bytes or the end
+ * of the stream. */
+gssize ioh_source_read_by_peek(IohReader *rd, char *buf, gsize len, gint64 pos,
+                               GError **error);
+
 /* One read call done (any thread). */
 void ioh_copy_count_read(IohCopy *c);
 

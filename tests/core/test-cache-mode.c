@@ -15,6 +15,7 @@ test_to_string(void)
     g_assert_cmpstr(ioh_cache_mode_to_string(IOH_CACHE_DIRECT), ==, "direct");
     g_assert_cmpstr(ioh_cache_mode_to_string(IOH_CACHE_FADVISE), ==, "fadvise");
     g_assert_cmpstr(ioh_cache_mode_to_string(IOH_CACHE_NBD), ==, "nbd");
+    g_assert_cmpstr(ioh_cache_mode_to_string(IOH_CACHE_RBD), ==, "rbd");
     g_assert_null(ioh_cache_mode_to_string((IohCacheMode)IOH_CACHE_MODE_COUNT));
     g_assert_null(ioh_cache_mode_to_string((IohCacheMode)-1));
 }
@@ -56,7 +57,7 @@ test_message(void)
     IohCacheMode m;
 
     g_assert_false(ioh_cache_mode_from_string("tur\nbo", &m, &e));
-    g_assert_cmpstr(e->message, ==, "cache mode 'tur?bo': not buffered, direct, fadvise or nbd");
+    g_assert_cmpstr(e->message, ==, "cache mode 'tur?bo': not buffered, direct, fadvise, nbd or rbd");
     g_assert_false(ioh_cache_mode_from_string(NULL, &m, &e2));
     g_assert_error(e2, IOH_ERROR, EINVAL);
 }

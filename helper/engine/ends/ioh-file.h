@@ -17,6 +17,7 @@ typedef enum {
     IOH_KIND_BLOCK,    /* block device: synced, never truncated */
     IOH_KIND_OTHER,    /* char device, socket, tty: plain read/write */
     IOH_KIND_NBD,      /* an NBD export (fd -1): the nbd source and sink (ioh-nbd.h) */
+    IOH_KIND_RBD,      /* an RBD image (fd -1): the rbd source and sink (ioh-rbd.h) */
 } IohKind;
 
 typedef struct {
@@ -28,7 +29,8 @@ typedef struct {
     guint align;       /* O_DIRECT alignment of offsets, lengths and buffers (>= 4096) */
     gboolean truncate_pending;  /* a save target opened by path: truncate before writing */
     guint64 truncate_to;
-    char *uri;         /* IOH_KIND_NBD: the URI as given (name: without its query secrets) */
+    char *uri;         /* IOH_KIND_NBD: the URI as given (name: without its query secrets);
+                        * IOH_KIND_RBD: the image's name as given (name: without options) */
     gpointer priv;     /* a layer's state for this end, freed with priv_free by ioh_end_free */
     GDestroyNotify priv_free;
 } IohEnd;

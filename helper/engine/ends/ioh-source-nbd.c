@@ -8,6 +8,7 @@
  * line refuses a restore without it) and checked against the export's size before
  * anything is read. */
 #include "ioh-nbd.h"
+#include "ioh-read-ahead.h"
 #include "ioh-error.h"
 
 #include <errno.h>
@@ -15,13 +16,51 @@
 
 typedef struct {
     IohNbd *n;
-    guint64 start;           /* export offset of the stream */
-    guint64 length;
-    guint64 issued;          /* stream bytes asked for */
-    char *head;              /* the oldest request, being handed on */
-    gsize head_len;
-    gsize head_off;
+    IohReadAhead ra;
 } SourceState;
+
+/* The pool's calls, for the read-ahead (ioh-read-ahead.h). */
+static char *
+pool_next(gpointer pool, GError **error)
+{
+    gsize done;
+
+    return ioh_nbd_next(pool, &done, error);
+}
+
+static gboolean
+pool_issue_read(gpointer pool, gsize len, guint64 offset, GError **error)
+{
+    return ioh_nbd_issue(pool, FALSE, len, offset, error);
+}
+
+static char *
+pool_take(gpointer pool, gsize *ret_len, GError **error)
+{
+    return ioh_nbd_take(pool, ret_len, error);
+}
+
+static guint
+pool_in_flight(gconstpointer pool)
+{
+    return ioh_nbd_in_flight(pool);
+}
+
+static guint
+pool_capacity(gconstpointer pool)
+{
+    return ioh_nbd_capacity(pool);
+}
+
+static gsize
+pool_request_at(gconstpointer pool, guint64 offset G_GNUC_UNUSED)
+{
+    return ioh_nbd_request_size(pool);
+}
+
+static const IohReadAheadOps pool_ops = {
+    pool_next, pool_issue_read, pool_take, pool_in_flight, pool_capacity, pool_request_at,
+};
 
 static gboolean
 nbd_source_accepts(const IohEnd *end)
@@ -43,80 +82,25 @@ nbd_source_prepare(IohCopy *c, GError **error)
     size = ioh_nbd_export_size(n);
     s = g_new0(SourceState, 1);
     s->n = n;
-    s->start = o->has_offset ? o->offset : 0;
-    s->length = o->has_length ? o->length : (size > s->start ? size - s->start : 0);
+    s->ra.ops = &pool_ops;
+    s->ra.pool = n;
+    s->ra.start = o->has_offset ? o->offset : 0;
+    s->ra.length = o->has_length ? o->length
+                                 : (size > s->ra.start ? size - s->ra.start : 0);
     ioh_nbd_set_layer_state(n, s, g_free);
-    c->src_start = s->start;
-    if (s->start > size || s->length > size - s->start) {
+    c->src_start = s->ra.start;
+    if (s->ra.start > size || s->ra.length > size - s->ra.start) {
         return ioh_nbd_too_small(error, "read", c->src, size);
     }
     return TRUE;
 }
 
-/* Issues reads until every request is in flight or the stream is all asked for. */
-static gboolean
-read_ahead(IohCopy *c, SourceState *s, GError **error)
-{
-    gsize rsize = ioh_nbd_request_size(s->n);
-
-    while (s->issued < s->length && ioh_nbd_in_flight(s->n) < ioh_nbd_capacity(s->n)) {
-        gsize len = (gsize)MIN((guint64)rsize, s->length - s->issued), got;
-
-        if (!ioh_nbd_next(s->n, &got, error) ||
-            !ioh_nbd_issue(s->n, FALSE, len, s->start + s->issued, error)) {
-            return FALSE;
-        }
-        s->issued += len;
-        ioh_copy_count_read(c);
-    }
-    return TRUE;
-}
-
-/* The next bytes in the oldest request (at most *@len): they stay valid until the next
- * call, which issues its buffer again once it has been handed on whole. */
 static const char *
 nbd_source_peek(IohCopy *c, gsize *len, GError **error)
 {
     SourceState *s = ioh_nbd_layer_state(c->src->priv);
-    const char *p;
 
-    if (s->head_off == s->head_len) {
-        if (ioh_nbd_in_flight(s->n) == 0 && s->issued == s->length) {
-            *len = 0;
-            return "";
-        }
-        if (!read_ahead(c, s, error) ||
-            !(s->head = ioh_nbd_take(s->n, &s->head_len, error))) {
-            return NULL;
-        }
-        s->head_off = 0;
-    }
-    *len = MIN(*len, s->head_len - s->head_off);
-    p = s->head + s->head_off;
-    s->head_off += *len;
-    return p;
-}
-
-static gssize
-nbd_source_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
-{
-    gsize have = 0;
-
-    (void)pos;
-    while (have < len) {
-        gsize part = len - have;
-        const char *p = nbd_source_peek(rd->c, &part, error);
-
-        if (!p) {
-            return -1;
-        }
-        if (part == 0) {
-            break;
-        }
-        memcpy(buf + have, p, part);
-        have += part;
-    }
-    return (gssize)have;
+    return ioh_read_ahead_peek(c, &s->ra, len, error);
 }
 
 static void
@@ -134,7 +118,7 @@ const IohSourceClass ioh_source_nbd = {
     .name = "nbd",
     .accepts = nbd_source_accepts,
     .prepare = nbd_source_prepare,
-    .read = nbd_source_read,
+    .read = ioh_source_read_by_peek,
     .finish = nbd_source_finish,
     .peek = nbd_source_peek,
 };

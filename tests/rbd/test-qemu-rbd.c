@@ -1,0 +1,147 @@
+/* test-qemu-rbd.c - qemu-iohelper saves a real QEMU guest to an RBD image and restores it
+ * (issue 29): a test cluster of its own (scripts/ceph-cluster, in the test's work
+ * directory, stopped at the end whatever happened), the guest's RAM compared byte for
+ * byte (pmemsave), raw and --compress. The image's name carries conf= and keyring=: the
+ * report names it without them. Skips without QEMU or the Ceph packages. */
+#include <signal.h>
+#include <string.h>
+#include <glib/gstdio.h>
+
+#include "ioh-test.h"
+#include "qg-test.h"
+
+static char *workdir;
+static char *data_file;    /* what the source guest holds */
+static char *other_file;   /* what the destination holds before the restore */
+static char *cluster_dir;
+static char *conf;         /* the cluster's ceph.conf (NULL: no cluster) */
+static const char *skip_reason;
+
+static char *
+cluster_script(void)
+{
+    return g_build_filename(g_getenv("IOH_SOURCE_ROOT") ? g_getenv("IOH_SOURCE_ROOT")
+                                                        : SOURCE_ROOT,
+                            "scripts", "ceph-cluster", NULL);
+}
+
+/* The cluster, started once for the cases; its failure is every case's skip reason. */
+static void
+cluster_start(void)
+{
+    const char *tools[] = { "ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "uuidgen" };
+    g_autofree char *script = cluster_script();
+    g_autofree char *out = NULL, *err = NULL;
+    const char *argv[] = { script, "start", NULL, NULL };
+    int status = 0;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(tools); i++) {
+        g_autofree char *p = g_find_program_in_path(tools[i]);
+        if (!p) {
+            skip_reason = "the Ceph packages are not installed (scripts/deps/rbd.txt)";
+            return;
+        }
+    }
+    if (!qgt_qemu_binary()) {
+        skip_reason = "qemu-system-x86_64 is not installed";
+        return;
+    }
+    cluster_dir = g_build_filename(workdir, "cluster", NULL);
+    argv[2] = cluster_dir;
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                               &err, &status, NULL));
+    if (!g_spawn_check_wait_status(status, NULL)) {
+        g_printerr("%s", err);
+        g_error("the test cluster did not start");
+    }
+    conf = g_strstrip(g_steal_pointer(&out));
+}
+
+static void
+cluster_stop(void)
+{
+    g_autofree char *script = cluster_script();
+    const char *argv[] = { script, "stop", cluster_dir, NULL };
+
+    if (cluster_dir) {
+        g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
+                     G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    }
+}
+
+/* Saves a guest holding data_file to rbd:rbd/@image (with @extra, or NULL), restores it
+ * into a guest that held other_file, compares the RAM. */
+static void
+roundtrip(const char *image, const char *extra)
+{
+    g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
+    g_autofree char *keyring = g_build_filename(cluster_dir, "keyring.client.admin", NULL);
+    g_autofree char *name = g_strdup_printf("rbd:rbd/%s:conf=%s:keyring=%s", image, conf,
+                                            keyring);
+    g_autofree char *shown = g_strdup_printf("\"file\":\"rbd:rbd/%s\"", image);
+    g_autofree char *out = NULL, *err = NULL;
+    QgtQemu *q;
+
+    if (skip_reason) {
+        g_test_skip(skip_reason);
+        return;
+    }
+    q = qgt_qemu_start(data_file, FALSE);
+    {
+        const char *args[] = { "save", "--qmp", q->sock, name, "--stats=json", extra, NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 240, &out, &err), ==, 0);
+    }
+    ioht_assert_contains(out, shown);
+    g_assert_null(strstr(out, "keyring"));
+    g_assert_null(strstr(err, "keyring"));
+    qgt_qemu_stop(q);
+    q = qgt_qemu_start(other_file, TRUE);
+    {
+        const char *args[] = { "restore", "--qmp", q->sock, name, NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 240, NULL, NULL), ==, 0);
+    }
+    qgt_qemu_pmemsave(q, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, data_file));
+    qgt_qemu_stop(q);
+    g_unlink(dump);
+}
+
+static void
+test_raw(void)
+{
+    roundtrip("vm1", NULL);
+}
+
+static void
+test_compressed(void)
+{
+    roundtrip("vm2", "--compress");
+}
+
+int
+main(int argc, char **argv)
+{
+    int ret;
+
+    signal(SIGPIPE, SIG_IGN);
+    g_test_init(&argc, &argv, NULL);
+    if (argc < 2) {
+        g_printerr("usage: %s QEMU-IOHELPER-PATH\n", argv[0]);
+        return 2;
+    }
+    qgt_set_tool(argv[1]);
+    workdir = ioht_workdir();
+    data_file = g_build_filename(workdir, "guest-1.bin", NULL);
+    other_file = g_build_filename(workdir, "guest-2.bin", NULL);
+    ioht_write_random_file(data_file, QGT_DATA_SIZE, 1);
+    ioht_write_random_file(other_file, QGT_DATA_SIZE, 2);
+    cluster_start();
+    g_test_add_func("/rbd/qemu/roundtrip", test_raw);
+    g_test_add_func("/rbd/qemu/roundtrip-compressed", test_compressed);
+    ret = g_test_run();
+    cluster_stop();
+    ioht_workdir_remove(workdir);
+    return ret;
+}

@@ -7,7 +7,10 @@
  * only once a byte after it arrives (else it holds the last chunk, flagged so), and then
  * on the stream's threads while the calling thread hands the batch before it to the sink:
  * with two batches in turn, encryption runs beside the O_DIRECT writes instead of between
- * them. A batch's output starts where the previous one's tail (less than the sink's
+ * them. Whole chunks the caller hands on (the ring's buffers, 1-4 MiB) are sealed where
+ * they lie, no copy into the batch, and waited for before transform returns (the buffer
+ * is the caller's again then); only the chunk held back as maybe the last, and small
+ * pieces, are gathered by copy. A batch's output starts where the previous one's tail (less than the sink's
  * alignment) ends, so the sink gets whole alignments from aligned memory but at the end.
  */
 #include "ioh-filter.h"

@@ -193,7 +193,10 @@ age_start(Age *a, IohFilterOut *out, GError **error)
     out_size = age_out_size(a->batch / IOH_AGE_CHUNK, a->align);
     for (int i = 0; i < 2; i++) {
         a->slot[i].in = g_malloc(a->batch);
-        a->slot[i].out = aligned_alloc_or_die(a->align, out_size);
+        a->slot[i].out = ioh_filter_out_buffer(out, out_size);    /* huge pages */
+        if (!a->slot[i].out) {
+            g_error("age: cannot allocate %" G_GSIZE_FORMAT " bytes", out_size);
+        }
     }
     a->carry = aligned_alloc_or_die(a->align, a->header->len + a->align);
     memcpy(a->carry, a->header->str, a->header->len);

@@ -2,7 +2,7 @@
  * chain, with the keys' encoding and the STREAM's edges that no CLI can forge:
  * - Bech32 (core/ioh-bech32.c): BIP 173's vectors, and age-keygen's identity and public
  *   key (the public key computed from the identity, encoded, is age-keygen's line);
- * - round trips at the chunk boundaries, input in pieces of 1 byte to 1 MiB, 1, 2 and 4
+ * - round trips at the chunk boundaries, input in pieces of 1 byte to 5 MiB, 1, 2 and 4
  *   threads, sinks of alignment 1 and 4096 (every piece but the last whole alignments);
  * - images made here with a known file key: a full last chunk restores; the last flag
  *   stripped, an empty last chunk after a full one, a stanza of another type before ours
@@ -158,9 +158,11 @@ static void
 test_round_trip(void)
 {
     static const gsize sizes[] = { 0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK,
-                                   3 * CHUNK + 1, 2 * MiB + 5 };
-    static const gsize pieces[] = { 1, 4093, CHUNK, MiB };
-    g_autofree char *rnd = engt_random(2 * MiB + 5, 3);
+                                   3 * CHUNK + 1, 2 * MiB + 5, 9 * MiB + 5 };
+    /* 9 chunks + 1: sealed where they lie, then copied from a part-filled batch; 5 MiB:
+     * more than a batch in one piece */
+    static const gsize pieces[] = { 1, 4093, CHUNK, MiB, 9 * CHUNK + 1, 5 * MiB };
+    g_autofree char *rnd = engt_random(9 * MiB + 5, 3);
 
     for (gsize s = 0; s < G_N_ELEMENTS(sizes); s++) {
         for (gsize p = 0; p < G_N_ELEMENTS(pieces); p++) {

@@ -7,7 +7,10 @@
  * only once a byte after it arrives (else it holds the last chunk, flagged so), and then
  * on the stream's threads while the calling thread hands the batch before it to the sink:
  * with two batches in turn, encryption runs beside the O_DIRECT writes instead of between
- * them. A batch's output starts where the previous one's tail (less than the sink's
+ * them. Whole chunks the caller hands on (the ring's buffers, 1-4 MiB) are sealed where
+ * they lie, no copy into the batch, and waited for before transform returns (the buffer
+ * is the caller's again then); only the chunk held back as maybe the last, and small
+ * pieces, are gathered by copy. A batch's output starts where the previous one's tail (less than the sink's
  * alignment) ends, so the sink gets whole alignments from aligned memory but at the end.
  */
 #include "ioh-filter.h"
@@ -23,6 +26,10 @@
 
 #define BATCH_CHUNKS 64            /* 4 MiB batches: the sink's writes (1 MiB: slower) */
 #define NONCE_LEN 16
+/* Fewer whole chunks than this in one call are copied into the batch: sealing them where
+ * they lie would hand the O_DIRECT sink small writes (a filter before, e.g. zstd, hands
+ * on small pieces) */
+#define DIRECT_MIN_CHUNKS 8
 
 typedef struct {
     guint8 *in;              /* the batch's plaintext */
@@ -186,7 +193,10 @@ age_start(Age *a, IohFilterOut *out, GError **error)
     out_size = age_out_size(a->batch / IOH_AGE_CHUNK, a->align);
     for (int i = 0; i < 2; i++) {
         a->slot[i].in = g_malloc(a->batch);
-        a->slot[i].out = aligned_alloc_or_die(a->align, out_size);
+        a->slot[i].out = ioh_filter_out_buffer(out, out_size);    /* huge pages */
+        if (!a->slot[i].out) {
+            g_error("age: cannot allocate %" G_GSIZE_FORMAT " bytes", out_size);
+        }
     }
     a->carry = aligned_alloc_or_die(a->align, a->header->len + a->align);
     memcpy(a->carry, a->header->str, a->header->len);
@@ -213,6 +223,14 @@ age_emit(Age *a, Slot *s, gboolean all, IohFilterOut *out, GError **error)
     return TRUE;
 }
 
+/* Fails the copy for libcrypto. */
+static gboolean
+age_crypto_error(IohFilterOut *out, GError **error)
+{
+    return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to encrypt a "
+                         "chunk");
+}
+
 /* Seals the current slot (the last chunks with @final: in this thread too, to the end),
  * then hands on the other one, sealed while this one filled. */
 static gboolean
@@ -221,8 +239,7 @@ age_launch(Age *a, gboolean final, IohFilterOut *out, GError **error)
     Slot *s = &a->slot[a->cur], *prev = &a->slot[a->cur ^ 1];
 
     if (!ioh_age_stream_seal_wait(a->stream)) {
-        return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to "
-                             "encrypt a chunk");
+        return age_crypto_error(out, error);
     }
     s->c = a->next_c;
     ioh_age_stream_seal_start(a->stream, s->in, s->in_len, final, s->out + s->c, &s->n,
@@ -231,6 +248,49 @@ age_launch(Age *a, gboolean final, IohFilterOut *out, GError **error)
     a->next_c = (s->c + s->n) % a->align;
     a->cur ^= 1;
     return !prev->busy || age_emit(a, prev, FALSE, out, error);
+}
+
+/* Seals the current slot's whole chunks, then @k chunks of @buf right after them, with no
+ * copy of @buf: on the stream's threads while the other slot goes to the sink, and all
+ * sealed before the return, as @buf is the caller's. */
+static gboolean
+age_launch_direct(Age *a, const guint8 *buf, gsize k, IohFilterOut *out, GError **error)
+{
+    Slot *s = &a->slot[a->cur], *prev = &a->slot[a->cur ^ 1];
+    gsize held = 0, n = 0;
+    gboolean ok;
+
+    if (!ioh_age_stream_seal_wait(a->stream)) {
+        return age_crypto_error(out, error);
+    }
+    s->c = a->next_c;
+    if (s->in_len > 0 && !ioh_age_stream_seal(a->stream, s->in, s->in_len, FALSE,
+                                              s->out + s->c, &held)) {
+        return age_crypto_error(out, error);
+    }
+    ioh_age_stream_seal_start(a->stream, buf, k * IOH_AGE_CHUNK, FALSE,
+                              s->out + s->c + held, &n, TRUE);
+    s->n = held + n;
+    s->busy = TRUE;
+    a->next_c = (s->c + s->n) % a->align;
+    a->cur ^= 1;
+    ok = !prev->busy || age_emit(a, prev, FALSE, out, error);
+    if (!ioh_age_stream_seal_wait(a->stream)) {    /* even after a failure: @buf goes */
+        return ok && age_crypto_error(out, error);
+    }
+    return ok;
+}
+
+/* Whole chunks of @len bytes that age_launch_direct() can seal where they are, for
+ * slot @s: a byte after the last (it is not the stream's), room in the slot's output,
+ * and enough of them to be worth a batch of their own (else they are copied). */
+static gsize
+age_direct_chunks(const Age *a, const Slot *s, gsize len)
+{
+    gsize room = (a->batch - s->in_len) / IOH_AGE_CHUNK;
+    gsize k = MIN((len - 1) / IOH_AGE_CHUNK, room);
+
+    return s->in_len % IOH_AGE_CHUNK == 0 && k >= DIRECT_MIN_CHUNKS ? k : 0;
 }
 
 static gboolean
@@ -244,8 +304,17 @@ age_transform(gpointer data, const guint8 *buf, gsize len, IohFilterOut *out,
     }
     while (len > 0) {
         Slot *s = &a->slot[a->cur];
+        gsize k = age_direct_chunks(a, s, len);
         gsize n = MIN(a->batch - s->in_len, len);
 
+        if (k > 0) {
+            if (!age_launch_direct(a, buf, k, out, error)) {
+                return FALSE;
+            }
+            buf += k * IOH_AGE_CHUNK;
+            len -= k * IOH_AGE_CHUNK;
+            continue;
+        }
         memcpy(s->in + s->in_len, buf, n);
         s->in_len += n;
         buf += n;
@@ -273,8 +342,7 @@ age_flush(gpointer data, IohFilterOut *out, GError **error)
         return FALSE;
     }
     if (!ioh_age_stream_seal_wait(a->stream)) {
-        return ioh_error_set(error, EIO, "encrypt", out->file, "libcrypto failed to "
-                             "encrypt a chunk");
+        return age_crypto_error(out, error);
     }
     return age_emit(a, last, TRUE, out, error);
 }

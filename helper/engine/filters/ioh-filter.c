@@ -3,6 +3,8 @@
 #include "ioh-error.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 
 typedef struct {
     const IohFilterClass *klass;
@@ -160,4 +162,20 @@ ioh_filter_chain_free(IohFilterChain *chain)
         g_array_unref(chain->filters);
     }
     g_free(chain);
+}
+
+guint8 *
+ioh_filter_out_buffer(const IohFilterOut *out, gsize size)
+{
+    gsize huge = 2 * 1024 * 1024;
+    void *p = NULL;
+
+    if (posix_memalign(&p, out->align > 1 ? MAX(huge, out->align) : sizeof(void *),
+                       size) != 0) {
+        return NULL;
+    }
+    if (out->align > 1) {
+        madvise(p, size, MADV_HUGEPAGE);
+    }
+    return p;
 }

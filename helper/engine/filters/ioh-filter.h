@@ -42,6 +42,12 @@ gboolean ioh_filter_out(IohFilterOut *out, const void *buf, gsize len, GError **
 gboolean ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt,
                          GError **error);
 
+/* @size bytes for a transforming filter's output to @out's sink (free() them), or NULL:
+ * for an O_DIRECT sink (@out->align over 1) on huge pages, as the ring's buffers, since
+ * each write pins the buffer's pages and 4 KiB pages cost a pin each (docs/engine.md,
+ * "What a save costs in CPU"). */
+guint8 *ioh_filter_out_buffer(const IohFilterOut *out, gsize size);
+
 typedef struct {
     const char *name;       /* what IohCopyOptions.filters and the command line say */
     gboolean checksum;      /* a checksum of the stream: --checksum=NAME selects it */

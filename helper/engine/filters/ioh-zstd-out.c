@@ -27,7 +27,6 @@
 
 #define ZSTD_OUT_BUFFER ((gsize)1024 * 1024)
 #define ZSTD_OUT_DIRECT ((gsize)4 * 1024 * 1024)
-#define ZSTD_OUT_HUGE ((gsize)2 * 1024 * 1024)   /* a huge page */
 #define ZSTD_RAW_BLOCK (128 * 1024)  /* the largest block zstd allows */
 #define ZSTD_RAW_FRAMES 8           /* raw frames hashed at once */
 #define ZSTD_RAW_HEAD 9             /* a raw frame's bytes before its block's */
@@ -45,16 +44,10 @@ ioh_zstd_out_alloc(IohZstdOut *o, const IohFilterOut *out, GError **error)
     o->size = out->align > 1 ? MAX(ZSTD_OUT_DIRECT, out->align + ZSTD_RAW_FRAMES *
                                    (ZSTD_RAW_BLOCK + ZSTD_RAW_HEAD + 4)) : ZSTD_OUT_BUFFER;
     o->size = IOH_ALIGN_UP(o->size, out->align);    /* copy_frames() fits */
-    if (posix_memalign((void **)&o->buf, out->align > 1 ? ZSTD_OUT_HUGE : sizeof(void *),
-                       o->size) != 0) {
-        o->buf = NULL;
+    o->buf = ioh_filter_out_buffer(out, o->size);
+    if (!o->buf) {
         return ioh_error_set(error, ENOMEM, NULL, NULL, "zstd: cannot allocate %zu bytes",
                              o->size);
-    }
-    /* O_DIRECT: huge pages, as the ring's: each write pins the buffer's pages, and 4 KiB
-     * pages cost a pin each (docs/engine.md, "What a save costs in CPU") */
-    if (out->align > 1) {
-        madvise(o->buf, o->size, MADV_HUGEPAGE);
     }
     return TRUE;
 }

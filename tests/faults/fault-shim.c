@@ -33,6 +33,8 @@
  *                            and does nothing; except close, which closes and then fails
  *                            (as NFS does); "short": read/write move half the bytes (a
  *                            multiple of 4096 when that is >= 4096), at least one byte;
+ *                            on an O_DIRECT fd whole O_DIRECT blocks only, else the
+ *                            call is left alone (what a real kernel can do: short_len());
  *                            "stallMS": sleep MS milliseconds, then make the call.
  *   IOH_FAULT_LOG    a file: one line appended per injected fault ("fault write#5 EIO").
  *   IOH_FAULT_TRACE  a file: one line appended per matching call with its result
@@ -53,6 +55,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,13 +427,52 @@ position(int fd)
     return pos < 0 ? -1 : (long long)pos;
 }
 
+/* The granularity of what an O_DIRECT call on @fd can move: 1 without O_DIRECT. */
 static size_t
-short_len(size_t len)
+dio_granule(int fd)
 {
-    size_t half = len / 2;
+    int fl = fcntl(fd, F_GETFL);
+#ifdef STATX_DIOALIGN
+    struct statx stx;
+#endif
+
+    if (fl < 0 || !(fl & O_DIRECT)) {
+        return 1;
+    }
+#ifdef STATX_DIOALIGN
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+        (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 0) {
+        return stx.stx_dio_offset_align;
+    }
+#endif
+    return 4096;
+}
+
+/* What "short" leaves of a call on @fd moving @len bytes: half (a multiple of 4096 when
+ * that is >= 4096), at least one byte; @len itself when no shorter call is one a real
+ * kernel could have ended with. The shim shortens the request, and the kernel then moves
+ * what it was asked: that stands for a real short transfer only while the shorter request
+ * is itself one the kernel takes. On an O_DIRECT fd it is not, below the file system's
+ * O_DIRECT granularity (STATX_DIOALIGN's offset alignment, the device's logical block):
+ * a block file system completes an O_DIRECT transfer in whole blocks or fails it, so it
+ * never returns a short count that leaves the rest at an offset it refuses. Halving an
+ * O_DIRECT write down to 256 bytes on a 512-byte device made the kernel refuse the
+ * shortened write itself (EINVAL), a failure no real short write can cause, and the test
+ * then saw an "O_DIRECT refused" instead of the short write it meant to inject. Lengths
+ * that are whole blocks but not multiples of the engine's own alignment (4096) stay: a
+ * real kernel can return them, and the engine must take the rest from there. */
+static size_t
+short_len(int fd, size_t len)
+{
+    size_t half = len / 2, granule;
 
     if (half >= 4096) {
         half -= half % 4096;
+    }
+    granule = len > 1 ? dio_granule(fd) : 1;
+    if (granule > 1) {
+        half -= half % granule;
+        return half ? half : len;
     }
     return half ? half : (len ? 1 : 0);
 }
@@ -457,9 +499,9 @@ short_len(size_t len)
             errno = r_->err; \
             return -1; \
         } \
-        if (r_ && r_->is_short && (lenvar) > 1) { \
+        if (r_ && r_->is_short && short_len(fd, (lenvar)) < (lenvar)) { \
             log_fault(op, nth_, r_, fd); \
-            lenvar = short_len(lenvar); \
+            lenvar = short_len(fd, (lenvar)); \
         } \
         ret_ = CALL; \
         err_ = errno; \
@@ -511,14 +553,14 @@ pwrite(int fd, const void *buf, size_t len, off_t off)
 
 /* Vectored calls: "short" keeps the first half of the first vector only. */
 static int
-shorten_iov(const struct iovec *iov, int cnt, struct iovec *one)
+shorten_iov(int fd, const struct iovec *iov, int cnt, struct iovec *one)
 {
     if (cnt <= 0 || iov[0].iov_len < 2) {
         return 0;
     }
     one->iov_base = iov[0].iov_base;
-    one->iov_len = short_len(iov[0].iov_len);
-    return 1;
+    one->iov_len = short_len(fd, iov[0].iov_len);
+    return one->iov_len < iov[0].iov_len || cnt > 1;
 }
 
 static size_t
@@ -567,7 +609,7 @@ iov_fault(int *op, size_t len, long long pos, unsigned long *ret_nth)
             errno = r_->err; \
             return -1; \
         } \
-        if (r_ && r_->is_short && shorten_iov(iov, cnt, &one_)) { \
+        if (r_ && r_->is_short && shorten_iov(fd, iov, cnt, &one_)) { \
             log_fault(op_, nth_, r_, fd); \
             iov = &one_; \
             cnt = 1; \
@@ -722,6 +764,7 @@ splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
 {
     int m_in = fd_matches(fd_in), m_out = fd_matches(fd_out);
     int fd = m_out ? fd_out : fd_in, op, err;
+    int dio_fd = dio_granule(fd_in) > 1 ? fd_in : fd_out;    /* a pipe is never O_DIRECT */
     unsigned long nth;
     const Rule *r;
     ssize_t ret;
@@ -740,9 +783,9 @@ splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
         errno = err;
         return -1;
     }
-    if (r && r->is_short && len > 1) {
+    if (r && r->is_short && short_len(dio_fd, len) < len) {
         log_fault(op, nth, r, fd);
-        len = short_len(len);
+        len = short_len(dio_fd, len);
     }
     ret = real_splice(fd_in, off_in, fd_out, off_out, len, flags);
     err = errno;
@@ -1020,9 +1063,9 @@ ioh_fault_uring(int fd, int is_write, size_t *len, long long pos)
         trace(op, fd, (long long)*len, -1, r->err);
         return -r->err;
     }
-    if (r && r->is_short && *len > 1) {
+    if (r && r->is_short && short_len(fd, *len) < *len) {
         log_fault(op, nth, r, fd);
-        *len = short_len(*len);
+        *len = short_len(fd, *len);
     }
     return 0;
 }

@@ -49,6 +49,7 @@ typedef struct {
     gsize asked;         /* bytes the write in flight asked for */
     gboolean queued;     /* to be submitted (new, or the rest after a short write) */
     gboolean busy;       /* submitted, not completed */
+    gboolean direct;     /* submitted with O_DIRECT set */
 } IohUringWrite;
 
 typedef struct {
@@ -247,6 +248,7 @@ submit_write(IohUring *u, IohUringWrite *w)
     int f;
 
     w->queued = FALSE;
+    w->direct = c->dst->direct;
     if ((f = ioh_uring_fault(c->dst->fd, TRUE, &len, (gint64)pos)) < 0) {
         write_done(u, w, f);
         return;
@@ -317,8 +319,11 @@ write_done(IohUring *u, IohUringWrite *w, int res)
     }
     if (res == -EAGAIN || res == -EINTR) {
         w->queued = TRUE;
-    } else if (res == -EINVAL && c->dst->direct) {
-        /* The sink tells a clipped write at RLIMIT_FSIZE (EFBIG) from a refusal. */
+    } else if (res == -EINVAL && w->direct) {
+        /* The sink tells a clipped write at RLIMIT_FSIZE (EFBIG) from a refusal. What the
+         * write was submitted with counts, not the mode now: another write's EINVAL,
+         * handled first in the same batch, may have had the sink clear O_DIRECT (an
+         * unaligned rest), and this one's refusal is then no error of its own. */
         if (write_through_sink(u, w->start, w->len, &err)) {
             w->start += w->len;
             w->len = 0;
@@ -326,7 +331,7 @@ write_done(IohUring *u, IohUringWrite *w, int res)
     } else if (res <= 0) {
         ioh_error_set_errno(&err, res < 0 ? -res : EIO, "write", c->dst->name);
     } else {
-        c->stats->synced += c->dst->direct ? (guint64)res : 0;
+        c->stats->synced += w->direct ? (guint64)res : 0;
         w->start += (guint64)res;
         w->len -= (gsize)res;
         w->queued = w->len > 0;    /* a short write: the rest again */

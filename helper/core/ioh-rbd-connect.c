@@ -16,11 +16,13 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "ioh-json.h"
+#include "ioh-rbd-files.h"
 
 typedef struct {
     rados_t cluster;
     int ret;
     int done;                /* eventfd written when rados_connect() returned */
+    int keyring;             /* the keyring= file librados reads in rados_connect(), or -1 */
     gint refs;               /* the caller's and the thread's */
 } ConnectJob;
 
@@ -35,6 +37,9 @@ job_unref(ConnectJob *j)
         rados_shutdown(j->cluster);
     }
     close(j->done);
+    if (j->keyring >= 0) {
+        close(j->keyring);
+    }
     g_free(j);
 }
 
@@ -84,21 +89,70 @@ conf_set(rados_t cluster, const char *key, const char *value, const char *name,
                                    g_strerror(-r));
 }
 
-/* The handle's configuration: the name's conf, keyring, the timeouts, no cache, no logs
- * on stderr (the helper prints one line). */
+/* A refusal of the conf or keyring file, its own error (it names the file) as cause. */
+static gboolean
+file_refused(GError **error, const char *name, const char *key, const char *path,
+             const GError *err)
+{
+    return ioh_error_set(error, err->code, "connect", name, "%s=%s: %s", key,
+                         path ? path : "(the default)", err->message);
+}
+
+/* Reads the name's conf (or the default one) from the fd the helper checked
+ * (ioh-rbd-files.h: librados would open a FIFO or the working directory's ceph.conf). */
+static gboolean
+read_conf(rados_t cluster, const IohRbdName *n, const char *name, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = NULL;
+    gboolean none = FALSE;
+    int fd = ioh_rbd_conf_open(n->conf, &none, &err);
+    int r;
+
+    if (fd < 0) {
+        return none || file_refused(error, name, "conf", n->conf, err);
+    }
+    path = ioh_rbd_fd_path(fd);
+    r = rados_conf_read_file(cluster, path);
+    close(fd);
+    return r == 0 || ioh_error_set(error, -r, "connect", name, "cannot read conf=%s: %s",
+                                   n->conf ? n->conf : "(the default)", g_strerror(-r));
+}
+
+/* The keyring= file opened and checked, handed to librados as /proc/self/fd/N: the fd
+ * in *@ret_fd stays open until rados_connect() read it. */
+static gboolean
+set_keyring(rados_t cluster, const IohRbdName *n, const char *name, int *ret_fd,
+            GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = NULL;
+
+    *ret_fd = n->keyring ? ioh_rbd_keyring_open(n->keyring, &err) : -1;
+    if (!n->keyring) {
+        return TRUE;
+    }
+    if (*ret_fd < 0) {
+        return file_refused(error, name, "keyring", n->keyring, err);
+    }
+    path = ioh_rbd_fd_path(*ret_fd);
+    return conf_set(cluster, "keyring", path, name, error);
+}
+
+/* The handle's configuration: the name's conf, keyring (its fd in *@ret_keyring, -1
+ * without one), the timeouts, no cache, no logs on stderr (the helper prints one line). */
 static gboolean
 configure(rados_t cluster, const IohRbdName *n, guint timeout_s, const char *name,
-          GError **error)
+          int *ret_keyring, GError **error)
 {
     g_autofree char *secs = g_strdup_printf("%u", timeout_s);
-    int r = rados_conf_read_file(cluster, n->conf);
 
-    if (r < 0 && n->conf) {
-        return ioh_error_set(error, -r, "connect", name, "cannot read conf=%s: %s", n->conf,
-                             g_strerror(-r));
+    *ret_keyring = -1;
+    if (!read_conf(cluster, n, name, error)) {
+        return FALSE;
     }
     rados_conf_parse_env(cluster, NULL);
-    return (!n->keyring || conf_set(cluster, "keyring", n->keyring, name, error)) &&
+    return set_keyring(cluster, n, name, ret_keyring, error) &&
            conf_set(cluster, "client_mount_timeout", secs, name, error) &&
            conf_set(cluster, "rados_mon_op_timeout", secs, name, error) &&
            conf_set(cluster, "rados_osd_op_timeout", secs, name, error) &&
@@ -110,7 +164,7 @@ configure(rados_t cluster, const IohRbdName *n, guint timeout_s, const char *nam
 /* rados_connect() in a thread, waited for until @timeout_s and a little more (librados
  * keeps client_mount_timeout itself) or @cancellable. */
 static gboolean
-connect_bounded(rados_t cluster, guint timeout_s, GCancellable *cancellable,
+connect_bounded(rados_t cluster, int keyring, guint timeout_s, GCancellable *cancellable,
                 const char *name, GError **error)
 {
     ConnectJob *j = g_new0(ConnectJob, 1);
@@ -119,8 +173,12 @@ connect_bounded(rados_t cluster, guint timeout_s, GCancellable *cancellable,
 
     j->cluster = cluster;
     j->refs = 2;
+    j->keyring = keyring;
     j->done = eventfd(0, EFD_CLOEXEC);
     if (j->done < 0) {
+        if (keyring >= 0) {
+            close(keyring);
+        }
         g_free(j);
         return ioh_error_set_errno(error, errno, "connect", name);
     }
@@ -162,6 +220,7 @@ ioh_rbd_connect(const IohRbdName *n, guint timeout_s, GCancellable *cancellable,
 {
     g_autofree char *name = NULL;
     rados_t cluster = NULL;
+    int keyring = -1;
     int r;
 
     timeout_s = timeout_s ? timeout_s : IOH_RBD_DEFAULT_TIMEOUT_S;
@@ -175,12 +234,15 @@ ioh_rbd_connect(const IohRbdName *n, guint timeout_s, GCancellable *cancellable,
     if (r < 0) {
         return ioh_rbd_fail(error, r, "connect", name, timeout_s);
     }
-    if (!configure(cluster, n, timeout_s, name, error)) {
+    if (!configure(cluster, n, timeout_s, name, &keyring, error)) {
+        if (keyring >= 0) {
+            close(keyring);
+        }
         rados_shutdown(cluster);
         return FALSE;
     }
     /* on failure the thread (or its last reference) has shut the handle down */
-    if (!connect_bounded(cluster, timeout_s, cancellable, name, error)) {
+    if (!connect_bounded(cluster, keyring, timeout_s, cancellable, name, error)) {
         return FALSE;
     }
     if (!open_pool(cluster, n, name, ret_io, error)) {

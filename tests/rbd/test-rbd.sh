@@ -163,6 +163,29 @@ check "a snapshot as a save target is refused" \
     fails 1 "open rbd:rbd/snapimg@s1: a snapshot is read-only" 30 \
     save_from "$work/v1" - "$(img rbd/snapimg@s1)"
 
+# ---- metadata another cluster user forged ---------------------------------------------
+# iohelper.length/offset bound what a restore reads: any other value than a save's is
+# refused in one line, never read past the image nor taken as another stream's bounds.
+head -c $M /dev/urandom >"$work/fm" && save forged "$work/fm" ||
+    not_ok "the image for the forged metadata cases"
+forged() {   # forged KEY VALUE PATTERN: KEY set to VALUE, a restore refused with PATTERN
+    rbd_ image-meta set -- rbd/forged "$1" "$2" >"$work/meta.err" 2>&1 &&
+        fails 1 "$3" 30 "$IOH" "$(img rbd/forged)" - ||
+        { diag "$work/meta.err"; return 1; }
+}
+check "a forged length past the image is refused" \
+    forged iohelper.length $((M + 1)) "the image is $M bytes, the stream ends at $((M + 1))"
+check "a forged huge length is refused" \
+    forged iohelper.length 18446744073709551615 "the image is $M bytes"
+for v in -1 12ab " 5" 99999999999999999999999; do
+    check "a forged length '$v' is no recorded length" \
+        forged iohelper.length "$v" "no stream recorded in the image"
+done
+check "the recorded length set back" bash -c 'rbd --conf "$0" image-meta set rbd/forged \
+    iohelper.length "$1" >/dev/null 2>&1' "$conf" "$M"
+check "a forged offset: the stream is not taken for one at another offset" \
+    forged iohelper.offset 4096 "recorded in the image starts at offset 4096, not at 0"
+
 # ---- names and permissions ----------------------------------------------------------
 check "a missing image" fails 1 "open rbd:rbd/nosuch: the image does not exist in pool rbd" 30 \
     "$IOH" "$(img rbd/nosuch)" -

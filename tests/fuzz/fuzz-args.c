@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ioh-args.h"
+#include "ioh-rbd-name.h"
 
 static void
 check(gboolean ok, const char *what)
@@ -119,6 +120,8 @@ check_operand(const char *spec, const IohOperand *op, int stdio_fd)
               strspn(spec + 3, "0123456789") == strlen(spec + 3), "fd:N is a number");
     } else if (is_nbd_uri(spec)) {
         check(op->kind == IOH_OPERAND_NBD && op->fd == -1, "an NBD scheme is an NBD URI");
+    } else if (ioh_rbd_is_name(spec)) {
+        check(op->kind == IOH_OPERAND_RBD && op->fd == -1, "rbd:... is an RBD image name");
     } else {
         check(op->kind == IOH_OPERAND_PATH && op->fd == -1, "anything else is a path");
     }

@@ -119,12 +119,10 @@ recipient_line(char *line, guint number, gpointer data, GError **error)
     return ioh_age_keys_add_recipient(c->keys, line, where, error);
 }
 
-gboolean
-ioh_age_keys_read_recipients(IohAgeKeys *k, const char *file, GError **error)
+/* Adds the recipients of @text (@len bytes, NULL: unread, @error set) of @file. */
+static gboolean
+add_recipients_text(IohAgeKeys *k, char *text, gsize len, const char *file, GError **error)
 {
-    gsize len = 0;
-    g_autofree char *text = ioh_untrusted_read(AT_FDCWD, file, IOH_AGE_KEY_FILE_MAX,
-                                               0, &len, error);
     FileCtx c = { k, file, 0 };
 
     if (!text || !each_line(text, len, recipient_line, &c, error)) {
@@ -134,6 +132,37 @@ ioh_age_keys_read_recipients(IohAgeKeys *k, const char *file, GError **error)
         return ioh_error_set(error, EINVAL, "read", file, "no recipient in the file");
     }
     return TRUE;
+}
+
+gboolean
+ioh_age_keys_read_recipients(IohAgeKeys *k, const char *file, GError **error)
+{
+    gsize len = 0;
+    g_autofree char *text = ioh_untrusted_read(AT_FDCWD, file, IOH_AGE_KEY_FILE_MAX,
+                                               0, &len, error);
+
+    return add_recipients_text(k, text, len, file, error);
+}
+
+gboolean
+ioh_age_keys_read_host_recipients(IohAgeKeys *k, const char *file, GError **error)
+{
+    g_autofree char *name = NULL;
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    int dirfd;
+
+    if (!g_path_is_absolute(file)) {
+        return ioh_error_set(error, EINVAL, "read", file, "not an absolute path");
+    }
+    dirfd = ioh_untrusted_path_parent(file, &name, error);
+    if (dirfd < 0) {
+        return FALSE;
+    }
+    text = ioh_untrusted_read(dirfd, name, IOH_AGE_KEY_FILE_MAX,
+                              IOH_UNTRUSTED_TRUSTED_OWNER, &len, error);
+    close(dirfd);
+    return add_recipients_text(k, text, len, file, error);
 }
 
 static gboolean

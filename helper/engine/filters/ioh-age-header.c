@@ -44,7 +44,8 @@ b64_decode(const char *text, gsize len, guint8 *out, gsize max, gsize *ret_len)
             return FALSE;
         }
     }
-    padded = g_strndup(text, len + 3);
+    padded = g_malloc(len + 4);     /* @text is not NUL-terminated: no str* on it */
+    memcpy(padded, text, len);
     memcpy(padded + len, "===", 3);
     padded[len + (4 - len % 4) % 4] = '\0';
     bytes = g_base64_decode(padded, &n);

@@ -364,6 +364,28 @@ test_secrets(void)
     g_assert_cmpint(sh(NULL, "awk '/ lo( |$)/ && / dd( |$)/' smaps | grep -q ."), ==, 0);
 }
 
+/* A helper holding keys is not dumpable: no core dump, and another process of its uid
+ * (QEMU, often) can neither ptrace it nor read its memory, where the identity is (and
+ * the payload key, in libcrypto's heap). As root, the helper runs as nobody for this. */
+static void
+test_undumpable(void)
+{
+    if (skip_without_age()) {
+        return;
+    }
+    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 4 * MiB, 12);
+    g_assert_cmpint(sh(NULL, "cat s | $H --recipient=%s - img", recipient), ==, 0);
+    /* the consumer waits: the helper is alive, blocked on a full pipe, keys loaded */
+    g_assert_cmpint(sh(NULL, "u=; [ $(id -u) = 0 ] && "
+                       "u='setpriv --reuid=65534 --regid=65534 --clear-groups'; "
+                       "$u $H --identity-fd=3 fd:4 - 3< key.txt 4< img | "
+                       "{ sleep 1; p=$(pgrep -P $$ -x iohelper); "
+                       "if [ -z \"$p\" ]; then echo no-helper > seen; "
+                       "elif $u head -c 1 /proc/$p/environ > /dev/null 2>&1; "
+                       "then echo readable > seen; else echo refused > seen; fi; "
+                       "cat > out; }; cmp out s && grep -qx refused seen"), ==, 0);
+}
+
 static void
 test_usage(void)
 {
@@ -448,6 +470,7 @@ main(int argc, char **argv)
     g_test_add_func("/encrypt/tamper", test_tamper);
     g_test_add_func("/encrypt/identity", test_identity);
     g_test_add_func("/encrypt/secrets", test_secrets);
+    g_test_add_func("/encrypt/undumpable", test_undumpable);
     g_test_add_func("/encrypt/usage", test_usage);
     rc = g_test_run();
     ioht_workdir_remove(workdir);

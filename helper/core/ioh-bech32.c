@@ -103,19 +103,18 @@ one_case(const char *s, gsize n)
     return !(lower && upper);
 }
 
-gboolean
-ioh_bech32_decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
-                  gsize *ret_len)
+/* ioh_bech32_decode() with the 5-bit values in @values (256 of them). */
+static gboolean
+decode_with(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
+            gsize *ret_len, guint8 *values)
 {
     gsize n = strlen(s);
     const char *one = strrchr(s, '1');
     gsize sep = one ? (gsize)(one - s) : 0;
-    guint8 values[256];
     gssize len;
 
-    if (!one || sep == 0 || sep >= hrp_size || n - sep - 1 < 6 ||
-        n - sep - 1 > sizeof(values) || !one_case(s, n) ||
-        !data_values(s, sep, n, values)) {
+    if (!one || sep == 0 || sep >= hrp_size || n - sep - 1 < 6 || n - sep - 1 > 256 ||
+        !one_case(s, n) || !data_values(s, sep, n, values)) {
         return FALSE;
     }
     for (gsize i = 0; i < sep; i++) {
@@ -131,6 +130,18 @@ ioh_bech32_decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize 
     }
     *ret_len = (gsize)len;
     return TRUE;
+}
+
+gboolean
+ioh_bech32_decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
+                  gsize *ret_len)
+{
+    guint8 values[256];
+    gboolean ok = decode_with(s, hrp, hrp_size, data, data_size, ret_len, values);
+
+    /* they are an identity's secret scalar, 5 bits at a time: no copy left on the stack */
+    explicit_bzero(values, sizeof(values));
+    return ok;
 }
 
 char *

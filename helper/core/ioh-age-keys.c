@@ -134,13 +134,33 @@ add_recipients_text(IohAgeKeys *k, char *text, gsize len, const char *file, GErr
     return TRUE;
 }
 
+/* Whether @file, given as a file name, is a secret key pasted in its place: it must not
+ * be quoted by a message (open FILE: No such file), a status line or a record. */
+static gboolean
+refuse_key_as_file(const char *file, const char *option, GError **error)
+{
+    g_autofree char *lower = g_ascii_strdown(file, -1);
+
+    if (!strstr(lower, "age-secret-key-1")) {
+        return FALSE;
+    }
+    ioh_secmem_wipe(lower, strlen(lower));
+    ioh_error_set(error, EINVAL, NULL, NULL, "%s takes a file name, not an age secret key "
+                  "(not quoted; it was on the command line, where every local user could "
+                  "read it: replace that key)", option);
+    return TRUE;
+}
+
 gboolean
 ioh_age_keys_read_recipients(IohAgeKeys *k, const char *file, GError **error)
 {
     gsize len = 0;
-    g_autofree char *text = ioh_untrusted_read(AT_FDCWD, file, IOH_AGE_KEY_FILE_MAX,
-                                               0, &len, error);
+    g_autofree char *text = NULL;
 
+    if (refuse_key_as_file(file, "--recipients-file", error)) {
+        return FALSE;
+    }
+    text = ioh_untrusted_read(AT_FDCWD, file, IOH_AGE_KEY_FILE_MAX, 0, &len, error);
     return add_recipients_text(k, text, len, file, error);
 }
 
@@ -260,7 +280,8 @@ read_identity_fd(IohAgeKeys *k, int fd, const char *name, GError **error)
 int
 ioh_age_keys_open_identity_file(const char *file, GError **error)
 {
-    int fd = ioh_untrusted_open(AT_FDCWD, file, O_RDONLY, 0, error);
+    int fd = refuse_key_as_file(file, "--identity", error)
+                 ? -1 : ioh_untrusted_open(AT_FDCWD, file, O_RDONLY, 0, error);
     struct stat st;
 
     if (fd < 0) {

@@ -416,6 +416,18 @@ test_usage(void)
         assert_one_line(err, "");
     }
     g_assert_cmpint(sh(NULL, "cmp s img"), ==, 0);    /* no refused save touched it */
+    /* a secret key pasted where a file name goes: refused, never quoted (no "open KEY: No
+     * such file" in the message nor the status line) */
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(sh(&err, i ? "cat s | $H --recipients-file=%s --status-fd=3 - img2 "
+                                     "3> st; r=$?; cat st >&2; exit $r"
+                                   : "$H --identity=%s --status-fd=3 img - 3> st > /dev/null;"
+                                     " r=$?; cat st >&2; exit $r", secret), ==, 2);
+        ioht_assert_contains(err, "takes a file name, not an age secret key");
+        g_assert_null(strstr(err, secret));
+    }
 }
 
 static void

@@ -226,20 +226,43 @@ ioh_age_keys_parse_identities(IohAgeKeys *k, const char *text, gsize len, const 
     return ok;
 }
 
-/* Reads @fd to its end (or IOH_AGE_IDENTITY_FILE_MAX) into @buf, waiting on a
- * non-blocking pipe: the bytes read, or -1 with @error set. */
+/* How long an identity fd may stay silent before its end: a key is written at once, and
+ * a pipe or socket whose writer never closes it (a stuck vault, a write end leaked into
+ * the helper) would otherwise hang the restore before it starts, QEMU waiting. */
+#define IDENTITY_STALL_S 10
+
+/* Waits until @fd (a pipe, a socket: blocking or not) has bytes or its end. */
+static gboolean
+wait_readable(int fd, const char *name, GError **error)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int r;
+
+    while ((r = poll(&p, 1, IDENTITY_STALL_S * 1000)) < 0 && errno == EINTR) {
+    }
+    if (r == 0) {
+        return ioh_error_set(error, ETIMEDOUT, "read", name, "no end of the identity after "
+                             "%d s without a byte (a pipe or socket still open for "
+                             "writing?)", IDENTITY_STALL_S);
+    }
+    return TRUE;
+}
+
+/* Reads @fd to its end (or IOH_AGE_IDENTITY_FILE_MAX) into @buf, waiting on a pipe at
+ * most IDENTITY_STALL_S between bytes: the bytes read, or -1 with @error set. */
 static gssize
 read_all(int fd, char *buf, const char *name, GError **error)
 {
     gsize have = 0;
 
     for (;;) {
-        gssize n = read(fd, buf + have, IOH_AGE_IDENTITY_FILE_MAX + 1 - have);
+        gssize n;
 
+        if (!wait_readable(fd, name, error)) {
+            return -1;
+        }
+        n = read(fd, buf + have, IOH_AGE_IDENTITY_FILE_MAX + 1 - have);
         if (n < 0 && errno == EAGAIN) {
-            struct pollfd p = { .fd = fd, .events = POLLIN };
-
-            (void)poll(&p, 1, -1);
             continue;
         }
         if (n < 0 && errno != EINTR) {

@@ -293,7 +293,7 @@ test_tamper(void)
 }
 
 /* Identities: a wrong one, none (the line names --identity), a loose file, a link, a
- * FIFO (refused at once, never opened blocking), --identity-fd. */
+ * FIFO (refused at once, never opened blocking), --identity-fd, one never closed. */
 static void
 test_identity(void)
 {
@@ -325,6 +325,15 @@ test_identity(void)
     g_assert_cmpint(sh(NULL, "$H --identity-fd=3 img - 3< key.txt | cmp - s && "
                        "cat key.txt | $H --identity-fd=4 img - 4<&0 < /dev/null | cmp - s"),
                     ==, 0);
+    /* an identity fd whose writer never closes it: refused after 10 s without a byte,
+     * not a restore hung before it starts (10 s of this test) */
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(sh(&err, "$H --identity-fd=3 img - "
+                       "3< <(echo $BASHPID > w.pid; exec sleep 40 2> /dev/null) 2> err | "
+                       "cat > out; r=${PIPESTATUS[0]}; kill $(cat w.pid); cat err >&2; "
+                       "exit $r"), ==, 2);
+    assert_one_line(err, "--identity-fd 3: no end of the identity after 10 s");
+    g_assert_cmpint(file_size("out"), ==, 0);
     g_clear_pointer(&err, g_free);
     g_assert_cmpint(sh(&err, "echo 'AGE-SECRET-KEY-1QQQ' > bogus && chmod 600 bogus && "
                        "$H --identity=bogus img - | cat"), ==, 2);

@@ -50,8 +50,15 @@ qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
     if (save) {
         return !info->encryption || qg_mig_encrypt_save(o, opts, error);
     }
+    if (!info->encryption && opts->identity) {
+        /* whoever can write the storage can write a plain image (no key needed) where an
+         * encrypted one was: an identity says this one must be age, as `age -d` would */
+        return ioh_error_set(error, EINVAL, "read", path, "not an encrypted image, but "
+                             "--identity was given: refused (a plain image may have "
+                             "replaced the encrypted one)");
+    }
     if (!info->encryption) {
-        return TRUE;    /* an identity given for a plain image is not needed: unused */
+        return TRUE;
     }
     if (!opts->identity) {
         return ioh_error_set(error, EINVAL, "read", path, "an age-encrypted image: restore "

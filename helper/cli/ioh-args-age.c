@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,9 +122,23 @@ ioh_args_age_check_plain(const IohArgs *a, int fd, const char *name, guint64 off
     return TRUE;
 }
 
+/* A helper that encrypts or decrypts: no core dump, and no other process of its uid may
+ * ptrace it or read its memory (/proc/PID/mem), as ssh-agent does. The identity's pages
+ * are out of core dumps already (ioh-secmem.h), but the payload key lives in libcrypto's
+ * cipher contexts on its heap, and a process of the helper's uid (QEMU, often) could
+ * otherwise read the identity itself. Before any key is read. */
+static void
+keys_undumpable(const IohArgs *a)
+{
+    if (a->encrypt || a->decrypt || a->identity_fd >= 0) {
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+}
+
 gboolean
 ioh_args_age_load(IohArgs *a, GError **error)
 {
+    keys_undumpable(a);
     if (!load_keys(a, error)) {
         return FALSE;
     }

@@ -63,8 +63,25 @@ refuse_libvirt(const char *path, const char *key, GError **error)
     return FALSE;
 }
 
-/* recipients= (a list: age1...;age1...) and recipients-file= into @a, as --recipient and
- * --recipients-file would. An error names the config file, never a key. */
+/* The host's recipients file @file into @keys, read as the config file @path itself is
+ * (ioh_age_keys_read_host_recipients()): the error names both. */
+static gboolean
+take_recipients_file(IohAgeKeys *keys, const char *file, const char *path, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *msg = NULL;
+
+    if (ioh_age_keys_read_host_recipients(keys, file, &err)) {
+        return TRUE;
+    }
+    msg = g_strdup_printf("config file %s: recipients-file %s: %s", path, file, err->message);
+    g_propagate_error(error, ioh_error_new_literal(ioh_error_get_errno(err), "config", path,
+                                                  msg));
+    return FALSE;
+}
+
+/* recipients= (a list: age1...;age1...) and recipients-file= into @a, as --recipient
+ * would. An error names the config file, never a key. */
 static gboolean
 take_recipients(GKeyFile *kf, const char *path, IohArgs *a, GError **error)
 {
@@ -81,11 +98,8 @@ take_recipients(GKeyFile *kf, const char *path, IohArgs *a, GError **error)
             return FALSE;
         }
     }
-    if (file && *g_strstrip(file)) {
-        if (!a->recipients_files) {
-            a->recipients_files = g_ptr_array_new_with_free_func(g_free);
-        }
-        g_ptr_array_add(a->recipients_files, g_steal_pointer(&file));
+    if (file && *g_strstrip(file) && !take_recipients_file(a->age, file, path, error)) {
+        return FALSE;
     }
     a->encrypt = TRUE;
     ioh_args_update_filters(a);

@@ -119,12 +119,10 @@ recipient_line(char *line, guint number, gpointer data, GError **error)
     return ioh_age_keys_add_recipient(c->keys, line, where, error);
 }
 
-gboolean
-ioh_age_keys_read_recipients(IohAgeKeys *k, const char *file, GError **error)
+/* Adds the recipients of @text (@len bytes, NULL: unread, @error set) of @file. */
+static gboolean
+add_recipients_text(IohAgeKeys *k, char *text, gsize len, const char *file, GError **error)
 {
-    gsize len = 0;
-    g_autofree char *text = ioh_untrusted_read(AT_FDCWD, file, IOH_AGE_KEY_FILE_MAX,
-                                               0, &len, error);
     FileCtx c = { k, file, 0 };
 
     if (!text || !each_line(text, len, recipient_line, &c, error)) {
@@ -134,6 +132,57 @@ ioh_age_keys_read_recipients(IohAgeKeys *k, const char *file, GError **error)
         return ioh_error_set(error, EINVAL, "read", file, "no recipient in the file");
     }
     return TRUE;
+}
+
+/* Whether @file, given as a file name, is a secret key pasted in its place: it must not
+ * be quoted by a message (open FILE: No such file), a status line or a record. */
+static gboolean
+refuse_key_as_file(const char *file, const char *option, GError **error)
+{
+    g_autofree char *lower = g_ascii_strdown(file, -1);
+
+    if (!strstr(lower, "age-secret-key-1")) {
+        return FALSE;
+    }
+    ioh_secmem_wipe(lower, strlen(lower));
+    ioh_error_set(error, EINVAL, NULL, NULL, "%s takes a file name, not an age secret key "
+                  "(not quoted; it was on the command line, where every local user could "
+                  "read it: replace that key)", option);
+    return TRUE;
+}
+
+gboolean
+ioh_age_keys_read_recipients(IohAgeKeys *k, const char *file, GError **error)
+{
+    gsize len = 0;
+    g_autofree char *text = NULL;
+
+    if (refuse_key_as_file(file, "--recipients-file", error)) {
+        return FALSE;
+    }
+    text = ioh_untrusted_read(AT_FDCWD, file, IOH_AGE_KEY_FILE_MAX, 0, &len, error);
+    return add_recipients_text(k, text, len, file, error);
+}
+
+gboolean
+ioh_age_keys_read_host_recipients(IohAgeKeys *k, const char *file, GError **error)
+{
+    g_autofree char *name = NULL;
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    int dirfd;
+
+    if (!g_path_is_absolute(file)) {
+        return ioh_error_set(error, EINVAL, "read", file, "not an absolute path");
+    }
+    dirfd = ioh_untrusted_path_parent(file, &name, error);
+    if (dirfd < 0) {
+        return FALSE;
+    }
+    text = ioh_untrusted_read(dirfd, name, IOH_AGE_KEY_FILE_MAX,
+                              IOH_UNTRUSTED_TRUSTED_OWNER, &len, error);
+    close(dirfd);
+    return add_recipients_text(k, text, len, file, error);
 }
 
 static gboolean
@@ -177,20 +226,43 @@ ioh_age_keys_parse_identities(IohAgeKeys *k, const char *text, gsize len, const 
     return ok;
 }
 
-/* Reads @fd to its end (or IOH_AGE_IDENTITY_FILE_MAX) into @buf, waiting on a
- * non-blocking pipe: the bytes read, or -1 with @error set. */
+/* How long an identity fd may stay silent before its end: a key is written at once, and
+ * a pipe or socket whose writer never closes it (a stuck vault, a write end leaked into
+ * the helper) would otherwise hang the restore before it starts, QEMU waiting. */
+#define IDENTITY_STALL_S 10
+
+/* Waits until @fd (a pipe, a socket: blocking or not) has bytes or its end. */
+static gboolean
+wait_readable(int fd, const char *name, GError **error)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int r;
+
+    while ((r = poll(&p, 1, IDENTITY_STALL_S * 1000)) < 0 && errno == EINTR) {
+    }
+    if (r == 0) {
+        return ioh_error_set(error, ETIMEDOUT, "read", name, "no end of the identity after "
+                             "%d s without a byte (a pipe or socket still open for "
+                             "writing?)", IDENTITY_STALL_S);
+    }
+    return TRUE;
+}
+
+/* Reads @fd to its end (or IOH_AGE_IDENTITY_FILE_MAX) into @buf, waiting on a pipe at
+ * most IDENTITY_STALL_S between bytes: the bytes read, or -1 with @error set. */
 static gssize
 read_all(int fd, char *buf, const char *name, GError **error)
 {
     gsize have = 0;
 
     for (;;) {
-        gssize n = read(fd, buf + have, IOH_AGE_IDENTITY_FILE_MAX + 1 - have);
+        gssize n;
 
+        if (!wait_readable(fd, name, error)) {
+            return -1;
+        }
+        n = read(fd, buf + have, IOH_AGE_IDENTITY_FILE_MAX + 1 - have);
         if (n < 0 && errno == EAGAIN) {
-            struct pollfd p = { .fd = fd, .events = POLLIN };
-
-            (void)poll(&p, 1, -1);
             continue;
         }
         if (n < 0 && errno != EINTR) {
@@ -231,7 +303,8 @@ read_identity_fd(IohAgeKeys *k, int fd, const char *name, GError **error)
 int
 ioh_age_keys_open_identity_file(const char *file, GError **error)
 {
-    int fd = ioh_untrusted_open(AT_FDCWD, file, O_RDONLY, 0, error);
+    int fd = refuse_key_as_file(file, "--identity", error)
+                 ? -1 : ioh_untrusted_open(AT_FDCWD, file, O_RDONLY, 0, error);
     struct stat st;
 
     if (fd < 0) {

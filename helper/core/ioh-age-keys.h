@@ -45,6 +45,13 @@ gboolean ioh_age_keys_add_recipient(IohAgeKeys *keys, const char *text, const ch
  * any is refused. */
 gboolean ioh_age_keys_read_recipients(IohAgeKeys *keys, const char *file, GError **error);
 
+/* The same for the host's recipients file @file (absolute), named by the config file:
+ * read as the config file is (ioh_untrusted_path_parent(), IOH_UNTRUSTED_TRUSTED_OWNER),
+ * since a user who could write it or a directory on its path could add a recipient of
+ * their own to every save on the host. */
+gboolean ioh_age_keys_read_host_recipients(IohAgeKeys *keys, const char *file,
+                                           GError **error);
+
 /* Adds every identity of the identity file @file (ioh-untrusted.h's rules; refused, EPERM,
  * when group or others may read or write it, as ssh refuses a loose key). */
 gboolean ioh_age_keys_read_identity_file(IohAgeKeys *keys, const char *file,

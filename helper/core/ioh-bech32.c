@@ -105,18 +105,18 @@ one_case(const char *s, gsize n)
     return !(lower && upper);
 }
 
-/* ioh_bech32_decode() with @values, its scratch of 5-bit groups (256). */
+/* ioh_bech32_decode() with the 5-bit values in @values (256 of them). */
 static gboolean
-decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
-       gsize *ret_len, guint8 *values)
+decode_with(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize data_size,
+            gsize *ret_len, guint8 *values)
 {
     gsize n = strlen(s);
     const char *one = strrchr(s, '1');
     gsize sep = one ? (gsize)(one - s) : 0;
     gssize len;
 
-    if (!one || sep == 0 || sep >= hrp_size || n - sep - 1 < 6 || n - sep - 1 > 256 || !one_case(s, n) ||
-        !data_values(s, sep, n, values)) {
+    if (!one || sep == 0 || sep >= hrp_size || n - sep - 1 < 6 || n - sep - 1 > 256 ||
+        !one_case(s, n) || !data_values(s, sep, n, values)) {
         return FALSE;
     }
     for (gsize i = 0; i < sep; i++) {
@@ -139,10 +139,10 @@ ioh_bech32_decode(const char *s, char *hrp, gsize hrp_size, guint8 *data, gsize 
                   gsize *ret_len)
 {
     guint8 values[256];
-    gboolean ok = decode(s, hrp, hrp_size, data, data_size, ret_len, values);
+    gboolean ok = decode_with(s, hrp, hrp_size, data, data_size, ret_len, values);
 
-    /* the groups of a secret key: not left on the stack */
-    ioh_secmem_wipe(values, sizeof(values));
+    /* they are an identity's secret scalar, 5 bits at a time: no copy left on the stack */
+    explicit_bzero(values, sizeof(values));
     return ok;
 }
 

@@ -23,6 +23,12 @@ check(gboolean ok, const char *what)
     }
 }
 
+static guint32
+get_version(const uint8_t *data)
+{
+    return data[8] | data[9] << 8 | data[10] << 16 | (guint32)data[11] << 24;
+}
+
 static void
 decode(const uint8_t *data, size_t size)
 {
@@ -58,7 +64,12 @@ decode(const uint8_t *data, size_t size)
     check(!info->compression || again->compress_level == info->compress_level,
           "same level");
     check(again->stored_length == info->stored_length, "same stored length");
-    check(info->compression || info->stored_length == info->stream_length,
+    /* format version 3: an encrypted image says so, whatever else it holds */
+    check(g_strcmp0(again->encryption, info->encryption) == 0, "same encryption");
+    check(!info->encryption || g_str_equal(info->encryption, "age"), "age only");
+    check(info->encryption || get_version(data) != QG_IMAGE_FORMAT_VERSION_ENCRYPTED,
+          "a version 3 header is encrypted");
+    check(info->compression || info->encryption || info->stored_length == info->stream_length,
           "a raw image stores the stream as it is");
 }
 

@@ -2,7 +2,8 @@
  * a valid header and the damaged kinds the parser must refuse (truncated, wrong magic,
  * the placeholder, wrong version, oversized metadata length, bad JSON, wrong checksum);
  * a valid compressed header (format version 2) and its damaged kinds (a version 1
- * header carrying compression, an unknown method, a level out of range).
+ * header carrying compression, an unknown method, a level out of range); a valid
+ * encrypted header (format version 3) and its forged kinds.
  * Built and run by run-fuzzers only to refresh tests/fuzz/corpus-image-header. */
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,50 @@ compressed_seeds(const char *dir, QgImageInfo *info)
              " \"compression\": {\"method\": \"zstd\", \"level\": 1}}}");
 }
 
+/* The encrypted kinds (issue 28): format version 3 with "stored-length" and
+ * "encryption" in "stream"; the member forged into other versions must be refused (a
+ * version 2 or 4 header claiming age, or a version 3 without it, would have the restore
+ * feed QEMU ciphertext or skip the identity). */
+static void
+encrypted_seeds(const char *dir, QgImageInfo *info)
+{
+    static const char *const enc[] = {
+        "\"encryption\": {\"format\": \"age\"}", "\"encryption\": {\"format\": \"gpg\"}",
+        "\"encryption\": \"age\"",
+    };
+    g_autoptr(GError) error = NULL;
+    guint8 b[QG_IMAGE_HEADER_SIZE];
+    char json[512];
+
+    info->encryption = g_strdup("age");
+    info->stored_length = 123486765;
+    if (!qg_image_header_encode(info, b, &error)) {
+        g_printerr("%s\n", error->message);
+        exit(1);
+    }
+    put(dir, "valid-encrypted", b, sizeof(b));
+#define ENC_JSON(stored, e) \
+    g_snprintf(json, sizeof(json), "{\"qemu-version\": \"7.2.0\", \"machine\": \"pc\", " \
+               "\"ram-size\": 536870912, \"time\": \"2025-12-02T00:00:00Z\", \"running\": " \
+               "true, \"stream\": {\"offset\": 4096, \"length\": 5, \"checksum\": " \
+               "\"xxh3-64:0123456789abcdef\"%s%s}}", stored, e)
+    ENC_JSON(", \"stored-length\": 5, ", enc[0]);
+    put_json(dir, "encrypted-as-version-2", b, 2, json);
+    put_json(dir, "encrypted-as-version-4", b, 4, json);
+    put_json(dir, "encrypted-as-version-1", b, 1, json);
+    ENC_JSON(", ", enc[0]);
+    put_json(dir, "encrypted-no-stored-length", b, 3, json);
+    ENC_JSON(", \"stored-length\": 5, ", enc[1]);
+    put_json(dir, "encrypted-unknown-format", b, 3, json);
+    ENC_JSON(", \"stored-length\": 5, ", enc[2]);
+    put_json(dir, "encrypted-not-an-object", b, 3, json);
+    ENC_JSON(", \"stored-length\": -1, ", enc[0]);
+    put_json(dir, "encrypted-negative-stored-length", b, 3, json);
+    ENC_JSON("", "");
+    put_json(dir, "version-3-without-encryption", b, 3, json);
+#undef ENC_JSON
+}
+
 int
 main(int argc, char **argv)
 {
@@ -148,5 +193,6 @@ main(int argc, char **argv)
     reseal(b, sizeof(wrong_types) - 1);
     put(argv[1], "wrong-types", b, sizeof(b));
     compressed_seeds(argv[1], info);
+    encrypted_seeds(argv[1], info);
     return 0;
 }

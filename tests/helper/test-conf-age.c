@@ -195,6 +195,53 @@ test_conf_bad_recipient(void)
     g_unsetenv("IOHELPER_CONF");
 }
 
+/* The host's recipients file is read as the config file is: one that others may write
+ * (or behind a relative path, which would depend on the helper's working directory)
+ * would let another local user add a recipient of their own to every save on the host.
+ * Refused, exit 2, naming the config file; nothing written. */
+static void
+test_conf_recipients_file_trusted(void)
+{
+    g_autofree char *src = wpath("ct-src");
+    g_autofree char *img = wpath("ct-img");
+    g_autofree char *rfile = wpath("ct-recipients");
+    g_autofree char *conf = NULL;
+    g_autofree char *text = NULL;
+    g_auto(GStrv) save = helper_argv(ioht_helper_path(), NULL, "-", img);
+    const char *bad[] = { "writable by group or others (mode 0666)", "not an absolute path" };
+    Key k;
+
+    if (!ioht_skip_unless_age()) {
+        return;
+    }
+    k = key_new("ct-k");
+    ioht_write_random_file(src, 70000, 34);
+    g_assert_true(g_file_set_contents(rfile, k.recipient, -1, NULL));
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *err = NULL;
+
+        g_free(text);
+        text = g_strdup_printf("[iohelper]\nrecipients-file=%s\n",
+                               i == 0 ? rfile : "ct-recipients");
+
+        g_assert_cmpint(chmod(rfile, i == 0 ? 0666 : 0644), ==, 0);
+        g_free(conf);
+        conf = use_conf(text);
+        g_assert_cmpint(run_fed(save, src, -1, &err), ==, 2);
+        assert_one_line(err, conf);
+        ioht_assert_contains(err, bad[i]);
+        g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+    }
+    g_free(conf);
+    g_free(text);
+    text = g_strdup_printf("[iohelper]\nrecipients-file=%s\n", rfile);
+    conf = use_conf(text);
+    g_assert_cmpint(run_fed(save, src, -1, NULL), ==, 0);
+    g_assert_cmpint(age_reads(img, 0, &k, src), ==, 0);
+    g_unsetenv("IOHELPER_CONF");
+    ioht_age_key_clear(&k);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -202,5 +249,7 @@ main(int argc, char **argv)
     g_test_add_func("/helper/conf-age/standalone", test_conf_standalone);
     g_test_add_func("/helper/conf-age/libwrap-form", test_conf_libwrap_form);
     g_test_add_func("/helper/conf-age/bad-recipient", test_conf_bad_recipient);
+    g_test_add_func("/helper/conf-age/recipients-file-trusted",
+                    test_conf_recipients_file_trusted);
     return iohelper_test_run();
 }

@@ -331,7 +331,7 @@ test_tamper(void)
 }
 
 /* Identities: a wrong one, none (the line names --identity), a loose file, a link, a
- * FIFO (refused at once, never opened blocking), --identity-fd. */
+ * FIFO (refused at once, never opened blocking), --identity-fd, one never closed. */
 static void
 test_identity(void)
 {
@@ -363,6 +363,15 @@ test_identity(void)
     g_assert_cmpint(sh(NULL, "$H --identity-fd=3 img - 3< key.txt | cmp - s && "
                        "cat key.txt | $H --identity-fd=4 img - 4<&0 < /dev/null | cmp - s"),
                     ==, 0);
+    /* an identity fd whose writer never closes it: refused after 10 s without a byte,
+     * not a restore hung before it starts (10 s of this test) */
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpint(sh(&err, "$H --identity-fd=3 img - "
+                       "3< <(echo $BASHPID > w.pid; exec sleep 40 2> /dev/null) 2> err | "
+                       "cat > out; r=${PIPESTATUS[0]}; kill $(cat w.pid); cat err >&2; "
+                       "exit $r"), ==, 2);
+    assert_one_line(err, "--identity-fd 3: no end of the identity after 10 s");
+    g_assert_cmpint(file_size("out"), ==, 0);
     g_clear_pointer(&err, g_free);
     g_assert_cmpint(sh(&err, "echo 'AGE-SECRET-KEY-1QQQ' > bogus && chmod 600 bogus && "
                        "$H --identity=bogus img - | cat"), ==, 2);
@@ -402,6 +411,28 @@ test_secrets(void)
     g_assert_cmpint(sh(NULL, "awk '/ lo( |$)/ && / dd( |$)/' smaps | grep -q ."), ==, 0);
 }
 
+/* A helper holding keys is not dumpable: no core dump, and another process of its uid
+ * (QEMU, often) can neither ptrace it nor read its memory, where the identity is (and
+ * the payload key, in libcrypto's heap). As root, the helper runs as nobody for this. */
+static void
+test_undumpable(void)
+{
+    if (skip_without_age()) {
+        return;
+    }
+    ioht_write_random_file(g_build_filename(workdir, "s", NULL), 4 * MiB, 12);
+    g_assert_cmpint(sh(NULL, "cat s | $H --recipient=%s - img", recipient), ==, 0);
+    /* the consumer waits: the helper is alive, blocked on a full pipe, keys loaded */
+    g_assert_cmpint(sh(NULL, "u=; [ $(id -u) = 0 ] && "
+                       "u='setpriv --reuid=65534 --regid=65534 --clear-groups'; "
+                       "$u $H --identity-fd=3 fd:4 - 3< key.txt 4< img | "
+                       "{ sleep 1; p=$(pgrep -P $$ -x iohelper); "
+                       "if [ -z \"$p\" ]; then echo no-helper > seen; "
+                       "elif $u head -c 1 /proc/$p/environ > /dev/null 2>&1; "
+                       "then echo readable > seen; else echo refused > seen; fi; "
+                       "cat > out; }; cmp out s && grep -qx refused seen"), ==, 0);
+}
+
 static void
 test_usage(void)
 {
@@ -432,6 +463,18 @@ test_usage(void)
         assert_one_line(err, "");
     }
     g_assert_cmpint(sh(NULL, "cmp s img"), ==, 0);    /* no refused save touched it */
+    /* a secret key pasted where a file name goes: refused, never quoted (no "open KEY: No
+     * such file" in the message nor the status line) */
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(sh(&err, i ? "cat s | $H --recipients-file=%s --status-fd=3 - img2 "
+                                     "3> st; r=$?; cat st >&2; exit $r"
+                                   : "$H --identity=%s --status-fd=3 img - 3> st > /dev/null;"
+                                     " r=$?; cat st >&2; exit $r", secret), ==, 2);
+        ioht_assert_contains(err, "takes a file name, not an age secret key");
+        g_assert_null(strstr(err, secret));
+    }
 }
 
 static void
@@ -487,6 +530,7 @@ main(int argc, char **argv)
     g_test_add_func("/encrypt/tamper", test_tamper);
     g_test_add_func("/encrypt/identity", test_identity);
     g_test_add_func("/encrypt/secrets", test_secrets);
+    g_test_add_func("/encrypt/undumpable", test_undumpable);
     g_test_add_func("/encrypt/usage", test_usage);
     rc = g_test_run();
     ioht_workdir_remove(workdir);

@@ -231,7 +231,7 @@ flip_copy(const char *img, const char *bad, guint64 len, guint64 at)
 }
 
 /* No identity (the line names --identity), a wrong one, a loose identity file, a damaged
- * version byte: refused before QEMU gets a byte. One flipped byte in the middle of the
+ * version byte, a plain image restored with an identity: refused before QEMU gets a byte. One flipped byte in the middle of the
  * payload: the helper has delivered the chunks before it, the restore fails with one
  * line, exit 1, and the guest never resumes. */
 static void
@@ -275,6 +275,12 @@ test_refused(void)
 
     flip_copy(img, bad, 4096 + info->stored_length, 4096 + info->stored_length / 2);
     g_free(restore_refused(bad, id1, bad, FALSE));
+
+    /* a plain image in place of the encrypted one (anyone who can write the storage can
+     * make one): an identity given says it must be encrypted */
+    g_free(save_guest(bad, NULL, NULL, NULL));
+    g_free(restore_refused(bad, id1, "not an encrypted image, but --identity was given",
+                           TRUE));
     g_unlink(img);
     g_unlink(bad);
     g_unlink(loose);

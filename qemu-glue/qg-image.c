@@ -259,14 +259,17 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                     "recorded compressed", path);
         return FALSE;
     }
-    if (version != QG_IMAGE_FORMAT_VERSION_ENCRYPTED &&
+    if (version < QG_IMAGE_FORMAT_VERSION_ENCRYPTED &&
         json_object_has_member(stream, "encryption")) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                     "corrupt image header %s: format version %u but the stream is "
                     "recorded encrypted", path, version);
         return FALSE;
     }
-    if (version == QG_IMAGE_FORMAT_VERSION_ENCRYPTED) {
+    /* version 4: "encryption" in "stream" says every region (main and channels) is an
+     * age file of its own */
+    if (version == QG_IMAGE_FORMAT_VERSION_ENCRYPTED ||
+        json_object_has_member(stream, "encryption")) {
         if (!qg_image_decode_encryption(stream, info)) {
             g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                         "corrupt image header %s: encryption (format age, stored-length, "

@@ -269,6 +269,10 @@ gboolean qg_mig_encrypt_check(QgImageInfo *info, const QgMigrateOptions *opts,
 gboolean qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
                                 const QgImageInfo *info, gboolean save, const char *path,
                                 GError **error);
+/* Restore: FALSE (IOH_ERROR EINVAL naming @path) for an encrypted image without
+ * opts->identity, or a plain one with it: before QEMU or a helper is touched. */
+gboolean qg_mig_encrypt_restore_check(const QgImageInfo *info, const QgMigrateOptions *opts,
+                                      const char *path, GError **error);
 /* After a successful save: what the helper says it stored. An image it encrypted without
  * recipients from us (the host's config named some) is recorded encrypted; one we asked
  * encrypted that it did not encrypt is an error (IOH_ERROR EIO naming @path). */

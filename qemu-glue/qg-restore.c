@@ -313,7 +313,8 @@ qg_restore_mfd_load(QgRestore *r, GError **error)
 {
     const char *comp = r->info->multifd_compression;
 
-    if (!qg_channels_check_image(r->fd, r->info, r->job.path, error) ||
+    if (!qg_mig_encrypt_restore_check(r->info, r->job.opts, r->job.path, error) ||
+        !qg_channels_check_image(r->fd, r->info, r->job.path, error) ||
         !(r->mfd = qg_mfd_new(r->info->channels, error)) ||
         !qg_mfd_set_qemu(r->job.qmp, r->info->channels, g_strcmp0(comp, "none") ? comp : NULL,
                          error) ||

@@ -181,8 +181,10 @@ qg_save_stream_bound(QgSave *s)
     if (s->job.opts->compress) {
         bound += bound / 128 + (1 << 20);     /* incompressible pages: raw blocks' framing */
     }
-    if (s->info->encryption) {
-        bound += bound / 4096 + (64 << 10);   /* age: 16 bytes a 64 KiB chunk, its header */
+    /* age: 16 bytes a 64 KiB chunk, its header; for channels always, as the host's
+     * recipients may encrypt regions sized before any helper runs */
+    if (s->info->encryption || s->job.opts->channels) {
+        bound += bound / 4096 + (64 << 10);
     }
     g_debug("NBD save: the stream may take up to %" G_GUINT64_FORMAT " bytes (RAM blocks: %"
             G_GUINT64_FORMAT " bytes in %u)", bound, bytes, blocks);
@@ -395,12 +397,6 @@ qg_save_complete(QgSave *s, GError **error)
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
     if (!qg_mig_encrypt_result(s->info, s->wrap, s->job.path, error)) {
         g_prefix_error(error, "save failed: ");
-        return FALSE;
-    }
-    if (s->mfd && s->info->encryption) {   /* the host's recipients: regions unindexed */
-        g_set_error(error, IOH_ERROR, EINVAL, "save failed: %s: the helpers encrypted the "
-                    "channels (the host's recipients): --channels does not record encrypted "
-                    "regions yet", s->job.path);
         return FALSE;
     }
     if (s->mfd && !qg_mfd_save_finish(s->mfd, s->job.path, s->info, s->job.opts, error)) {

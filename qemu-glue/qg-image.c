@@ -511,7 +511,7 @@ qg_image_check_holds(const QgImageInfo *info, guint64 size, const char *kind,
                      const char *name, GError **error)
 {
     if (size >= info->stream_offset + info->stored_length) {
-        return TRUE;
+        return qg_image_channels_check_size(info, size, name, error);
     }
     g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
                 "image truncated %s: the %s is %" G_GUINT64_FORMAT " bytes, the header says %"

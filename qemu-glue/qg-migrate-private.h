@@ -224,6 +224,7 @@ typedef struct {
     QgChannels *ch;     /* the socket and its n + 1 connections */
     IohWrap **wraps;    /* the n channels' helpers (the main channel's is the job's) */
     guint64 region;     /* save: the size of each region */
+    const char *uri;    /* an NBD export the regions are in (the job's), or NULL: a file */
 } QgMfd;
 
 QgMfd *qg_mfd_new(guint n, GError **error);

@@ -91,16 +91,23 @@ qg_mfd_region_size(guint64 bound)
     return (bound + QG_MFD_REGION_ALIGN - 1) / QG_MFD_REGION_ALIGN * QG_MFD_REGION_ALIGN;
 }
 
-/* The helper of connection @slot (0 the main channel) on its own open of @file: the
- * file's fd is the wrap's, the connection's the helper's (ours is closed). */
+/* The helper of connection @slot (0 the main channel) on its own open of @file, or
+ * its own connection to m->uri: the file's fd is the wrap's, the connection's the
+ * helper's (ours is closed). */
 static IohWrap *
 qg_mfd_wrap(QgMfd *m, guint slot, const char *file, const char *name, gboolean save,
             const IohWrapParams *params, const IohWrapOptions *wopts, IohCacheMode cache,
             GError **error)
 {
-    int fd = save ? open(file, O_WRONLY | O_CLOEXEC) : qg_file_open_image(file, error);
+    int fd = m->uri ? -1
+             : save ? open(file, O_WRONLY | O_CLOEXEC) : qg_file_open_image(file, error);
     IohWrap *wrap;
 
+    if (m->uri) {
+        wrap = ioh_wrap_new_channel_uri(m->ch->fds[slot], m->uri, save, params, wopts, error);
+        ioh_fd_clear(&m->ch->fds[slot]);
+        return wrap;
+    }
     if (fd < 0) {
         if (save) {
             ioh_error_set_errno(error, errno, "open", name);
@@ -128,6 +135,11 @@ qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo 
     g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(opts, info, TRUE, name, error);
 
     if (!wopts || !ioh_wrap_options_set_region(wopts, region, error)) {
+        return FALSE;
+    }
+    /* on a server, each helper's own bound, its final flush included (as one stream's) */
+    if (m->uri && !ioh_wrap_options_set_stall_timeout(wopts, MIN(opts->stall_timeout_s, 86400),
+                                                      error)) {
         return FALSE;
     }
     if (!qg_channels_accept(m->ch, opts->stall_timeout_s, opts->cancellable, error)) {
@@ -171,6 +183,22 @@ qg_mfd_finish_one(IohWrap *wrap, guint i, gboolean save, const char *encryption,
     return TRUE;
 }
 
+/* A file's regions are bounded by each helper's file-size limit; an export's are not:
+ * a stream past its region wrote over the next one's start, and the save must fail
+ * rather than index it. */
+static gboolean
+qg_mfd_check_region(const QgMfd *m, guint64 stored, const char *what, const char *name,
+                    GError **error)
+{
+    if (stored <= m->region) {
+        return TRUE;
+    }
+    g_set_error(error, IOH_ERROR, EFBIG, "save failed: %s: %s stored %" G_GUINT64_FORMAT
+                " bytes, past its region of %" G_GUINT64_FORMAT, name, what, stored,
+                m->region);
+    return FALSE;
+}
+
 gboolean
 qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
                    const QgMigrateOptions *opts, GError **error)
@@ -183,11 +211,19 @@ qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
     info->regions = g_new0(QgImageRegion, m->ch->n);
     info->uuid = g_strdup(m->ch->uuid);
     info->multifd_compression = g_strdup(opts->qemu_compress ?: "none");
+    if (!qg_mfd_check_region(m, info->stored_length, "the main channel", name, error)) {
+        return FALSE;
+    }
     for (guint i = 0; i < m->ch->n; i++) {
         info->regions[i].offset = QG_IMAGE_HEADER_SIZE + (i + 1) * m->region;
         if (!qg_mfd_finish_one(m->wraps[i], i, TRUE, info->encryption, &info->regions[i],
                                error)) {
             g_prefix_error(error, "save failed: %s: ", name);
+            return FALSE;
+        }
+        g_autofree char *what = g_strdup_printf("channel %u", i);
+
+        if (!qg_mfd_check_region(m, info->regions[i].stored_length, what, name, error)) {
             return FALSE;
         }
     }

@@ -199,11 +199,14 @@ static gboolean
 qg_save_nbd_open(QgSave *s, GError **error)
 {
     guint64 bound = qg_save_stream_bound(s);
+    /* --channels: the main stream's region and each channel's, of that bound each */
+    guint64 total = s->job.opts->channels
+                    ? (s->job.opts->channels + 1ull) * qg_mfd_region_size(bound) : bound;
     g_autoptr(QgImageRemote) img = qg_image_remote_open(s->uri, TRUE,
                                                          s->job.opts->stall_timeout_s,
                                                          s->job.opts->cancellable, error);
 
-    return img && qg_image_remote_start_save(img, bound, error);
+    return img && qg_image_remote_start_save(img, total, error);
 }
 
 /* The final header, once the helper has flushed and gone: a connection of its own. */
@@ -271,7 +274,8 @@ qg_save_mfd_migrate(QgSave *s, GError **error)
         return FALSE;
     }
     s->migrating = TRUE;
-    if (!qg_mfd_save_plumb(s->mfd, s->file->tmp_path, s->job.path, s->info, s->job.opts,
+    s->mfd->uri = s->uri;
+    if (!qg_mfd_save_plumb(s->mfd, s->file ? s->file->tmp_path : NULL, s->job.path, s->info, s->job.opts,
                            s->region, &s->wrap, error)) {
         return FALSE;
     }

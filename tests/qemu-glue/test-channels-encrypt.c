@@ -5,8 +5,10 @@
  * own that `age -d` reads once cut out of the image; a restore without --identity is
  * refused naming it before QEMU is asked anything, a flipped byte in one channel's region
  * fails the restore with one line and the guest never resumes; the host's recipients
- * (/etc/iohelper.conf) encrypt channel saves too. And the header, without QEMU. */
+ * (/etc/iohelper.conf) encrypt channel saves too; to an NBD export. And the header,
+ * without QEMU. */
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -205,6 +207,32 @@ test_host_config(void)
     g_unlink(img);
 }
 
+/* Encrypted and compressed channels to an NBD export (nbdkit's memory plugin): refused
+ * without --identity, exact with it. */
+static void
+test_nbd(void)
+{
+    g_autofree char *sock = g_build_filename(workdir, "e.sock", NULL);
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///?socket=%s", sock);
+    g_autofree char *r1 = NULL;
+    g_autofree char *id1 = g_strdup_printf("--identity=%s", k1.file);
+    g_autofree char *src_dump = g_build_filename(workdir, "src.dump", NULL);
+    const char *plugin[] = { "memory", "2G", NULL };
+    const char *extra[] = { "--channels=2", "--compress", NULL, NULL };
+    GPid pid;
+
+    if (!need_tools() || !(pid = ioht_nbdkit_start(workdir, sock, plugin))) {
+        return;
+    }
+    r1 = g_strdup_printf("--recipient=%s", k1.recipient);
+    extra[2] = r1;
+    g_free(qgt_save_guest(data_file, uri, extra, TRUE, src_dump, NULL));
+    g_free(qgt_restore_refused(uri, other_file, NULL, "--identity=FILE", TRUE));
+    g_free(qgt_restore_guest(uri, other_file, (const char *const[]){ id1, NULL }, src_dump));
+    kill(pid, SIGKILL);
+    g_unlink(src_dump);
+}
+
 /* Version 4 with "encryption": round trips, regions whose stored length exceeds their
  * length accepted (age's tags); the same regions without it are corrupt. */
 static void
@@ -257,6 +285,7 @@ main(int argc, char **argv)
                          test_roundtrip);
     g_test_add_func("/qemu/channels-encrypt/refused", test_refused);
     g_test_add_func("/qemu/channels-encrypt/host-config", test_host_config);
+    g_test_add_func("/qemu/channels-encrypt/nbd", test_nbd);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     return ret;

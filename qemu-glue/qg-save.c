@@ -323,6 +323,7 @@ qg_save_prepare(QgSave *s, GError **error)
 static void
 qg_save_failed(QgSave *s, GError *qerr, GError **error)
 {
+    g_autoptr(GError) cerr = NULL;
     const GError *herr;
 
     if (ioh_error_is_cancelled(qerr) || g_error_matches(qerr, IOH_ERROR, ETIMEDOUT)) {
@@ -334,14 +335,24 @@ qg_save_failed(QgSave *s, GError *qerr, GError **error)
      * keep the helper waiting for the stream's end. Its verdict is awaited for a while,
      * then it is killed (a verdict of ours, not a failure of its own). */
     qg_mig_helper_start(&s->job.w);
+    if (s->mfd) {
+        /* a channel's helper that failed is the cause: QEMU only saw its socket close
+         * ("Unable to write to socket: Broken pipe"), the main helper a short stream */
+        qg_mig_channels_start(&s->job.w, s->mfd->wraps, s->mfd->ch->n);
+    }
     qg_mig_helper_wait(&s->job.w, QG_HELPER_EXIT_WAIT_MS, TRUE);
     herr = qg_mig_helper_failure(&s->job.w);
+    if ((!herr || ioh_error_get_errno(herr) == EPIPE) && s->mfd &&
+        qg_mig_channels_failed(&s->job.w, &cerr)) {
+        herr = cerr;   /* "save failed: channel 1 of FILE: ..." */
+    }
     if (!herr) {
         g_propagate_error(error, qerr);
         return;
     }
-    g_set_error(error, herr->domain, herr->code, "save failed: %s; QEMU then reported: %s",
-                herr->message, s->job.w.qemu_desc ? s->job.w.qemu_desc : qerr->message);
+    g_set_error(error, herr->domain, herr->code, "%s%s; QEMU then reported: %s",
+                cerr ? "" : "save failed: ", herr->message,
+                s->job.w.qemu_desc ? s->job.w.qemu_desc : qerr->message);
     g_error_free(qerr);
 }
 

@@ -125,7 +125,8 @@ def part_zstd(out, plotdir):
     v = load(os.path.join(out, "zstd.tsv"), OWN)
     if not v:
         return
-    own_table(v, ["z-single", "z-ch2"], "A real guest (build-guest bench), --compress, direct")
+    own_table(v, ["z-single", "z-ch2", "z-ch2-t1", "z-ch1"],
+              "A real guest (build-guest bench), --compress, direct")
     if "z-single" in v and "z-ch2" in v:
         size = per_round(v["z-ch2"]["image_bytes"], v["z-single"]["image_bytes"])
         s, sm = ratio(v["z-ch2"], v["z-single"], "save_s")
@@ -134,6 +135,11 @@ def part_zstd(out, plotdir):
                                                                          False)))
         print("- save speed of --channels=2 --compress against the single stream's: %sx "
               "(target: no slower, >= 1.0x: %s)\n" % (s, verdict(sm, 1.0)))
+    for c, what in (("z-ch2-t1", "--channels=2 --compress --threads=1"),
+                    ("z-ch1", "--channels=1 --compress")):
+        if "z-single" in v and c in v:
+            s, _ = ratio(v[c], v["z-single"], "save_s")
+            print("- save speed of %s against the single stream's: %sx\n" % (what, s))
     plot(plotdir, "realguest-zstd", v, ["z-single", "z-ch2"], "save_s", "restore_s")
 
 

@@ -125,7 +125,8 @@ def part_zstd(out, plotdir):
     v = load(os.path.join(out, "zstd.tsv"), OWN)
     if not v:
         return
-    own_table(v, ["z-single", "z-ch2"], "A real guest (build-guest bench), --compress, direct")
+    own_table(v, ["z-single", "z-ch2", "z-ch2-t1", "z-ch1", "z1-single", "z1-ch2", "z1-ch2-t1"],
+              "A real guest (build-guest bench), --compress, direct")
     if "z-single" in v and "z-ch2" in v:
         size = per_round(v["z-ch2"]["image_bytes"], v["z-single"]["image_bytes"])
         s, sm = ratio(v["z-ch2"], v["z-single"], "save_s")
@@ -134,6 +135,15 @@ def part_zstd(out, plotdir):
                                                                          False)))
         print("- save speed of --channels=2 --compress against the single stream's: %sx "
               "(target: no slower, >= 1.0x: %s)\n" % (s, verdict(sm, 1.0)))
+    for c, base, what in (("z-ch2-t1", "z-single", "--channels=2 --compress --threads=1"),
+                          ("z-ch1", "z-single", "--channels=1 --compress"),
+                          ("z1-ch2", "z1-single", "--channels=2 --compress=zstd:1"),
+                          ("z1-ch2-t1", "z1-single", "--channels=2 --compress=zstd:1 --threads=1")):
+        if base in v and c in v:
+            s, _ = ratio(v[c], v[base], "save_s")
+            size = per_round(v[c]["image_bytes"], v[base]["image_bytes"])
+            print("- %s against %s: save speed %sx, image %sx\n"
+                  % (what, base, s, fmt_cell(size, "%.3f")))
     plot(plotdir, "realguest-zstd", v, ["z-single", "z-ch2"], "save_s", "restore_s")
 
 

@@ -73,6 +73,21 @@ ioh_wrap_new_channel(int stream_fd, int *fd, const char *path, IohWrapFlags flag
     return iohw_wrap_create_stream(path, stream_fd, fd, &plan, options, error);
 }
 
+IohWrap *
+ioh_wrap_new_channel_uri(int stream_fd, const char *uri, gboolean save,
+                         const IohWrapParams *params, const IohWrapOptions *options,
+                         GError **error)
+{
+    g_autofree char *name = NULL;
+    IohwPlan plan;
+
+    if (!iohw_uri_plan(uri, save, params, options, &plan, &name, error) ||
+        !check_stream(stream_fd, save, error)) {
+        return NULL;
+    }
+    return iohw_wrap_create_uri_stream(name, uri, stream_fd, &plan, options, error);
+}
+
 gboolean
 ioh_wrap_options_set_region(IohWrapOptions *options, guint64 size, GError **error)
 {

@@ -132,6 +132,16 @@ IohWrap *iohw_wrap_create(const char *name, const char *uri, int *fd, const Iohw
 IohWrap *iohw_wrap_create_stream(const char *name, int stream_fd, int *fd,
                                  const IohwPlan *plan, const IohWrapOptions *options,
                                  GError **error);
+/* A channel's stream (@stream_fd, a copy given to the helper) to or from @uri (an NBD
+ * URI or RBD name, checked by iohw_uri_plan()): the helper connects itself. */
+IohWrap *iohw_wrap_create_uri_stream(const char *name, const char *uri, int stream_fd,
+                                     const IohwPlan *plan, const IohWrapOptions *options,
+                                     GError **error);
+/* ioh_wrap_new_uri()'s checks of @uri, @params, @options into @ret_plan; @ret_name (the
+ * URI without its secrets) on success. */
+gboolean iohw_uri_plan(const char *uri, gboolean save, const IohWrapParams *params,
+                       const IohWrapOptions *options, IohwPlan *ret_plan, char **ret_name,
+                       GError **error);
 
 /* ---- iohwrap-finish.c ------------------------------------------------------------ */
 

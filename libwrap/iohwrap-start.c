@@ -129,3 +129,13 @@ iohw_wrap_create_stream(const char *name, int stream_fd, int *fd, const IohwPlan
 {
     return wrap_create(name, NULL, stream_fd, fd, plan, options, error);
 }
+
+IohWrap *
+iohw_wrap_create_uri_stream(const char *name, const char *uri, int stream_fd,
+                            const IohwPlan *plan, const IohWrapOptions *options,
+                            GError **error)
+{
+    int fd = -1;
+
+    return wrap_create(name, uri, stream_fd, &fd, plan, options, error);
+}

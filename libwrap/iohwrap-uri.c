@@ -89,6 +89,18 @@ uri_plan(const char *uri, gboolean save, const IohWrapParams *params,
     return TRUE;
 }
 
+gboolean
+iohw_uri_plan(const char *uri, gboolean save, const IohWrapParams *params,
+              const IohWrapOptions *options, IohwPlan *ret_plan, char **ret_name,
+              GError **error)
+{
+    if (!uri_plan(uri, save, params, options, ret_plan, error)) {
+        return FALSE;
+    }
+    *ret_name = ioh_rbd_is_name(uri) ? ioh_rbd_safe_name(uri) : ioh_nbd_safe_name(uri);
+    return TRUE;
+}
+
 IohWrap *
 ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd, const IohWrapParams *params,
                  const IohWrapOptions *options, GError **error)
@@ -101,10 +113,9 @@ ioh_wrap_new_uri(const char *uri, gboolean save, int *ret_fd, const IohWrapParam
     if (!ret_fd) {
         return uri_invalid(error, "ret_fd must not be NULL");
     }
-    if (!uri_plan(uri, save, params, options, &plan, error)) {
+    if (!iohw_uri_plan(uri, save, params, options, &plan, &name, error)) {
         return NULL;
     }
-    name = ioh_rbd_is_name(uri) ? ioh_rbd_safe_name(uri) : ioh_nbd_safe_name(uri);
     wrap = iohw_wrap_create(name, uri, &fd, &plan, options, error);
     if (wrap) {
         *ret_fd = fd;

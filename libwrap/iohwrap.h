@@ -605,6 +605,30 @@ IohWrap *ioh_wrap_new_channel(int stream_fd, int *fd, const char *path, IohWrapF
                               GError **error);
 
 /**
+ * ioh_wrap_new_channel_uri:
+ * @stream_fd: as for ioh_wrap_new_channel().
+ * @uri: an NBD URI or an RBD image name, as for ioh_wrap_new_uri(): the image the
+ *     channels share, each in its own region. The server must take one connection per
+ *     channel at once (qemu-nbd: --shared=0, or more than the channels).
+ * @save: TRUE: the stream goes to @uri; FALSE: it comes from @uri.
+ * @params: (nullable): offset: this channel's region; length (restore): its stored bytes.
+ * @options: (nullable): as for ioh_wrap_new_uri(), plus a region on a save (no file-size
+ *     limit applies on a server: the caller checks each channel's stored bytes against
+ *     its region before it trusts the image).
+ * @error: return location for a #GError.
+ *
+ * ioh_wrap_new_channel() for a target that has no fd: the helper connects to @uri
+ * itself and moves this channel's bytes between @stream_fd and its region. Refuses what
+ * ioh_wrap_new_uri() and ioh_wrap_new_channel() refuse.
+ *
+ * Returns: (transfer full): the wrap, or NULL with @error set.
+ * Since: 0.4
+ */
+IohWrap *ioh_wrap_new_channel_uri(int stream_fd, const char *uri, gboolean save,
+                                  const IohWrapParams *params, const IohWrapOptions *options,
+                                  GError **error);
+
+/**
  * ioh_wrap_options_set_region:
  * @options: the options.
  * @size: save: the bytes this channel's stored stream may take from its offset; 0: none.

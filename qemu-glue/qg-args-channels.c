@@ -1,7 +1,7 @@
 /* qg-args-channels.c - qemu-iohelper's --channels and --qemu-compress (qg-args.h) */
 #include "qg-args.h"
 
-#include "ioh-nbd-uri.h"
+#include "ioh-rbd-name.h"
 #include "ioh-number.h"
 #include "qg-image.h"
 #include "qg-report.h"
@@ -34,7 +34,7 @@ qg_args_parse_qemu_compress(QgArgs *a, const char *value, GError **error)
     return TRUE;
 }
 
-/* --channels belongs to a save into a file of a paused guest; --qemu-compress to
+/* --channels belongs to a save into a file or an NBD export of a paused guest; --qemu-compress to
  * --channels. */
 gboolean
 qg_args_check_channels(const QgArgs *a, const char *cmd, const char *file)
@@ -57,8 +57,9 @@ qg_args_check_channels(const QgArgs *a, const char *cmd, const char *file)
                         "sends pages again, past any channel's region)");
         return FALSE;
     }
-    if (ioh_nbd_is_uri(file)) {
-        qg_report_error("--channels saves into a file, not an NBD export (not done yet)");
+    if (ioh_rbd_is_name(file)) {
+        qg_report_error("--channels saves into a file or an NBD export, not an RBD image "
+                        "(not done yet)");
         return FALSE;
     }
     return TRUE;

@@ -50,6 +50,14 @@ qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
     if (save) {
         return !info->encryption || qg_mig_encrypt_save(o, opts, error);
     }
+    return qg_mig_encrypt_restore_check(info, opts, path, error) &&
+           (!info->encryption || ioh_wrap_options_set_identity_file(o, opts->identity, error));
+}
+
+gboolean
+qg_mig_encrypt_restore_check(const QgImageInfo *info, const QgMigrateOptions *opts,
+                             const char *path, GError **error)
+{
     if (!info->encryption && opts->identity) {
         /* whoever can write the storage can write a plain image (no key needed) where an
          * encrypted one was: an identity says this one must be age, as `age -d` would */
@@ -57,14 +65,11 @@ qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
                              "--identity was given: refused (a plain image may have "
                              "replaced the encrypted one)");
     }
-    if (!info->encryption) {
-        return TRUE;
-    }
-    if (!opts->identity) {
+    if (info->encryption && !opts->identity) {
         return ioh_error_set(error, EINVAL, "read", path, "an age-encrypted image: restore "
                              "it with --identity=FILE (an age identity it was saved to)");
     }
-    return ioh_wrap_options_set_identity_file(o, opts->identity, error);
+    return TRUE;
 }
 
 gboolean

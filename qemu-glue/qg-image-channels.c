@@ -5,7 +5,10 @@
  *   "multifd": {"channels": N, "compression": "none"|"zstd"|"zlib", "uuid": HEX32,
  *               "regions": [{"offset", "length", "stored-length", "checksum"}, ...]}
  * Region i holds channel i (the id of its init packet). Regions follow the main stream
- * and each other in the file, 4096-aligned, without overlap (docs/channels.md).
+ * and each other in the file, 4096-aligned, without overlap (docs/channels.md). When
+ * "stream" holds "encryption" (format age), each region, the main stream's too, is one
+ * age file of its own (compressed first when "compression" is there too): the header
+ * says so once, for all, and never holds a key.
  */
 #include "qg-image.h"
 
@@ -94,7 +97,7 @@ qg_image_region_decode(JsonNode *node, guint i, guint64 prev_end, const QgImageI
         (guint64)stored > G_MAXINT64 - (guint64)off) {
         return qg_image_channels_corrupt(path, error, "a region overlapping another", i);
     }
-    if (!info->compression && len != stored) {
+    if (!info->compression && !info->encryption && len != stored) {
         return qg_image_channels_corrupt(path, error, "a raw region's two lengths differ", i);
     }
     r->offset = (guint64)off;

@@ -259,14 +259,17 @@ qg_image_decode_stream(JsonObject *stream, guint32 hsize, guint32 version,
                     "recorded compressed", path);
         return FALSE;
     }
-    if (version != QG_IMAGE_FORMAT_VERSION_ENCRYPTED &&
+    if (version < QG_IMAGE_FORMAT_VERSION_ENCRYPTED &&
         json_object_has_member(stream, "encryption")) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                     "corrupt image header %s: format version %u but the stream is "
                     "recorded encrypted", path, version);
         return FALSE;
     }
-    if (version == QG_IMAGE_FORMAT_VERSION_ENCRYPTED) {
+    /* version 4: "encryption" in "stream" says every region (main and channels) is an
+     * age file of its own */
+    if (version == QG_IMAGE_FORMAT_VERSION_ENCRYPTED ||
+        json_object_has_member(stream, "encryption")) {
         if (!qg_image_decode_encryption(stream, info)) {
             g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                         "corrupt image header %s: encryption (format age, stored-length, "
@@ -508,7 +511,7 @@ qg_image_check_holds(const QgImageInfo *info, guint64 size, const char *kind,
                      const char *name, GError **error)
 {
     if (size >= info->stream_offset + info->stored_length) {
-        return TRUE;
+        return qg_image_channels_check_size(info, size, name, error);
     }
     g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_TRUNCATED,
                 "image truncated %s: the %s is %" G_GUINT64_FORMAT " bytes, the header says %"

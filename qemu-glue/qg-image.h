@@ -39,6 +39,10 @@
  * Multi-channel images (since issue 31, QEMU's multifd) have format version 4: "stream"
  * is the main channel's (with the compression members of version 2 when compressed),
  * and "multifd" indexes the channels' regions (qg-image-channels.c, docs/channels.md).
+ * An encrypted multi-channel image (issue 31) has version 4 with version 3's
+ * "encryption" in "stream": every region is then an age file of its own. The release
+ * that first read version 4 refuses it as corrupt ("recorded encrypted") instead of
+ * feeding QEMU ciphertext.
  *
  * A save writes the "IOHQPART" placeholder first and the real header LAST, after the
  * stream is durable; so a file whose save died never reads as a complete image.

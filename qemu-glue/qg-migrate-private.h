@@ -224,6 +224,7 @@ typedef struct {
     QgChannels *ch;     /* the socket and its n + 1 connections */
     IohWrap **wraps;    /* the n channels' helpers (the main channel's is the job's) */
     guint64 region;     /* save: the size of each region */
+    const char *uri;    /* an NBD export the regions are in (the job's), or NULL: a file */
 } QgMfd;
 
 QgMfd *qg_mfd_new(guint n, GError **error);
@@ -269,6 +270,10 @@ gboolean qg_mig_encrypt_check(QgImageInfo *info, const QgMigrateOptions *opts,
 gboolean qg_mig_encrypt_options(IohWrapOptions *o, const QgMigrateOptions *opts,
                                 const QgImageInfo *info, gboolean save, const char *path,
                                 GError **error);
+/* Restore: FALSE (IOH_ERROR EINVAL naming @path) for an encrypted image without
+ * opts->identity, or a plain one with it: before QEMU or a helper is touched. */
+gboolean qg_mig_encrypt_restore_check(const QgImageInfo *info, const QgMigrateOptions *opts,
+                                      const char *path, GError **error);
 /* After a successful save: what the helper says it stored. An image it encrypted without
  * recipients from us (the host's config named some) is recorded encrypted; one we asked
  * encrypted that it did not encrypt is an error (IOH_ERROR EIO naming @path). */

@@ -313,9 +313,13 @@ qg_restore_mfd_load(QgRestore *r, GError **error)
 {
     const char *comp = r->info->multifd_compression;
 
-    if (!qg_channels_check_image(r->fd, r->info, r->job.path, error) ||
-        !(r->mfd = qg_mfd_new(r->info->channels, error)) ||
-        !qg_mfd_set_qemu(r->job.qmp, r->info->channels, g_strcmp0(comp, "none") ? comp : NULL,
+    if (!qg_mig_encrypt_restore_check(r->info, r->job.opts, r->job.path, error) ||
+        (!r->uri && !qg_channels_check_image(r->fd, r->info, r->job.path, error)) ||
+        !(r->mfd = qg_mfd_new(r->info->channels, error))) {
+        return FALSE;
+    }
+    r->mfd->uri = r->uri;   /* an export: each helper connects to it */
+    if (!qg_mfd_set_qemu(r->job.qmp, r->info->channels, g_strcmp0(comp, "none") ? comp : NULL,
                          error) ||
         !qg_mfd_start(r->job.qmp, FALSE, r->mfd->ch->path, error)) {
         return FALSE;

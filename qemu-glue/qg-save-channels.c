@@ -91,16 +91,23 @@ qg_mfd_region_size(guint64 bound)
     return (bound + QG_MFD_REGION_ALIGN - 1) / QG_MFD_REGION_ALIGN * QG_MFD_REGION_ALIGN;
 }
 
-/* The helper of connection @slot (0 the main channel) on its own open of @file: the
- * file's fd is the wrap's, the connection's the helper's (ours is closed). */
+/* The helper of connection @slot (0 the main channel) on its own open of @file, or
+ * its own connection to m->uri: the file's fd is the wrap's, the connection's the
+ * helper's (ours is closed). */
 static IohWrap *
 qg_mfd_wrap(QgMfd *m, guint slot, const char *file, const char *name, gboolean save,
             const IohWrapParams *params, const IohWrapOptions *wopts, IohCacheMode cache,
             GError **error)
 {
-    int fd = save ? open(file, O_WRONLY | O_CLOEXEC) : qg_file_open_image(file, error);
+    int fd = m->uri ? -1
+             : save ? open(file, O_WRONLY | O_CLOEXEC) : qg_file_open_image(file, error);
     IohWrap *wrap;
 
+    if (m->uri) {
+        wrap = ioh_wrap_new_channel_uri(m->ch->fds[slot], m->uri, save, params, wopts, error);
+        ioh_fd_clear(&m->ch->fds[slot]);
+        return wrap;
+    }
     if (fd < 0) {
         if (save) {
             ioh_error_set_errno(error, errno, "open", name);
@@ -123,15 +130,16 @@ qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo 
                   const QgMigrateOptions *opts, guint64 region, IohWrap **ret_main,
                   GError **error)
 {
-    g_autoptr(IohWrapOptions) wopts = NULL;
+    /* the same recipients for every connection: each helper seals its region as one
+     * age file of its own */
+    g_autoptr(IohWrapOptions) wopts = qg_mig_wrap_options(opts, info, TRUE, name, error);
 
-    if (info->encryption) {   /* an index of encrypted regions: not written yet */
-        g_set_error(error, IOH_ERROR, EINVAL, "%s: --channels with encryption "
-                    "(--recipient, --recipients-file) is not supported", name);
+    if (!wopts || !ioh_wrap_options_set_region(wopts, region, error)) {
         return FALSE;
     }
-    wopts = qg_mig_wrap_options(opts, info, TRUE, name, error);
-    if (!wopts || !ioh_wrap_options_set_region(wopts, region, error)) {
+    /* on a server, each helper's own bound, its final flush included (as one stream's) */
+    if (m->uri && !ioh_wrap_options_set_stall_timeout(wopts, MIN(opts->stall_timeout_s, 86400),
+                                                      error)) {
         return FALSE;
     }
     if (!qg_channels_accept(m->ch, opts->stall_timeout_s, opts->cancellable, error)) {
@@ -153,17 +161,42 @@ qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo 
     return TRUE;
 }
 
-/* A channel's helper is done: its verdict, its figures into @r. */
+/* A channel's helper is done: its verdict, its figures into @r. On a save, it stored
+ * its region encrypted exactly when the main channel's helper did (@encryption: the
+ * host's recipients apply to every helper alike); a mix could not be indexed. */
 static gboolean
-qg_mfd_finish_one(IohWrap *wrap, guint i, QgImageRegion *r, GError **error)
+qg_mfd_finish_one(IohWrap *wrap, guint i, gboolean save, const char *encryption,
+                  QgImageRegion *r, GError **error)
 {
     if (!ioh_wrap_finish(wrap, error) || !qg_mig_helper_checksum(wrap, &r->checksum, error)) {
         g_prefix_error(error, "channel %u: ", i);
         return FALSE;
     }
+    if (save && g_strcmp0(ioh_wrap_get_encryption(wrap), encryption) != 0) {
+        g_set_error(error, IOH_ERROR, EIO, "channel %u: its helper stored the region %s, "
+                    "the main channel's %s", i, encryption ? "unencrypted" : "encrypted",
+                    encryption ? "encrypted" : "unencrypted");
+        return FALSE;
+    }
     ioh_wrap_get_progress(wrap, &r->length, NULL);
     r->stored_length = ioh_wrap_get_stored_bytes(wrap);
     return TRUE;
+}
+
+/* A file's regions are bounded by each helper's file-size limit; an export's are not:
+ * a stream past its region wrote over the next one's start, and the save must fail
+ * rather than index it. */
+static gboolean
+qg_mfd_check_region(const QgMfd *m, guint64 stored, const char *what, const char *name,
+                    GError **error)
+{
+    if (stored <= m->region) {
+        return TRUE;
+    }
+    g_set_error(error, IOH_ERROR, EFBIG, "save failed: %s: %s stored %" G_GUINT64_FORMAT
+                " bytes, past its region of %" G_GUINT64_FORMAT, name, what, stored,
+                m->region);
+    return FALSE;
 }
 
 gboolean
@@ -178,10 +211,19 @@ qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
     info->regions = g_new0(QgImageRegion, m->ch->n);
     info->uuid = g_strdup(m->ch->uuid);
     info->multifd_compression = g_strdup(opts->qemu_compress ?: "none");
+    if (!qg_mfd_check_region(m, info->stored_length, "the main channel", name, error)) {
+        return FALSE;
+    }
     for (guint i = 0; i < m->ch->n; i++) {
         info->regions[i].offset = QG_IMAGE_HEADER_SIZE + (i + 1) * m->region;
-        if (!qg_mfd_finish_one(m->wraps[i], i, &info->regions[i], error)) {
-            g_prefix_error(error, "save failed: ");
+        if (!qg_mfd_finish_one(m->wraps[i], i, TRUE, info->encryption, &info->regions[i],
+                               error)) {
+            g_prefix_error(error, "save failed: %s: ", name);
+            return FALSE;
+        }
+        g_autofree char *what = g_strdup_printf("channel %u", i);
+
+        if (!qg_mfd_check_region(m, info->regions[i].stored_length, what, name, error)) {
             return FALSE;
         }
     }
@@ -201,15 +243,18 @@ qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats)
     }
 }
 
-/* Restore: channel @i's options: its checksum verified, decompressed when stored so. */
+/* Restore: channel @i's options: its checksum verified, decrypted and decompressed when
+ * stored so (each channel's helper gets the identity on an fd of its own). */
 static IohWrapOptions *
-qg_mfd_restore_options(const QgImageInfo *info, guint i, GError **error)
+qg_mfd_restore_options(const QgImageInfo *info, const QgMigrateOptions *opts, guint i,
+                       const char *path, GError **error)
 {
     g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
     g_autofree char *sum = g_strdup_printf("%016" G_GINT64_MODIFIER "x",
                                            info->regions[i].checksum);
 
-    if (!ioh_wrap_options_set_verify_checksum(o, sum, error) ||
+    if (!qg_mig_encrypt_options(o, opts, info, FALSE, path, error) ||
+        !ioh_wrap_options_set_verify_checksum(o, sum, error) ||
         !ioh_wrap_options_set_decompress(o, info->compression != NULL, error)) {
         return NULL;
     }
@@ -228,8 +273,8 @@ qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *
         IohWrapParams params = { .offset = r ? r->offset : info->stream_offset,
                                  .length = r ? r->stored_length : info->stored_length,
                                  .progress_interval_ms = 250 };
-        g_autoptr(IohWrapOptions) o = slot ? qg_mfd_restore_options(info, slot - 1, error)
-                                           : NULL;
+        g_autoptr(IohWrapOptions) o =
+            slot ? qg_mfd_restore_options(info, opts, slot - 1, path, error) : NULL;
         IohWrap *w;
 
         if ((slot && !o) || !qg_channels_connect(m->ch, m->ch->path, slot, error)) {
@@ -252,7 +297,7 @@ qg_mfd_restore_verify(QgMfd *m, const QgImageInfo *info, GError **error)
     for (guint i = 0; i < m->ch->n; i++) {
         QgImageRegion got = { 0 };
 
-        if (!qg_mfd_finish_one(m->wraps[i], i, &got, error)) {
+        if (!qg_mfd_finish_one(m->wraps[i], i, FALSE, NULL, &got, error)) {
             g_prefix_error(error, "restore failed (guest left paused): ");
             return FALSE;
         }

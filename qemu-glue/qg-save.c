@@ -181,8 +181,10 @@ qg_save_stream_bound(QgSave *s)
     if (s->job.opts->compress) {
         bound += bound / 128 + (1 << 20);     /* incompressible pages: raw blocks' framing */
     }
-    if (s->info->encryption) {
-        bound += bound / 4096 + (64 << 10);   /* age: 16 bytes a 64 KiB chunk, its header */
+    /* age: 16 bytes a 64 KiB chunk, its header; for channels always, as the host's
+     * recipients may encrypt regions sized before any helper runs */
+    if (s->info->encryption || s->job.opts->channels) {
+        bound += bound / 4096 + (64 << 10);
     }
     g_debug("NBD save: the stream may take up to %" G_GUINT64_FORMAT " bytes (RAM blocks: %"
             G_GUINT64_FORMAT " bytes in %u)", bound, bytes, blocks);
@@ -197,11 +199,14 @@ static gboolean
 qg_save_nbd_open(QgSave *s, GError **error)
 {
     guint64 bound = qg_save_stream_bound(s);
+    /* --channels: the main stream's region and each channel's, of that bound each */
+    guint64 total = s->job.opts->channels
+                    ? (s->job.opts->channels + 1ull) * qg_mfd_region_size(bound) : bound;
     g_autoptr(QgImageRemote) img = qg_image_remote_open(s->uri, TRUE,
                                                          s->job.opts->stall_timeout_s,
                                                          s->job.opts->cancellable, error);
 
-    return img && qg_image_remote_start_save(img, bound, error);
+    return img && qg_image_remote_start_save(img, total, error);
 }
 
 /* The final header, once the helper has flushed and gone: a connection of its own. */
@@ -269,7 +274,8 @@ qg_save_mfd_migrate(QgSave *s, GError **error)
         return FALSE;
     }
     s->migrating = TRUE;
-    if (!qg_mfd_save_plumb(s->mfd, s->file->tmp_path, s->job.path, s->info, s->job.opts,
+    s->mfd->uri = s->uri;
+    if (!qg_mfd_save_plumb(s->mfd, s->file ? s->file->tmp_path : NULL, s->job.path, s->info, s->job.opts,
                            s->region, &s->wrap, error)) {
         return FALSE;
     }
@@ -317,6 +323,7 @@ qg_save_prepare(QgSave *s, GError **error)
 static void
 qg_save_failed(QgSave *s, GError *qerr, GError **error)
 {
+    g_autoptr(GError) cerr = NULL;
     const GError *herr;
 
     if (ioh_error_is_cancelled(qerr) || g_error_matches(qerr, IOH_ERROR, ETIMEDOUT)) {
@@ -328,14 +335,24 @@ qg_save_failed(QgSave *s, GError *qerr, GError **error)
      * keep the helper waiting for the stream's end. Its verdict is awaited for a while,
      * then it is killed (a verdict of ours, not a failure of its own). */
     qg_mig_helper_start(&s->job.w);
+    if (s->mfd) {
+        /* a channel's helper that failed is the cause: QEMU only saw its socket close
+         * ("Unable to write to socket: Broken pipe"), the main helper a short stream */
+        qg_mig_channels_start(&s->job.w, s->mfd->wraps, s->mfd->ch->n);
+    }
     qg_mig_helper_wait(&s->job.w, QG_HELPER_EXIT_WAIT_MS, TRUE);
     herr = qg_mig_helper_failure(&s->job.w);
+    if ((!herr || ioh_error_get_errno(herr) == EPIPE) && s->mfd &&
+        qg_mig_channels_failed(&s->job.w, &cerr)) {
+        herr = cerr;   /* "save failed: channel 1 of FILE: ..." */
+    }
     if (!herr) {
         g_propagate_error(error, qerr);
         return;
     }
-    g_set_error(error, herr->domain, herr->code, "save failed: %s; QEMU then reported: %s",
-                herr->message, s->job.w.qemu_desc ? s->job.w.qemu_desc : qerr->message);
+    g_set_error(error, herr->domain, herr->code, "%s%s; QEMU then reported: %s",
+                cerr ? "" : "save failed: ", herr->message,
+                s->job.w.qemu_desc ? s->job.w.qemu_desc : qerr->message);
     g_error_free(qerr);
 }
 
@@ -395,12 +412,6 @@ qg_save_complete(QgSave *s, GError **error)
     s->info->stored_length = ioh_wrap_get_stored_bytes(s->wrap);
     if (!qg_mig_encrypt_result(s->info, s->wrap, s->job.path, error)) {
         g_prefix_error(error, "save failed: ");
-        return FALSE;
-    }
-    if (s->mfd && s->info->encryption) {   /* the host's recipients: regions unindexed */
-        g_set_error(error, IOH_ERROR, EINVAL, "save failed: %s: the helpers encrypted the "
-                    "channels (the host's recipients): --channels does not record encrypted "
-                    "regions yet", s->job.path);
         return FALSE;
     }
     if (s->mfd && !qg_mfd_save_finish(s->mfd, s->job.path, s->info, s->job.opts, error)) {

@@ -1,5 +1,6 @@
-/* test-qemu-channels.c - faults on one channel of a multi-channel restore (issue 31):
- * a real QEMU 7.2 (TCG) saved with `qemu-iohelper save --channels=2`, then restored
+/* test-qemu-channels.c - faults on one channel of a multi-channel save or restore
+ * (issue 31): a real QEMU 7.2 (TCG) saved with `qemu-iohelper save --channels=2` while
+ * channel 1's helper meets EIO or ENOSPC writing its region; saved, then restored
  * while one channel's helper fails reading its region (the fault shim's EIO), or while
  * one channel's region holds bytes QEMU refuses (a stretch zeroed mid-region: the
  * index check, which reads each region's first bytes only, cannot see it).
@@ -134,6 +135,60 @@ test_channel_corrupt(void)
     g_unlink(bad);
 }
 
+/* A save with 2 channels into @target whose channel 1's helper fails writing 8 MiB into
+ * its region with @err (its offset from the control image's index: the same guest gives
+ * the same regions): exit 1, one line naming @target and "channel 1", @needle in it; no
+ * image and no temporary left; the source, paused by the save, runs again. */
+static void
+save_fails(const char *err_name, const char *needle)
+{
+    g_autofree char *target = g_build_filename(ft_workdir(), "fault.img", NULL);
+    g_autofree char *err = NULL;
+    g_autofree char *fault = NULL;
+    g_autofree char *st = NULL;
+    g_autofree char *base = g_path_get_basename(target);
+    g_autofree char *part = g_strdup_printf("%s.part-", base);
+    g_autoptr(QgImageInfo) info = NULL;
+    const char *args[] = { "save", "--qmp", NULL, target, "--channels=2", NULL };
+    QgtQemu *src;
+    guint64 at;
+
+    if (!need_image()) {
+        return;
+    }
+    info = qgt_image_info(img);
+    at = info->regions[1].offset + (8u << 20);
+    fault = g_strdup_printf("write:@%" G_GUINT64_FORMAT ":%s,pwrite:@%" G_GUINT64_FORMAT
+                            ":%s", at, err_name, at, err_name);
+    src = qgt_qemu_start_full(data_file, FALSE, FALSE);
+    args[2] = src->sock;
+    ft_use_faulty_helper(fault, target, real_helper);
+    g_assert_cmpint(qgt_tool_run_timeout(args, HANG_SECS, NULL, &err), ==, 1);
+    g_setenv("IOHELPER_PATH", real_helper, TRUE);
+    ft_count_faults(ft_faults_logged());
+    qgt_assert_one_line(err);
+    g_assert_nonnull(strstr(err, target));
+    g_assert_nonnull(strstr(err, "channel 1"));
+    g_assert_nonnull(strstr(err, needle));
+    g_assert_false(g_file_test(target, G_FILE_TEST_EXISTS));
+    g_assert_cmpuint(ioht_count_prefix(ft_workdir(), part), ==, 0);
+    st = qgt_qemu_status(src);
+    g_assert_cmpstr(st, ==, "running");
+    qgt_qemu_stop(src);
+}
+
+static void
+test_channel_write_eio(void)
+{
+    save_fails("EIO", "Input/output error");
+}
+
+static void
+test_channel_write_enospc(void)
+{
+    save_fails("ENOSPC", "No space left on device");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -147,6 +202,9 @@ main(int argc, char **argv)
     ioht_write_random_file(data_file, QGT_DATA_SIZE, 7);
     g_test_add_func("/faults/qemu-channels/restore/channel-read-EIO", test_channel_read_eio);
     g_test_add_func("/faults/qemu-channels/restore/channel-corrupt", test_channel_corrupt);
+    g_test_add_func("/faults/qemu-channels/save/channel-write-EIO", test_channel_write_eio);
+    g_test_add_func("/faults/qemu-channels/save/channel-write-ENOSPC",
+                    test_channel_write_enospc);
     ret = g_test_run();
     if (img) {
         g_unlink(img);

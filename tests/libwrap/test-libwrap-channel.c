@@ -1,9 +1,11 @@
-/* test-libwrap-channel.c - ioh_wrap_new_channel() and ioh_wrap_options_set_region()
- * (libwrap 0.4): three streams over real sockets (as QEMU's multifd connections), each
- * saved by its own helper into its own region of one file and played back from it; a
- * stream larger than its region; what the calls refuse. */
+/* test-libwrap-channel.c - ioh_wrap_new_channel(), ioh_wrap_new_channel_uri() and
+ * ioh_wrap_options_set_region() (libwrap 0.4): three streams over real sockets (as
+ * QEMU's multifd connections), each saved by its own helper into its own region of one
+ * file (or one NBD export) and played back from it; a stream larger than its region;
+ * what the calls refuse. */
 #include "libwrap-util.h"
 
+#include <signal.h>
 #include <sys/socket.h>
 
 #define REGION (4 * MIB)
@@ -170,6 +172,75 @@ test_refuses(void)
     g_unlink(file);
 }
 
+/* ioh_wrap_new_channel_uri(): region @k of the export @uri, saved from a socket (@save)
+ * or played back into one (@got): the finish's verdict. */
+static gboolean
+uri_one(const char *uri, gboolean save, guint k, GByteArray *got, GError **error)
+{
+    g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
+    IohWrapParams params = { .offset = region_at(k), .length = save ? 0 : sizes[k] };
+    IohtPumpOpts feed = { .data = data[k], .len = sizes[k] }, drain = { .keep = got };
+    IohtPump *p = NULL;
+    int sv[2];
+    IohWrap *w;
+    gboolean ok;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+    g_assert_true(!save || ioh_wrap_options_set_region(o, REGION, NULL));
+    w = ioh_wrap_new_channel_uri(sv[1], uri, save, &params, o, error);
+    g_assert_nonnull(w);
+    close(sv[1]);
+    if (save) {
+        g_assert_true(ioht_feed(sv[0], &feed));
+        close(sv[0]);
+    } else {
+        p = ioht_drain_start(sv[0], &drain);
+    }
+    ok = ioh_wrap_finish(w, error);
+    if (p) {
+        ioht_pump_join(p, NULL);
+    }
+    ioh_wrap_free(w);
+    return ok;
+}
+
+/* Three streams into one NBD export (nbdkit's memory plugin), each by its own helper at
+ * its region's offset, all played back exactly; a stream fd that is no socket or pipe,
+ * and a URI that is none, refused. */
+static void
+test_nbd(void)
+{
+    g_autofree char *sock = tpath(dir, "ch.sock");
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///?socket=%s", sock);
+    const char *plugin[] = { "memory", "64M", NULL };
+    g_autoptr(GError) error = NULL;
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    GPid pid = ioht_nbdkit_start(dir, sock, plugin);
+
+    if (!pid) {
+        close(devnull);
+        return;
+    }
+    for (guint k = 0; k < N; k++) {
+        g_assert_true(uri_one(uri, TRUE, k, NULL, &error));
+        g_assert_no_error(error);
+    }
+    for (guint k = 0; k < N; k++) {
+        g_autoptr(GByteArray) got = g_byte_array_new();
+
+        g_assert_true(uri_one(uri, FALSE, k, got, &error));
+        g_assert_no_error(error);
+        g_assert_cmpmem(got->data, got->len, data[k], sizes[k]);
+    }
+    g_assert_null(ioh_wrap_new_channel_uri(devnull, uri, TRUE, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_BADFD);
+    g_clear_error(&error);
+    g_assert_null(ioh_wrap_new_channel_uri(devnull, "/not/a/uri", TRUE, NULL, NULL, &error));
+    g_assert_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID);
+    close(devnull);
+    kill(pid, SIGKILL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -186,6 +257,7 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/channel/regions", test_regions);
     g_test_add_func("/libwrap/channel/region-overflow", test_region_overflow);
     g_test_add_func("/libwrap/channel/refuses", test_refuses);
+    g_test_add_func("/libwrap/channel/nbd", test_nbd);
     ret = g_test_run();
     for (guint k = 0; k < N; k++) {
         g_free(data[k]);

@@ -1,14 +1,17 @@
 /* test-channels.c - multi-channel images: `qemu-iohelper save --channels=N` of a real
  * QEMU (TCG, multifd over our unix socket) and `restore` of it into another, the RAM
- * compared with pmemsave; QEMU's multifd zstd and our --compress; images whose channel
+ * compared with pmemsave; QEMU's multifd zstd and our --compress; to an NBD export;
+ * images whose channel
  * index does not match their regions, refused with QEMU untouched by a helper. */
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 
 #include "ioh-test.h"
 #include "qg-image.h"
+#include "qg-image-nbd.h"
 #include "qg-test.h"
 
 static char *workdir, *data_file, *other_file;
@@ -234,6 +237,58 @@ test_index_mismatch(void)
     g_unlink(src_dump);
 }
 
+/* Two channels to one NBD export (nbdkit's memory plugin, one connection per helper):
+ * the regions at the file's offsets, the header (version 4) written last at 0 and read
+ * back through the export; the restore from the export gives the source's RAM; an
+ * export too small for the N+1 regions is refused before the guest is paused. */
+static void
+test_nbd(void)
+{
+    g_autofree char *sock = g_build_filename(workdir, "ch.sock", NULL);
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///?socket=%s", sock);
+    g_autofree char *small_sock = g_build_filename(workdir, "small.sock", NULL);
+    g_autofree char *small = g_strdup_printf("nbd+unix:///?socket=%s", small_sock);
+    g_autofree char *src_dump = g_build_filename(workdir, "src.dump", NULL);
+    g_autofree char *err = NULL;
+    g_autoptr(QgImageNbd) img = NULL;
+    g_autoptr(QgImageInfo) info = NULL;
+    const char *plugin[] = { "memory", "2G", NULL };
+    const char *small_plugin[] = { "memory", "512M", NULL };
+    const char *extra[] = { "--channels=2", NULL };
+    GPid pid, small_pid;
+
+    if (!need_qemu() || !(pid = ioht_nbdkit_start(workdir, sock, plugin))) {
+        return;
+    }
+    save_guest(uri, extra, src_dump);
+    img = qg_image_nbd_open(uri, FALSE, 0, NULL, NULL);
+    g_assert_nonnull(img);
+    info = qg_image_nbd_read_header(img, NULL);
+    g_assert_nonnull(info);
+    g_assert_cmpuint(info->channels, ==, 2);
+    g_assert_cmpuint(info->regions[1].offset, >, info->regions[0].offset);
+    g_clear_pointer(&img, qg_image_nbd_free);
+    restore_guest(uri, NULL, src_dump);
+    kill(pid, SIGKILL);
+
+    /* 3 regions of the bound of a 256 MiB guest do not fit in 512 MiB */
+    small_pid = ioht_nbdkit_start(workdir, small_sock, small_plugin);
+    {
+        QgtQemu *src = qgt_qemu_start(data_file, FALSE);
+        const char *args[] = { "save", "--qmp", src->sock, small, "--channels=2", NULL };
+        g_autofree char *st = NULL;
+
+        g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+        qgt_assert_one_line(err);
+        assert_contains(err, "may need up to");
+        st = qgt_qemu_status(src);
+        g_assert_cmpstr(st, ==, "prelaunch");   /* as started: never paused nor migrated */
+        qgt_qemu_stop(src);
+    }
+    kill(small_pid, SIGKILL);
+    g_unlink(src_dump);
+}
+
 /* Usage: --channels out of range, --qemu-compress without it, on a restore, with --live. */
 static void
 test_usage(void)
@@ -245,6 +300,7 @@ test_usage(void)
         { "save", "--qmp", "/nonexistent", "x.img", "--qemu-compress=lz4", NULL },
         { "restore", "--qmp", "/nonexistent", "x.img", "--channels=2", NULL },
         { "save", "--qmp", "/nonexistent", "x.img", "--channels=2", "--live" },
+        { "save", "--qmp", "/nonexistent", "rbd:pool/img", "--channels=2", NULL },
     };
 
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -283,6 +339,7 @@ main(int argc, char **argv)
     }
     g_test_add_func("/qemu/channels/index-mismatch", test_index_mismatch);
     g_test_add_func("/qemu/channels/then-single-stream", test_then_single_stream);
+    g_test_add_func("/qemu/channels/nbd", test_nbd);
     ret = g_test_run();
     ioht_workdir_remove(workdir);
     return ret;

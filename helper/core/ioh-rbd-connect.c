@@ -142,9 +142,11 @@ set_keyring(rados_t cluster, const IohRbdName *n, const char *name, int *ret_fd,
 /* Zero-copy writes: librbd's default copies every write's buffer (so that a client
  * changing it in flight cannot make the data's CRC mismatch); ours are never touched
  * between rbd_aio_write and its completion (ioh-rbd.c hands a request's buffer out again
- * only once it completed, and a wedged end frees none), so the copy, a memcpy of every
- * byte saved on cores the OSD shares, is skipped (benchmarks/results/rbd-ceiling.md). A
- * librbd without the option copies, as before. */
+ * only once it completed, and a wedged end frees none), and librbd holds an AIO write's
+ * completion back until it released the last reference to the caller's memory (its
+ * UserBufferDeleter; a writeback cache, off here, would make it copy anyway). So the
+ * copy, a memcpy of every byte saved on cores the OSD shares, is skipped (docs/rbd.md,
+ * "Measured"). A librbd without the option copies, as before. */
 static gboolean
 zero_copy_writes(rados_t cluster, const char *name, GError **error)
 {

@@ -96,6 +96,30 @@ done
 check "round trip with --requests=1 --request-size=1M" roundtrip rq1 $((6 * M + 3)) \
     --requests=1 --request-size=1M
 
+# Zero-copy writes (helper/core/ioh-rbd-connect.c): librbd sends our buffers as they are,
+# so a buffer refilled before its write completed would put the next object's bytes in
+# the image. 2 requests over 12 objects of random bytes: each buffer is reused 6 times
+# while the other is in flight.
+check "round trip of 12 objects through 2 requests (zero-copy writes: no buffer reused in flight)" \
+    roundtrip zc2 $((48 * M + 5)) --requests=2
+
+# ... and they are on: librbd's own setting, read through the helper's admin socket
+# (CEPH_ARGS) while it saves.
+zero_copy_on() {
+    local pid out
+    mkfifo "$work/zc.fifo" || return 1
+    CEPH_ARGS="--admin-socket=$work/zc.asok" "$IOH" - "$(img rbd/zcon)" <"$work/zc.fifo" 2>"$work/err" &
+    pid=$!
+    exec 7>"$work/zc.fifo"
+    head -c "$M" /dev/urandom >&7
+    for _ in $(seq 120); do [ -S "$work/zc.asok" ] && break; sleep 0.5; done
+    out=$(timeout 30 ceph --admin-daemon "$work/zc.asok" config get rbd_disable_zero_copy_writes 2>&1)
+    exec 7>&-
+    wait "$pid" || { diag "$work/err"; return 1; }
+    echo "$out" | grep -q '"rbd_disable_zero_copy_writes": "false"' || { echo "# $out"; return 1; }
+}
+check "writes are zero-copy (rbd_disable_zero_copy_writes=false on the helper's connection)" zero_copy_on
+
 # --offset: the stream at an unaligned offset; the created image ends where it does
 offset_rt() {
     head -c $((5 * M + 11)) /dev/urandom >"$work/in"

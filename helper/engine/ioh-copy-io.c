@@ -63,6 +63,13 @@ ioh_copy_moved(IohCopy *c, gsize len, gboolean write_behind, GError **error)
     return ioh_cache_after_chunk(c, write_behind, error);
 }
 
+void
+ioh_copy_stored(IohCopy *c, gsize len)
+{
+    c->out += (guint64)len;
+    count(c);
+}
+
 /* What leaves the last filter: the sink writes it. */
 static gboolean
 to_sink(gpointer data, const void *buf, gsize len, GError **error)
@@ -72,8 +79,7 @@ to_sink(gpointer data, const void *buf, gsize len, GError **error)
     if (!c->sink->write(c, buf, len, error)) {
         return FALSE;
     }
-    c->out += (guint64)len;
-    count(c);
+    ioh_copy_stored(c, len);
     return TRUE;
 }
 
@@ -98,8 +104,7 @@ to_sinkv(gpointer data, const struct iovec *iov, int cnt, GError **error)
     if (!c->sink->writev(c, iov, cnt, error)) {
         return FALSE;
     }
-    c->out += (guint64)len;
-    count(c);
+    ioh_copy_stored(c, len);
     return TRUE;
 }
 

@@ -339,13 +339,19 @@ queue_writes(IohUring *u)
     gsize align = c->dst->direct ? c->dst->align : 1;
 
     if (u->stage) {
-        /* Through the filters: the stage writes their output; what they took is free. */
+        /* Through the filters: the stage writes their output; what they took is free.
+         * Reads go on while the stage waits for room: the stream may have ended meanwhile,
+         * after more bytes came. */
         GError *err = NULL;
+        gboolean ok;
 
-        if (!ioh_uring_stage_feed(u->stage, c->mem, u->size, &u->sub, u->rd, u->eof, &err)) {
+        do {
+            ok = ioh_uring_stage_feed(u->stage, c->mem, u->size, &u->sub, u->rd, u->eof, &err);
+            u->done = u->sub;
+        } while (ok && u->eof && u->sub < u->rd);
+        if (!ok) {
             uring_fail(u, err);
         }
-        u->done = u->sub;
         return;
     }
     for (guint i = 0; i < u->wn && !u->error; i++) {
@@ -474,7 +480,7 @@ uring_loop(IohUring *u)
         if (u->error) {
             break;
         }
-        if (u->eof && u->wn == 0 && !u->reading && u->stage) {
+        if (u->eof && u->wn == 0 && !u->reading && u->stage && u->sub == u->rd) {
             if (ioh_uring_stage_end(u->stage, &err)) {
                 return TRUE;
             }

@@ -139,7 +139,10 @@ stage_submit(IohUringStage *s, StageWrite *w)
         return;
     }
     w->asked = len;
-    sqe = stage_sqe(s);
+    if (!(sqe = stage_sqe(s))) {
+        w->queued = TRUE;    /* the queue stays full: again after the next wait */
+        return;
+    }
     if (s->link.buf_index >= 0) {
         io_uring_prep_write_fixed(sqe, c->dst->fd, buf, (unsigned)len, pos,
                                   s->link.buf_index);

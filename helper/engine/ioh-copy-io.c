@@ -6,6 +6,7 @@
  * layers call down into this file, never back into the one that calls them.
  */
 #include "ioh-layer.h"
+#include "ioh-age-plain.h"
 #include "ioh-error.h"
 #include "ioh-fd.h"
 
@@ -112,7 +113,8 @@ gboolean
 ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write_behind,
                  GError **error)
 {
-    if (!ioh_filter_chain_data(c->filters, buf, len, error)) {
+    if (!ioh_age_plain_check(c, buf, len, error) ||
+        !ioh_filter_chain_data(c->filters, buf, len, error)) {
         return FALSE;
     }
     c->in += (guint64)len;

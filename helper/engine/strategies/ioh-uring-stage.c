@@ -27,8 +27,11 @@
 
 /* Writes in flight at most (see the top). */
 #define STAGE_WRITES 2
-/* The ring holds this many writes' worth: two in flight, the filters' next output. */
-#define STAGE_SPANS 4
+/* The ring holds this many writes' worth: as the unfiltered save's ring, the writes in
+ * flight fill it and the filters wait for the first to end. No deeper: --compress=auto
+ * tells a slow disk by the time its thread waits in the sink, which a deeper ring hides
+ * for its first windows (/compress/auto/throttled-compresses failed with 4). */
+#define STAGE_SPANS 2
 
 typedef struct {
     guint64 start;       /* output offset of the next byte to write */

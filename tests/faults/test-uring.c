@@ -30,6 +30,12 @@ typedef struct {
 static const Case cases[] = {
     { "write-EIO-2nd", "write:2:EIO", "write %s: Input/output error", NULL },
     { "write-ENOSPC-at-5M", "write:@5M:ENOSPC", "write %s: No space left on device", NULL },
+    /* The end of the 12 MiB + 123 byte stream: the last aligned O_DIRECT write (its last
+     * byte), then the unaligned tail the file sink writes after the stage's last write. */
+    { "write-ENOSPC-last-block", "write:@12582911:ENOSPC", "write %s: No space left on device",
+      NULL },
+    { "write-ENOSPC-tail", "write:unaligned:ENOSPC", "write %s: No space left on device",
+      NULL },
     { "read-EIO-3rd", "read:3:EIO", "read stdin: Input/output error", NULL },
     { "submit-EIO-3rd", "io_uring_submit:3:EIO", "write %s: io_uring: Input/output error",
       NULL },

@@ -8,24 +8,32 @@
  * created, never to what the name points to now: the guest's RAM in a file the other
  * user reads. (Before, each helper opened the .part by name: the marker bytes landed in
  * the other user's file.) Whatever the tool's verdict then, that file stays empty.
+ *
+ * /qemu/channels/hostile/sigterm-mid-save (real QEMU): SIGTERM while the channels
+ * stream (QEMU held to 1 MiB/s): exit 1, one line, the old image as it was, no .part,
+ * the guest running again and QEMU's multifd off.
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <signal.h>
 #include <unistd.h>
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
 #include "ioh-test.h"
 #include "qg-fake.h"
+#include "qg-qmp.h"
 #include "qg-test.h"
 
 #define INIT_SIZE 64          /* QEMU's MultiFDInit_t */
 #define MARKER_BYTES (64 << 10)
 
-static char *workdir;
+#define OLD_IMAGE "the previous image: must stay\n"
+
+static char *workdir, *data_file;
 
 /* The one entry of @dir whose name starts with @prefix (NULL when none). */
 static char *
@@ -105,6 +113,62 @@ test_part_swapped(void)
     g_unlink(img);
 }
 
+/* Bytes allocated to the .part files of @base in the work dir. */
+static guint64
+part_blocks(const char *base)
+{
+    g_autoptr(GDir) d = g_dir_open(workdir, 0, NULL);
+    const char *name;
+    guint64 used = 0;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(workdir, name, NULL);
+        struct stat st;
+
+        if (g_str_has_prefix(name, base) && strstr(name, ".part-") && stat(p, &st) == 0) {
+            used += (guint64)st.st_blocks * 512;
+        }
+    }
+    return used;
+}
+
+static void
+test_sigterm_mid_save(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "term.img", NULL);
+    QgtQemu *src = qgt_qemu_start(data_file, FALSE);
+    const char *args[] = { qgt_tool(), "save", "--qmp", src->sock, "--channels=2",
+                           "--max-bandwidth=1", img, NULL };
+    g_autoptr(GSubprocess) tool = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *err = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *status = NULL;
+
+    g_assert_true(g_file_set_contents(img, OLD_IMAGE, -1, NULL));
+    g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, &error));   /* a running guest */
+    tool = g_subprocess_newv(args, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+    g_assert_no_error(error);
+    /* mid-stream: the .part holds a few MiB of the streams (at 1 MiB/s: for many s more) */
+    for (guint i = 0; i < 60000 && part_blocks("term.img") < (2u << 20); i++) {
+        g_usleep(2000);
+    }
+    g_assert_cmpuint(part_blocks("term.img"), >=, 2u << 20);
+    g_subprocess_send_signal(tool, SIGTERM);
+    g_assert_true(g_subprocess_communicate_utf8(tool, NULL, NULL, NULL, &err, &error));
+    g_test_message("the tool: exit %d: %s", g_subprocess_get_exit_status(tool), err);
+    g_assert_true(g_subprocess_get_if_exited(tool));
+    g_assert_cmpint(g_subprocess_get_exit_status(tool), ==, 1);
+    qgt_assert_one_line(err);
+    g_assert_true(g_file_get_contents(img, &text, NULL, NULL));
+    g_assert_cmpstr(text, ==, OLD_IMAGE);
+    g_assert_cmpuint(ioht_count_prefix(workdir, "term.img.part-"), ==, 0);
+    status = qgt_qemu_status(src);
+    g_assert_cmpstr(status, ==, "running");
+    g_unlink(img);
+    qgt_qemu_stop(src);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -117,5 +181,10 @@ main(int argc, char **argv)
     g_assert_cmpint(g_mkdir(tmpdir, 0700), ==, 0);
     g_setenv("TMPDIR", tmpdir, TRUE);
     g_test_add_func("/qemu/channels/hostile/part-swapped", test_part_swapped);
+    if (qgt_qemu_binary()) {
+        data_file = g_build_filename(workdir, "guest.bin", NULL);
+        ioht_write_random_file(data_file, QGT_DATA_SIZE, 3);
+        g_test_add_func("/qemu/channels/hostile/sigterm-mid-save", test_sigterm_mid_save);
+    }
     return ioht_run_tests(&workdir);
 }

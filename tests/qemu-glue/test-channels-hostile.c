@@ -113,25 +113,6 @@ test_part_swapped(void)
     g_unlink(img);
 }
 
-/* Bytes allocated to the .part files of @base in the work dir. */
-static guint64
-part_blocks(const char *base)
-{
-    g_autoptr(GDir) d = g_dir_open(workdir, 0, NULL);
-    const char *name;
-    guint64 used = 0;
-
-    while (d && (name = g_dir_read_name(d))) {
-        g_autofree char *p = g_build_filename(workdir, name, NULL);
-        struct stat st;
-
-        if (g_str_has_prefix(name, base) && strstr(name, ".part-") && stat(p, &st) == 0) {
-            used += (guint64)st.st_blocks * 512;
-        }
-    }
-    return used;
-}
-
 static void
 test_sigterm_mid_save(void)
 {
@@ -150,10 +131,10 @@ test_sigterm_mid_save(void)
     tool = g_subprocess_newv(args, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
     g_assert_no_error(error);
     /* mid-stream: the .part holds a few MiB of the streams (at 1 MiB/s: for many s more) */
-    for (guint i = 0; i < 60000 && part_blocks("term.img") < (2u << 20); i++) {
+    for (guint i = 0; i < 60000 && qgt_part_blocks(workdir, "term.img") < (2u << 20); i++) {
         g_usleep(2000);
     }
-    g_assert_cmpuint(part_blocks("term.img"), >=, 2u << 20);
+    g_assert_cmpuint(qgt_part_blocks(workdir, "term.img"), >=, 2u << 20);
     g_subprocess_send_signal(tool, SIGTERM);
     g_assert_true(g_subprocess_communicate_utf8(tool, NULL, NULL, NULL, &err, &error));
     g_test_message("the tool: exit %d: %s", g_subprocess_get_exit_status(tool), err);

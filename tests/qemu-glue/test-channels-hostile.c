@@ -11,7 +11,12 @@
  *
  * /qemu/channels/hostile/sigterm-mid-save (real QEMU): SIGTERM while the channels
  * stream (QEMU held to 1 MiB/s): exit 1, one line, the old image as it was, no .part,
- * the guest running again and QEMU's multifd off.
+ * the guest running again.
+ *
+ * /qemu/channels/hostile/part-swapped-mid-save (real QEMU): the other user renames a link
+ * to its file over the .part while the channels stream; the save then ends: exit 1,
+ * "its temporary file was replaced", their file empty. (Before: exit 0, FILE a link to
+ * their empty file, the stream in an unlinked file.)
  */
 #include <errno.h>
 #include <string.h>
@@ -68,6 +73,19 @@ send_channel(const char *sock, const guint8 *head, gsize len)
     close(fd);
 }
 
+/* The other user renames a link to @theirs over the .part of @base in the work dir. */
+static void
+swap_part(const char *base, const char *theirs)
+{
+    g_autofree char *prefix = g_strconcat(base, ".part-", NULL);
+    g_autofree char *part = find_prefixed(workdir, prefix);
+    g_autofree char *link = g_build_filename(workdir, "link", NULL);
+
+    g_assert_nonnull(part);
+    g_assert_cmpint(symlink(theirs, link), ==, 0);
+    g_assert_cmpint(rename(link, part), ==, 0);
+}
+
 static void
 test_part_swapped(void)
 {
@@ -75,8 +93,6 @@ test_part_swapped(void)
     g_autofree char *tmpdir = g_build_filename(workdir, "tmp", NULL);   /* see main() */
     g_autofree char *img = g_build_filename(workdir, "swap.img", NULL);
     g_autofree char *theirs = g_build_filename(workdir, "theirs.bin", NULL);
-    g_autofree char *link = g_build_filename(workdir, "link", NULL);
-    g_autofree char *part = NULL;
     g_autofree char *sockdir = NULL;
     g_autofree char *sock = NULL;
     const char *args[] = { qgt_tool(), "save", "--qmp", qgt_fake_socket(f), "--channels=1",
@@ -94,21 +110,17 @@ test_part_swapped(void)
         g_usleep(10000);
     }
     g_assert_true(qgt_fake_got(f, "migrate"));   /* the .part exists, the socket listens */
-    part = find_prefixed(workdir, "swap.img.part-");
     sockdir = find_prefixed(tmpdir, "qemu-iohelper-");
-    g_assert_nonnull(part);
     g_assert_nonnull(sockdir);
     sock = g_build_filename(sockdir, "mig.sock", NULL);
-    /* the other user's move: its own file under the tool's name */
-    g_assert_cmpint(symlink(theirs, link), ==, 0);
-    g_assert_cmpint(rename(link, part), ==, 0);
+    swap_part("swap.img", theirs);   /* the other user's move */
     send_channel(sock, (const guint8 *)"QEVM\0\0\0\3", 8);
     send_channel(sock, init, sizeof(init));
     g_assert_true(g_subprocess_communicate_utf8(tool, NULL, NULL, NULL, &err, &error));
     g_test_message("the tool: exit %d: %s", g_subprocess_get_exit_status(tool), err);
     g_assert_cmpint(stat(theirs, &st), ==, 0);
     g_assert_cmpint(st.st_size, ==, 0);     /* not a byte of the stream in their file */
-    g_unlink(part);
+    g_assert_cmpuint(ioht_count_prefix(workdir, "swap.img.part-"), ==, 0);   /* removed */
     g_unlink(theirs);
     g_unlink(img);
 }
@@ -150,6 +162,43 @@ test_sigterm_mid_save(void)
     qgt_qemu_stop(src);
 }
 
+static void
+test_part_swapped_mid_save(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "mid.img", NULL);
+    g_autofree char *theirs = g_build_filename(workdir, "theirs-mid.bin", NULL);
+    QgtQemu *src = qgt_qemu_start(data_file, FALSE);
+    const char *args[] = { qgt_tool(), "save", "--qmp", src->sock, "--channels=2",
+                           "--max-bandwidth=1", img, NULL };
+    g_autoptr(JsonObject) fast = json_object_new();
+    g_autoptr(GSubprocess) tool = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *err = NULL;
+    struct stat st;
+
+    g_assert_true(g_file_set_contents(theirs, "", 0, NULL));
+    g_assert_true(qg_qmp_run(src->qmp, "cont", NULL, &error));
+    tool = g_subprocess_newv(args, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+    g_assert_no_error(error);
+    for (guint i = 0; i < 60000 && qgt_part_blocks(workdir, "mid.img") < (2u << 20); i++) {
+        g_usleep(2000);
+    }
+    g_assert_cmpuint(qgt_part_blocks(workdir, "mid.img"), >=, 2u << 20);
+    swap_part("mid.img", theirs);
+    json_object_set_int_member(fast, "max-bandwidth", G_GINT64_CONSTANT(1) << 40);
+    g_assert_true(qg_qmp_run(src->qmp, "migrate-set-parameters", fast, &error));
+    g_assert_true(g_subprocess_communicate_utf8(tool, NULL, NULL, NULL, &err, &error));
+    g_test_message("the tool: exit %d: %s", g_subprocess_get_exit_status(tool), err);
+    g_assert_cmpint(g_subprocess_get_exit_status(tool), ==, 1);
+    qgt_assert_one_line(err);
+    ioht_assert_contains(err, "its temporary file was replaced during the save");
+    g_assert_cmpint(stat(theirs, &st), ==, 0);
+    g_assert_cmpint(st.st_size, ==, 0);
+    g_unlink(img);
+    g_unlink(theirs);
+    qgt_qemu_stop(src);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -166,6 +215,8 @@ main(int argc, char **argv)
         data_file = g_build_filename(workdir, "guest.bin", NULL);
         ioht_write_random_file(data_file, QGT_DATA_SIZE, 3);
         g_test_add_func("/qemu/channels/hostile/sigterm-mid-save", test_sigterm_mid_save);
+        g_test_add_func("/qemu/channels/hostile/part-swapped-mid-save",
+                        test_part_swapped_mid_save);
     }
     return ioht_run_tests(&workdir);
 }

@@ -240,8 +240,9 @@ gboolean qg_mfd_start(QgQmp *qmp, gboolean save, const char *socket_path, GError
 /* A region for a stream of at most @bound stored bytes (rounded up to 1 MiB). */
 guint64 qg_mfd_region_size(guint64 bound);
 /* Save, after `migrate`: accepts the n + 1 connections and starts a helper on each, into
- * its region of @tmp_path (@name in messages); the main channel's wrap in *@ret_main. */
-gboolean qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name,
+ * its region of the .part @file_fd (each helper its own open of that very file, never of
+ * its name; -1 with m->uri) (@name in messages); the main channel's wrap in *@ret_main. */
+gboolean qg_mfd_save_plumb(QgMfd *m, int file_fd, const char *name,
                            QgImageInfo *info, const QgMigrateOptions *opts, guint64 region,
                            IohWrap **ret_main, GError **error);
 /* Save, QEMU done: no extra connection, the channels' helpers' verdicts, the index.
@@ -249,10 +250,11 @@ gboolean qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name,
 gboolean qg_mfd_save_finish(QgMfd *m, const char *name, QgImageInfo *info,
                             const QgMigrateOptions *opts, GError **error);
 /* Restore, after `migrate-incoming`: connects the main channel, then the channels, each
- * fed by its own helper from its region of @path. */
-gboolean qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *info,
-                              const QgMigrateOptions *opts, IohWrap **ret_main,
-                              GError **error);
+ * fed by its own helper from its region of @path (its own open of @fd, the image whose
+ * header was checked; -1 with m->uri). */
+gboolean qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, int fd,
+                              const QgImageInfo *info, const QgMigrateOptions *opts,
+                              IohWrap **ret_main, GError **error);
 /* The job's figures: the main channel's (in @stats already) and each channel's of @info
  * per connection, all of them in the totals. */
 void qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats);

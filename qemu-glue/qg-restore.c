@@ -326,8 +326,8 @@ qg_restore_mfd_load(QgRestore *r, GError **error)
     }
     r->loading = TRUE;
     r->job.w.start = g_get_monotonic_time();
-    if (!qg_mfd_restore_plumb(r->mfd, r->job.qmp, r->job.path, r->info, r->job.opts, &r->wrap,
-                              error)) {
+    if (!qg_mfd_restore_plumb(r->mfd, r->job.qmp, r->job.path, r->fd, r->info, r->job.opts,
+                              &r->wrap, error)) {
         return FALSE;
     }
     r->job.stats.helper = TRUE;

@@ -16,7 +16,6 @@
 
 #include "ioh-error.h"
 #include "ioh-fd.h"
-#include "qg-file.h"
 
 #define QG_MFD_REGION_ALIGN (G_GUINT64_CONSTANT(1) << 20)
 
@@ -91,16 +90,32 @@ qg_mfd_region_size(guint64 bound)
     return (bound + QG_MFD_REGION_ALIGN - 1) / QG_MFD_REGION_ALIGN * QG_MFD_REGION_ALIGN;
 }
 
-/* The helper of connection @slot (0 the main channel) on its own open of @file, or
- * its own connection to m->uri: the file's fd is the wrap's, the connection's the
- * helper's (ours is closed). */
+/* An open of its own (its own position and O_DIRECT flag) of the file @file_fd is:
+ * through /proc/self/fd, never by the file's name again. Whoever can write the folder
+ * may have renamed a link to a file of their own over the name since the tool created
+ * the .part (a save: the guest's RAM in their file) or read the header (a restore). */
+static int
+qg_mfd_reopen(int file_fd, gboolean save, const char *name, GError **error)
+{
+    g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", file_fd);
+    int fd = open(self, (save ? O_WRONLY : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
+
+    if (fd < 0) {
+        ioh_error_set_errno(error, errno, "open", name);
+    }
+    return fd;
+}
+
+/* The helper of connection @slot (0 the main channel) on its own open of the image
+ * (@file_fd: the .part a save created, the image a restore checked), or its own
+ * connection to m->uri: the file's fd is the wrap's, the connection's the helper's
+ * (ours is closed). */
 static IohWrap *
-qg_mfd_wrap(QgMfd *m, guint slot, const char *file, const char *name, gboolean save,
+qg_mfd_wrap(QgMfd *m, guint slot, int file_fd, const char *name, gboolean save,
             const IohWrapParams *params, const IohWrapOptions *wopts, IohCacheMode cache,
             GError **error)
 {
-    int fd = m->uri ? -1
-             : save ? open(file, O_WRONLY | O_CLOEXEC) : qg_file_open_image(file, error);
+    int fd = m->uri ? -1 : qg_mfd_reopen(file_fd, save, name, error);
     IohWrap *wrap;
 
     if (m->uri) {
@@ -109,9 +124,6 @@ qg_mfd_wrap(QgMfd *m, guint slot, const char *file, const char *name, gboolean s
         return wrap;
     }
     if (fd < 0) {
-        if (save) {
-            ioh_error_set_errno(error, errno, "open", name);
-        }
         return NULL;
     }
     wrap = ioh_wrap_new_channel(m->ch->fds[slot], &fd, name, qg_mig_wrap_flags(cache), params,
@@ -126,7 +138,7 @@ qg_mfd_wrap(QgMfd *m, guint slot, const char *file, const char *name, gboolean s
 }
 
 gboolean
-qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo *info,
+qg_mfd_save_plumb(QgMfd *m, int file_fd, const char *name, QgImageInfo *info,
                   const QgMigrateOptions *opts, guint64 region, IohWrap **ret_main,
                   GError **error)
 {
@@ -149,7 +161,7 @@ qg_mfd_save_plumb(QgMfd *m, const char *tmp_path, const char *name, QgImageInfo 
     for (guint slot = 0; slot <= m->ch->n; slot++) {
         IohWrapParams params = { .offset = QG_IMAGE_HEADER_SIZE + slot * region,
                                  .progress_interval_ms = 250 };
-        IohWrap *w = qg_mfd_wrap(m, slot, tmp_path, name, TRUE, &params, wopts, opts->cache,
+        IohWrap *w = qg_mfd_wrap(m, slot, file_fd, name, TRUE, &params, wopts, opts->cache,
                                  error);
 
         if (!w) {
@@ -262,8 +274,9 @@ qg_mfd_restore_options(const QgImageInfo *info, const QgMigrateOptions *opts, gu
 }
 
 gboolean
-qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *info,
-                     const QgMigrateOptions *opts, IohWrap **ret_main, GError **error)
+qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, int fd,
+                     const QgImageInfo *info, const QgMigrateOptions *opts,
+                     IohWrap **ret_main, GError **error)
 {
     g_autoptr(IohWrapOptions) main_opts = qg_mig_wrap_options(opts, info, FALSE, path, error);
 
@@ -280,7 +293,7 @@ qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, const QgImageInfo *
         if ((slot && !o) || !qg_channels_connect(m->ch, m->ch->path, slot, error)) {
             return FALSE;
         }
-        w = qg_mfd_wrap(m, slot, path, path, FALSE, &params, slot ? o : main_opts,
+        w = qg_mfd_wrap(m, slot, fd, path, FALSE, &params, slot ? o : main_opts,
                         opts->cache, error);
         if (!w) {
             return FALSE;

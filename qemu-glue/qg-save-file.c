@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 
@@ -52,7 +53,11 @@ qg_save_file_prepare(QgSaveFile *file, IohCacheMode cache, GError **error)
 {
     g_autoptr(GError) local = NULL;
 
-    file->hdr_fd = open(file->tmp_path, O_WRONLY | O_CLOEXEC);
+    g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", file->fd);
+
+    /* the file mkstemp made, never its name again: whoever can write the folder may
+     * rename something else over it (qg_save_file_commit() then tells) */
+    file->hdr_fd = open(self, O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (file->hdr_fd < 0) {
         return qg_save_file_error(error, errno, "open", file->tmp_path,
                                   "cannot open the image %s: %s", file->tmp_path,
@@ -117,6 +122,24 @@ qg_save_file_rename(const char *from, const char *to, GError **error)
     return TRUE;
 }
 
+/* FILE is the file the save wrote: not a link or file that another user who can write
+ * the folder renamed over the .part while QEMU streamed (the rename moved that one: a
+ * success would name an image that holds none of the stream). */
+static gboolean
+qg_save_file_check_renamed(QgSaveFile *file, GError **error)
+{
+    struct stat ours, named;
+
+    if (fstat(file->hdr_fd, &ours) == 0 && lstat(file->target, &named) == 0 &&
+        ours.st_dev == named.st_dev && ours.st_ino == named.st_ino) {
+        return TRUE;
+    }
+    return qg_save_file_error(error, EEXIST, "rename", file->path, "cannot save to %s: "
+                              "its temporary file was replaced during the save (can another "
+                              "user write the folder?): %s holds none of the stream",
+                              file->path, file->path);
+}
+
 gboolean
 qg_save_file_commit(QgSaveFile *file, const QgImageInfo *info, GError **error)
 {
@@ -125,5 +148,5 @@ qg_save_file_commit(QgSaveFile *file, const QgImageInfo *info, GError **error)
         return FALSE;
     }
     g_clear_pointer(&file->tmp_path, g_free);   /* renamed: nothing to remove any more */
-    return TRUE;
+    return qg_save_file_check_renamed(file, error);
 }

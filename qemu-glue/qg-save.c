@@ -275,7 +275,7 @@ qg_save_mfd_migrate(QgSave *s, GError **error)
     }
     s->migrating = TRUE;
     s->mfd->uri = s->uri;
-    if (!qg_mfd_save_plumb(s->mfd, s->file ? s->file->tmp_path : NULL, s->job.path, s->info, s->job.opts,
+    if (!qg_mfd_save_plumb(s->mfd, s->file ? s->file->fd : -1, s->job.path, s->info, s->job.opts,
                            s->region, &s->wrap, error)) {
         return FALSE;
     }

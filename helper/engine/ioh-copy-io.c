@@ -6,6 +6,7 @@
  * layers call down into this file, never back into the one that calls them.
  */
 #include "ioh-layer.h"
+#include "ioh-age-plain.h"
 #include "ioh-error.h"
 #include "ioh-fd.h"
 
@@ -63,6 +64,13 @@ ioh_copy_moved(IohCopy *c, gsize len, gboolean write_behind, GError **error)
     return ioh_cache_after_chunk(c, write_behind, error);
 }
 
+void
+ioh_copy_stored(IohCopy *c, gsize len)
+{
+    c->out += (guint64)len;
+    count(c);
+}
+
 /* What leaves the last filter: the sink writes it. */
 static gboolean
 to_sink(gpointer data, const void *buf, gsize len, GError **error)
@@ -72,8 +80,7 @@ to_sink(gpointer data, const void *buf, gsize len, GError **error)
     if (!c->sink->write(c, buf, len, error)) {
         return FALSE;
     }
-    c->out += (guint64)len;
-    count(c);
+    ioh_copy_stored(c, len);
     return TRUE;
 }
 
@@ -98,8 +105,7 @@ to_sinkv(gpointer data, const struct iovec *iov, int cnt, GError **error)
     if (!c->sink->writev(c, iov, cnt, error)) {
         return FALSE;
     }
-    c->out += (guint64)len;
-    count(c);
+    ioh_copy_stored(c, len);
     return TRUE;
 }
 
@@ -107,7 +113,8 @@ gboolean
 ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write_behind,
                  GError **error)
 {
-    if (!ioh_filter_chain_data(c->filters, buf, len, error)) {
+    if (!ioh_age_plain_check(c, buf, len, error) ||
+        !ioh_filter_chain_data(c->filters, buf, len, error)) {
         return FALSE;
     }
     c->in += (guint64)len;

@@ -149,6 +149,10 @@ gboolean ioh_copy_moved(IohCopy *c, gsize len, gboolean write_behind, GError **e
 gboolean ioh_copy_deliver(IohCopy *c, const char *buf, gsize len, gboolean write_behind,
                           GError **error);
 
+/* @len bytes that left the last filter are written by the strategy itself (the io_uring
+ * filter stage): counts them as stored. */
+void ioh_copy_stored(IohCopy *c, gsize len);
+
 /* Calls the progress callback, at most once per interval unless @final. */
 void ioh_copy_report_progress(IohCopy *c, gboolean final);
 

@@ -5,7 +5,10 @@
  * completion (EIO, ENOSPC, EAGAIN, EINVAL), a short read or write, a failed submission, a
  * kernel that refuses io_uring. Each run ends in a non-zero exit and one line on stderr,
  * or in byte-exact data; a rule that never fired fails the test. A --direct save from a
- * pipe takes io_uring unless the kernel refuses it: then every test is skipped.
+ * pipe takes io_uring unless the kernel refuses it: then every test is skipped. Each case
+ * runs twice: without a filter, and through a filter (--checksum=xxh3, which hands on the
+ * stream as it is, so the image is still the stream) on the filter stage's writes
+ * (ioh-uring-stage.c), which must say so in --stats.
  */
 #include "faults-util.h"
 #include "ioh-test.h"
@@ -27,6 +30,12 @@ typedef struct {
 static const Case cases[] = {
     { "write-EIO-2nd", "write:2:EIO", "write %s: Input/output error", NULL },
     { "write-ENOSPC-at-5M", "write:@5M:ENOSPC", "write %s: No space left on device", NULL },
+    /* The end of the 12 MiB + 123 byte stream: the last aligned O_DIRECT write (its last
+     * byte), then the unaligned tail the file sink writes after the stage's last write. */
+    { "write-ENOSPC-last-block", "write:@12582911:ENOSPC", "write %s: No space left on device",
+      NULL },
+    { "write-ENOSPC-tail", "write:unaligned:ENOSPC", "write %s: No space left on device",
+      NULL },
     { "read-EIO-3rd", "read:3:EIO", "read stdin: Input/output error", NULL },
     { "submit-EIO-3rd", "io_uring_submit:3:EIO", "write %s: io_uring: Input/output error",
       NULL },
@@ -42,14 +51,24 @@ static const Case cases[] = {
       "io_uring refused by the kernel (Cannot allocate memory), threads instead" },
 };
 
-/* A save of @size random bytes with --direct --stats and @fault on the image and the
- * pipe (each call traced into @trace unless NULL); the image's path into *@ret_dst, the
- * source's into *@ret_src. */
+/* The filter of the cases' second run, and what --stats says of the stage. */
+#define FILTER "--checksum=xxh3"
+#define STAGE_USED "filters on its thread"
+
+/* One case, without a filter or through @filter. */
+typedef struct {
+    const Case *t;
+    const char *filter;
+} Run;
+
+/* A save of @size random bytes with --direct --stats (and @filter unless NULL) and @fault
+ * on the image and the pipe (each call traced into @trace unless NULL); the image's path
+ * into *@ret_dst, the source's into *@ret_src. */
 static void
-save_traced(const char *fault, const char *trace, guint64 size, FtResult *r, char **ret_src,
-            char **ret_dst)
+save_traced(const char *fault, const char *trace, guint64 size, const char *filter,
+            FtResult *r, char **ret_src, char **ret_dst)
 {
-    static const char *const opts[] = { "--direct", "--stats", NULL };
+    const char *const opts[] = { "--direct", "--stats", filter, NULL };
     char *src = ft_make_source("src", size, 3);
     char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *path = g_strdup_printf("%s|pipe:", dst);
@@ -61,25 +80,31 @@ save_traced(const char *fault, const char *trace, guint64 size, FtResult *r, cha
 }
 
 static void
-save(const char *fault, guint64 size, FtResult *r, char **ret_src, char **ret_dst)
+save(const char *fault, guint64 size, const char *filter, FtResult *r, char **ret_src,
+     char **ret_dst)
 {
-    save_traced(fault, NULL, size, r, ret_src, ret_dst);
+    save_traced(fault, NULL, size, filter, r, ret_src, ret_dst);
 }
 
-/* TRUE when a clean --direct save from a pipe took io_uring here; skips the test where
- * the kernel refuses it or the build has no liburing, fails it where the save did not
- * choose io_uring otherwise. */
+/* TRUE when a clean --direct save from a pipe (through @filter unless NULL) took
+ * io_uring here (the filter stage with @filter); skips the test where the kernel refuses
+ * it or the build has no liburing, fails it where the save did not choose io_uring
+ * otherwise. */
 static gboolean
-uring_used(void)
+uring_used(const char *filter)
 {
     g_autofree char *src = NULL;
     g_autofree char *dst = NULL;
     FtResult r;
     gboolean used;
 
-    save("", 2 * MiB + 1, &r, &src, &dst);
+    save("", 2 * MiB + 1, filter, &r, &src, &dst);
     g_assert_cmpint(r.code, ==, 0);
+    g_assert_true(ioht_files_equal(src, dst));
     used = strstr(r.err, "io_uring used") != NULL;
+    if (used && filter && !strstr(r.err, STAGE_USED)) {
+        g_test_fail_printf("a filtered save did not take the filter stage: %s", r.err);
+    }
     if (!strstr(r.err, "io_uring")) {
         g_test_skip("built without liburing (meson -Dio_uring)");
     } else if (strstr(r.err, "io_uring refused by the kernel")) {
@@ -96,16 +121,17 @@ uring_used(void)
 static void
 test_case(gconstpointer data)
 {
-    const Case *t = data;
+    const Run *run = data;
+    const Case *t = run->t;
     g_autofree char *src = NULL;
     g_autofree char *dst = NULL;
     FtResult r;
     guint n;
 
-    if (!uring_used()) {
+    if (!uring_used(run->filter)) {
         return;
     }
-    save(t->fault, 12 * MiB + 123, &r, &src, &dst);
+    save(t->fault, 12 * MiB + 123, run->filter, &r, &src, &dst);
     n = ft_faults_logged();
     g_assert_cmpuint(n, >, 0);     /* a rule that never fired proves nothing */
     ft_count_faults(n);
@@ -128,6 +154,9 @@ test_case(gconstpointer data)
         if (!strstr(r.err, t->stats)) {
             g_test_fail_printf("--stats '%s' does not say '%s'", r.err, t->stats);
         }
+        if (run->filter && strstr(t->stats, "io_uring used") && !strstr(r.err, STAGE_USED)) {
+            g_test_fail_printf("--stats '%s' does not say '%s'", r.err, STAGE_USED);
+        }
     }
     ft_result_clear(&r);
     g_unlink(src);
@@ -143,18 +172,19 @@ test_case(gconstpointer data)
  * same batch, then failed the save whenever the two completed together (about half the
  * runs under load). No call may fail here, whatever the timing. */
 static void
-test_short_whole_blocks(void)
+test_short_whole_blocks(gconstpointer data)
 {
+    const char *filter = data;
     g_autofree char *trace = g_build_filename(ft_workdir(), "uring.trace", NULL);
     g_autofree char *src = NULL;
     g_autofree char *dst = NULL;
     g_autofree char *text = NULL;
     FtResult r;
 
-    if (!uring_used()) {
+    if (!uring_used(filter)) {
         return;
     }
-    save_traced("write:every:short", trace, 2 * MiB + 123, &r, &src, &dst);
+    save_traced("write:every:short", trace, 2 * MiB + 123, filter, &r, &src, &dst);
     ft_count_faults(ft_faults_logged());
     g_assert_true(g_file_get_contents(trace, &text, NULL, NULL));
     if (strstr(text, "ret=-1")) {
@@ -171,16 +201,24 @@ test_short_whole_blocks(void)
 int
 main(int argc, char **argv)
 {
+    static Run runs[2 * G_N_ELEMENTS(cases)];
     int ret;
 
     g_test_init(&argc, &argv, NULL);
     signal(SIGPIPE, SIG_IGN);
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *p = g_strdup_printf("/faults/uring/%s", cases[i].name);
+        g_autofree char *pf = g_strdup_printf("/faults/uring/filtered/%s", cases[i].name);
 
-        g_test_add_data_func(p, &cases[i], test_case);
+        runs[2 * i] = (Run){ &cases[i], NULL };
+        runs[2 * i + 1] = (Run){ &cases[i], FILTER };
+        g_test_add_data_func(p, &runs[2 * i], test_case);
+        g_test_add_data_func(pf, &runs[2 * i + 1], test_case);
     }
-    g_test_add_func("/faults/uring/write-short-whole-blocks", test_short_whole_blocks);
+    g_test_add_data_func("/faults/uring/write-short-whole-blocks", NULL,
+                         test_short_whole_blocks);
+    g_test_add_data_func("/faults/uring/filtered/write-short-whole-blocks", FILTER,
+                         test_short_whole_blocks);
     ret = g_test_run();
     ft_report();
     ft_cleanup();

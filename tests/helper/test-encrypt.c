@@ -6,7 +6,8 @@
  *   reads the image, the helper's restore gives the stream back;
  * - --threads 1, 2 and 4 give images of the same plaintext, each restored with 1, 2, 4;
  * - images `age -r` wrote (one and two recipients, an ssh-ed25519 stanza beside ours)
- *   restore; --offset/--length keep a header before the image; an NBD export (nbdkit);
+ *   restore; --offset/--length keep a header before the image; an NBD export (nbdkit),
+ *   refused without --identity;
  * - every tamper class (header, MAC, a chunk flipped, truncated in a chunk and at a
  *   chunk's end (the last flag missing), chunks swapped, one duplicated, bytes appended):
  *   exit 1, one line naming the image and the failing chunk's byte offset, nothing
@@ -249,6 +250,7 @@ test_nbd(void)
 {
     g_autofree char *sock = g_build_filename(workdir, "nbd.sock", NULL);
     const char *const plugin[] = { "memory", "64M", NULL };
+    g_autofree char *err = NULL;
     GPid pid;
 
     if (skip_without_age()) {
@@ -264,6 +266,12 @@ test_nbd(void)
                        "'nbd+unix:///?socket=%s' && "
                        "$H --identity=key.txt --length=%d 'nbd+unix:///?socket=%s' - | cmp - s",
                        recipient, sock, 184 + 5 * MiB + 11 + 16 * 81, sock), ==, 0);
+    /* Without --identity: refused on the export's first bytes, nothing delivered (the
+     * command line peeks at files only; an export is read by the copy). */
+    g_assert_cmpint(sh(&err, "$H --length=4096 'nbd+unix:///?socket=%s' - | cat > out",
+                       sock), ==, 1);
+    assert_one_line(err, "an age-encrypted image: restore it with --identity=FILE");
+    g_assert_cmpuint(file_size("out"), ==, 0);
     kill(pid, SIGTERM);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
@@ -461,4 +462,20 @@ qgt_restore_refused(const char *img, const char *other, const char *opt,
     }
     qgt_qemu_stop(dst);
     return g_steal_pointer(&err);
+}
+
+guint64
+qgt_part_blocks(const char *dir, const char *base)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    guint64 used = 0;
+
+    for (const char *name; d && (name = g_dir_read_name(d));) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        struct stat st;
+
+        used += g_str_has_prefix(name, base) && strstr(name, ".part-") && stat(p, &st) == 0
+                ? (guint64)st.st_blocks * 512 : 0;
+    }
+    return used;
 }

@@ -115,4 +115,8 @@ char *qgt_restore_refused(const char *img, const char *other, const char *opt,
 /* The first @len bytes of @from into @to. */
 void qgt_copy_truncated(const char *from, const char *to, guint64 len);
 
+/* Bytes allocated (st_blocks) to the files "@base*.part-*" in @dir: how much of a running
+ * save's streams its temporary file holds. */
+guint64 qgt_part_blocks(const char *dir, const char *base);
+
 G_END_DECLS

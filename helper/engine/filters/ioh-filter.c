@@ -18,6 +18,7 @@ struct _IohFilterChain {
     IohFilterSinkFunc sink; /* NULL: the bytes end at the last filter */
     IohFilterSinkvFunc sinkv; /* NULL: sink per piece */
     gpointer sink_data;
+    gboolean flushed;       /* a strategy flushed it already (ioh-uring-stage.c) */
 };
 
 IohFilterChain *
@@ -121,6 +122,10 @@ ioh_filter_chain_data(IohFilterChain *chain, const void *buf, gsize len, GError 
 gboolean
 ioh_filter_chain_flush(IohFilterChain *chain, GError **error)
 {
+    if (chain->flushed) {
+        return TRUE;
+    }
+    chain->flushed = TRUE;
     for (guint i = 0; i < chain->filters->len; i++) {
         IohFilter *f = &g_array_index(chain->filters, IohFilter, i);
         IohFilterOut out = { .file = chain->file, .align = chain->align,

@@ -101,7 +101,8 @@ void ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize al
 gboolean ioh_filter_chain_data(IohFilterChain *chain, const void *buf, gsize len,
                                GError **error);
 
-/* The end of the stream: the transforming filters hand on what they hold, in order. */
+/* The end of the stream: the transforming filters hand on what they hold, in order.
+ * Once: a second call does nothing. */
 gboolean ioh_filter_chain_flush(IohFilterChain *chain, GError **error);
 
 /* Finishes every filter, in order; the first failure stops. */

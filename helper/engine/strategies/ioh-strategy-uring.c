@@ -21,6 +21,7 @@
  * and --stats says why.
  */
 #include "ioh-uring.h"
+#include "ioh-uring-stage.h"
 #include "ioh-error.h"
 
 #include <errno.h>
@@ -74,6 +75,7 @@ typedef struct {
     guint wh, wn;
     guint64 charged;     /* bytes taken from the memory account */
     GError *error;
+    IohUringStage *stage; /* the filters and their writes (ioh-uring-stage.c), or NULL */
 } IohUring;
 
 gboolean
@@ -81,7 +83,7 @@ ioh_uring_fits(IohCopy *c)
 {
     const char *env = g_getenv("IOHELPER_IO_URING");
 
-    if ((c->opts->filters && c->opts->filters[0]) || c->src->kind != IOH_KIND_PIPE ||
+    if (c->src->kind != IOH_KIND_PIPE ||
         !c->poll_src || !ioh_end_is_storage(c->dst) || !c->dst->direct) {
         return FALSE;
     }
@@ -288,22 +290,7 @@ retire(IohUring *u)
 static gboolean
 write_through_sink(IohUring *u, guint64 start, gsize len, GError **error)
 {
-    IohCopy *c = u->c;
-
-    if (lseek(c->dst->fd, (off_t)(c->dst_start + start), SEEK_SET) < 0) {
-        return ioh_error_set_errno(error, errno, "seek", c->dst->name);
-    }
-    while (len > 0) {
-        gsize off = (gsize)(start % u->size);
-        gsize now = MIN(len, u->size - off);
-
-        if (!c->sink->write(c, c->mem + off, now, error)) {
-            return FALSE;
-        }
-        start += now;
-        len -= now;
-    }
-    return TRUE;
+    return ioh_uring_write_through(u->c, u->c->mem, u->size, start, len, error);
 }
 
 static void
@@ -351,6 +338,22 @@ queue_writes(IohUring *u)
     IohCopy *c = u->c;
     gsize align = c->dst->direct ? c->dst->align : 1;
 
+    if (u->stage) {
+        /* Through the filters: the stage writes their output; what they took is free.
+         * Reads go on while the stage waits for room: the stream may have ended meanwhile,
+         * after more bytes came. */
+        GError *err = NULL;
+        gboolean ok;
+
+        do {
+            ok = ioh_uring_stage_feed(u->stage, c->mem, u->size, &u->sub, u->rd, u->eof, &err);
+            u->done = u->sub;
+        } while (ok && u->eof && u->sub < u->rd);
+        if (!ok) {
+            uring_fail(u, err);
+        }
+        return;
+    }
     for (guint i = 0; i < u->wn && !u->error; i++) {
         IohUringWrite *w = &u->w[(u->wh + i) % IOH_URING_WRITES];
 
@@ -403,6 +406,8 @@ complete(IohUring *u, guint64 tag, int res, unsigned flags)
     } else if (tag >= TAG_WRITE && tag < TAG_WRITE + IOH_URING_WRITES) {
         ioh_uring_fault_done(u->c->dst->fd, TRUE, u->w[tag - TAG_WRITE].asked, res);
         write_done(u, &u->w[tag - TAG_WRITE], res);
+    } else if (tag >= IOH_URING_STAGE_TAG && u->stage) {
+        ioh_uring_stage_done(u->stage, tag, res);
     }
     /* TAG_POLL: its read, linked after it, tells what came of it. */
 }
@@ -466,12 +471,20 @@ static gboolean
 uring_loop(IohUring *u)
 {
     IohCopy *c = u->c;
+    GError *err = NULL;
 
     for (;;) {
         arm_edges(u);
         queue_read(u);
         queue_writes(u);
         if (u->error) {
+            break;
+        }
+        if (u->eof && u->wn == 0 && !u->reading && u->stage && u->sub == u->rd) {
+            if (ioh_uring_stage_end(u->stage, &err)) {
+                return TRUE;
+            }
+            uring_fail(u, err);
             break;
         }
         if (u->eof && u->wn == 0 && !u->reading) {
@@ -486,6 +499,37 @@ uring_loop(IohUring *u)
     }
     uring_drain(u);
     return FALSE;
+}
+
+/* Submits, waits and handles completions for the filter stage, the pipe read going on. */
+static gboolean
+uring_pump(gpointer data)
+{
+    IohUring *u = data;
+
+    arm_edges(u);
+    queue_read(u);
+    return uring_wait(u) && !u->error;
+}
+
+/* Registers @iov (the ring's buffers) and the filter stage's, which it links to the ring.
+ * TRUE when @iov is registered. */
+static gboolean
+uring_register(IohUring *u, struct iovec *iov)
+{
+    struct iovec both[2] = { *iov };
+    IohUringLink link = { .ring = &u->ring, .inflight = &u->inflight, .error = &u->error,
+                          .wait = uring_pump, .data = u, .buf_index = -1 };
+
+    if (!u->stage) {
+        return io_uring_register_buffers(&u->ring, iov, 1) == 0;
+    }
+    both[1] = ioh_uring_stage_buffer(u->stage);
+    if (io_uring_register_buffers(&u->ring, both, 2) == 0) {
+        link.buf_index = 1;
+    }
+    ioh_uring_stage_link(u->stage, &link);
+    return link.buf_index == 1 || io_uring_register_buffers(&u->ring, iov, 1) == 0;
 }
 
 /* The ring, its buffers' memory and their registration. FALSE with @why when the kernel
@@ -519,10 +563,12 @@ uring_setup(IohUring *u, char *why, gsize why_len)
         madvise(c->mem, u->size, MADV_HUGEPAGE);
     }
     iov = (struct iovec){ .iov_base = c->mem, .iov_len = u->size };
+    u->stage = ioh_uring_stage_new(c, u->span);
     /* Registered pages count against RLIMIT_MEMLOCK: without, each I/O pins its own. */
-    u->fixed = io_uring_register_buffers(&u->ring, &iov, 1) == 0;
+    u->fixed = uring_register(u, &iov);
     u->pipe_cap = (gsize)MAX(fcntl(c->src->fd, F_GETPIPE_SZ), 4096);
-    g_snprintf(why, why_len, "used%s", u->fixed ? ", registered buffers" : "");
+    g_snprintf(why, why_len, "used%s%s", u->fixed ? ", registered buffers" : "",
+               u->stage ? ", filters on its thread" : "");
     g_debug("strategy: io_uring, one thread, %zu bytes of buffers%s, writes of up to %zu "
             "bytes, %d at once", u->size, u->fixed ? " (registered)" : "", u->span,
             IOH_URING_WRITES);
@@ -549,6 +595,7 @@ uring_run(IohCopy *c, GError **error)
     }
     ok = uring_loop(&u);
     io_uring_queue_exit(&u.ring);
+    ioh_uring_stage_free(u.stage);
     if (cancel_fd >= 0) {
         g_cancellable_release_fd(cancel);
     }

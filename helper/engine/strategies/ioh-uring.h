@@ -25,8 +25,8 @@ int ioh_uring_fault(int fd, gboolean is_write, gsize *len, gint64 pos);
 void ioh_uring_fault_done(int fd, gboolean is_write, gsize len, int res);
 
 /* TRUE when the io_uring save fits the copy: a pipe into an O_DIRECT file (not O_APPEND),
- * no filter, no --memory-budget, io_uring not turned off (IOHELPER_IO_URING=off); else
- * FALSE with
+ * with or without filters (ioh-uring-stage.h), no --memory-budget, io_uring not turned off
+ * (IOHELPER_IO_URING=off); else FALSE with
  * c->stats->io_uring saying why where it matters (a --direct save). */
 gboolean ioh_uring_fits(IohCopy *c);
 

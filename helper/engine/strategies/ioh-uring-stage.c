@@ -1,0 +1,378 @@
+/* ioh-uring-stage.c - the io_uring save's filter stage (ioh-uring-stage.h)
+ *
+ * Why: a filtered --direct save (age encryption, zstd, a checksum) ran on the ring's two
+ * threads, handing each buffer over both ways, while the unfiltered one runs on one
+ * thread through io_uring (ioh-strategy-uring.c); the filters' own threads (age's sealing,
+ * zstd's workers) do the heavy work either way. Here the strategy's thread runs the
+ * filters on what it read, and their output goes to the disk as the unfiltered save's
+ * does: O_DIRECT io_uring writes, two in flight (more would not help: ext4 holds the
+ * inode lock through an extending O_DIRECT write), from registered buffers.
+ *
+ * The filters hand on their output from buffers of their own, which are theirs again
+ * once the call returns, so it is copied into the stage's ring of bytes: stream bytes
+ * [done, sub) of the output are being written, [sub, put) wait for a write, the rest is
+ * free. When the filters hand on more than the ring has room for, the stage waits through
+ * the strategy, which goes on reading the pipe meanwhile. The unaligned tail goes through
+ * the file sink once every write is done, as without filters.
+ */
+#include "ioh-uring-stage.h"
+#include "ioh-uring.h"
+#include "ioh-error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Writes in flight at most (see the top). */
+#define STAGE_WRITES 2
+/* The ring holds this many writes' worth: as the unfiltered save's ring, the writes in
+ * flight fill it and the filters wait for the first to end. No deeper: --compress=auto
+ * tells a slow disk by the time its thread waits in the sink, which a deeper ring hides
+ * for its first windows (/compress/auto/throttled-compresses failed with 4). */
+#define STAGE_SPANS 2
+
+typedef struct {
+    guint64 start;       /* output offset of the next byte to write */
+    gsize len;           /* bytes still to write from there */
+    gsize asked;         /* bytes the write in flight asked for */
+    gboolean queued;     /* to be submitted (new, or the rest after a short write) */
+    gboolean busy;       /* submitted, not completed */
+    gboolean direct;     /* submitted with O_DIRECT set */
+} StageWrite;
+
+struct _IohUringStage {
+    IohCopy *c;
+    IohUringLink link;
+    char *mem;           /* the ring of output bytes, aligned */
+    gsize size;
+    gsize span;          /* bytes per write at most */
+    guint64 put;         /* output bytes the filters handed on */
+    guint64 sub;         /* ... handed to writes */
+    guint64 done;        /* ... written, in order */
+    StageWrite w[STAGE_WRITES];   /* in output order from wh, wn of them */
+    guint wh, wn;
+};
+
+IohUringStage *
+ioh_uring_stage_new(IohCopy *c, gsize span)
+{
+    gsize huge = 2 << 20;
+    IohUringStage *s;
+    void *p = NULL;
+    gsize size = IOH_ALIGN_UP(span * STAGE_SPANS, huge);
+
+    if (!c->opts->filters || !c->opts->filters[0]) {
+        return NULL;
+    }
+    if (posix_memalign(&p, MAX(huge, c->align), size) != 0) {
+        g_error("io_uring: cannot allocate %" G_GSIZE_FORMAT " bytes", size);
+    }
+    madvise(p, size, MADV_HUGEPAGE);    /* fewer pages for the kernel to pin and map */
+    s = g_new0(IohUringStage, 1);
+    s->c = c;
+    s->mem = p;
+    s->size = size;
+    s->span = span;
+    s->link.buf_index = -1;
+    /* No budget reaches here (ioh_uring_fits()): the layer is accounted, never scaled. */
+    (void)ioh_mem_claim(c->opts->memory, "uring-out", size, size, 0, NULL, NULL);
+    return s;
+}
+
+struct iovec
+ioh_uring_stage_buffer(const IohUringStage *s)
+{
+    return (struct iovec){ .iov_base = s->mem, .iov_len = s->size };
+}
+
+/* Keeps @err as the copy's error if it is the first. */
+static void
+stage_fail(IohUringStage *s, GError *err)
+{
+    if (!*s->link.error) {
+        *s->link.error = err;
+    } else {
+        g_error_free(err);
+    }
+}
+
+/* FALSE with a copy of the copy's first error in @error, when there is one. */
+static gboolean
+stage_ok(const IohUringStage *s, GError **error)
+{
+    if (*s->link.error) {
+        g_propagate_error(error, g_error_copy(*s->link.error));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static struct io_uring_sqe *
+stage_sqe(IohUringStage *s)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(s->link.ring);
+
+    if (!sqe) {
+        /* A full submission queue: hand it to the kernel, then take one. */
+        io_uring_submit(s->link.ring);
+        sqe = io_uring_get_sqe(s->link.ring);
+    }
+    return sqe;
+}
+
+static void stage_write_done(IohUringStage *s, StageWrite *w, int res);
+
+/* Submits write @w (or completes it at once with the fault shim's result). */
+static void
+stage_submit(IohUringStage *s, StageWrite *w)
+{
+    IohCopy *c = s->c;
+    gsize len = w->len;
+    guint64 pos = c->dst_start + w->start;
+    char *buf = s->mem + (gsize)(w->start % s->size);
+    struct io_uring_sqe *sqe;
+    int f;
+
+    w->queued = FALSE;
+    w->direct = c->dst->direct;
+    if ((f = ioh_uring_fault(c->dst->fd, TRUE, &len, (gint64)pos)) < 0) {
+        stage_write_done(s, w, f);
+        return;
+    }
+    w->asked = len;
+    if (!(sqe = stage_sqe(s))) {
+        w->queued = TRUE;    /* the queue stays full: again after the next wait */
+        return;
+    }
+    if (s->link.buf_index >= 0) {
+        io_uring_prep_write_fixed(sqe, c->dst->fd, buf, (unsigned)len, pos,
+                                  s->link.buf_index);
+    } else {
+        io_uring_prep_write(sqe, c->dst->fd, buf, (unsigned)len, pos);
+    }
+    io_uring_sqe_set_data64(sqe, IOH_URING_STAGE_TAG + (guint64)(w - s->w));
+    (*s->link.inflight)++;
+    w->busy = TRUE;
+}
+
+/* The writes at the head that are done: their bytes count as stored, in order. */
+static void
+stage_retire(IohUringStage *s)
+{
+    while (s->wn > 0 && s->w[s->wh].len == 0 && !s->w[s->wh].busy) {
+        guint64 end = s->w[s->wh].start;
+
+        s->wh = (s->wh + 1) % STAGE_WRITES;
+        s->wn--;
+        ioh_copy_stored(s->c, (gsize)(end - s->done));
+        s->done = end;
+    }
+    ioh_copy_report_progress(s->c, FALSE);
+}
+
+static void
+stage_write_done(IohUringStage *s, StageWrite *w, int res)
+{
+    IohCopy *c = s->c;
+    GError *err = NULL;
+
+    c->stats->writes++;
+    w->busy = FALSE;
+    if (*s->link.error) {
+        return;
+    }
+    if (res == -EAGAIN || res == -EINTR) {
+        w->queued = TRUE;
+    } else if (res == -EINVAL && w->direct) {
+        /* As without filters (ioh-strategy-uring.c): the file sink tells a clipped write
+         * at RLIMIT_FSIZE from a refusal, and takes what O_DIRECT refused. */
+        if (ioh_uring_write_through(c, s->mem, s->size, w->start, w->len, &err)) {
+            w->start += w->len;
+            w->len = 0;
+        }
+    } else if (res <= 0) {
+        ioh_error_set_errno(&err, res < 0 ? -res : EIO, "write", c->dst->name);
+    } else {
+        c->stats->synced += w->direct ? (guint64)res : 0;
+        w->start += (guint64)res;
+        w->len -= (gsize)res;
+        w->queued = w->len > 0;    /* a short write: the rest again */
+    }
+    if (err) {
+        stage_fail(s, err);
+        return;
+    }
+    stage_retire(s);
+}
+
+void
+ioh_uring_stage_done(IohUringStage *s, guint64 tag, int res)
+{
+    StageWrite *w = &s->w[(tag - IOH_URING_STAGE_TAG) % STAGE_WRITES];
+
+    ioh_uring_fault_done(s->c->dst->fd, TRUE, w->asked, res);
+    stage_write_done(s, w, res);
+}
+
+/* Submits the writes to redo, then new ones: a span at a time (less at the end of the
+ * ring), the aligned part of what is left at the end of the stream (@final). */
+static void
+stage_queue(IohUringStage *s, gboolean final)
+{
+    IohCopy *c = s->c;
+    gsize align = c->dst->direct ? c->dst->align : 1;
+
+    for (guint i = 0; i < s->wn && !*s->link.error; i++) {
+        StageWrite *w = &s->w[(s->wh + i) % STAGE_WRITES];
+
+        if (w->queued) {
+            stage_submit(s, w);
+        }
+    }
+    while (!*s->link.error && s->wn < STAGE_WRITES) {
+        gsize off = (gsize)(s->sub % s->size);
+        gsize room = s->size - off;
+        gsize len = (gsize)MIN(s->put - s->sub, (guint64)MIN(room, s->span));
+        StageWrite *w;
+
+        len = IOH_ALIGN_DOWN(len, align);
+        if (len == 0 || (len < s->span && len < room && !final)) {
+            return;
+        }
+        w = &s->w[(s->wh + s->wn++) % STAGE_WRITES];
+        *w = (StageWrite){ .start = s->sub, .len = len };
+        s->sub += len;
+        stage_submit(s, w);
+    }
+}
+
+/* Waits through the strategy for a completion (the pipe's reads go on). */
+static gboolean
+stage_wait(IohUringStage *s, GError **error)
+{
+    stage_queue(s, FALSE);
+    return stage_ok(s, error) && s->link.wait(s->link.data) && stage_ok(s, error);
+}
+
+/* IohFilterSinkFunc: what leaves the last filter, into the ring, then written. */
+static gboolean
+stage_sink(gpointer data, const void *buf, gsize len, GError **error)
+{
+    IohUringStage *s = data;
+    const char *p = buf;
+
+    while (len > 0) {
+        gsize off = (gsize)(s->put % s->size);
+        gsize free_bytes = s->size - (gsize)(s->put - s->done);
+        gsize n = MIN(len, MIN(free_bytes, s->size - off));
+
+        if (n == 0) {
+            if (!stage_wait(s, error)) {
+                return FALSE;
+            }
+            continue;
+        }
+        memcpy(s->mem + off, p, n);
+        s->put += n;
+        p += n;
+        len -= n;
+        stage_queue(s, FALSE);
+    }
+    return stage_ok(s, error);
+}
+
+void
+ioh_uring_stage_link(IohUringStage *s, const IohUringLink *link)
+{
+    IohCopy *c = s->c;
+
+    s->link = *link;
+    ioh_filter_chain_set_sink(c->filters, c->dst->name, c->dst->direct ? c->align : 1,
+                              stage_sink, NULL, s);
+}
+
+gboolean
+ioh_uring_stage_feed(IohUringStage *s, const char *mem, gsize size, guint64 *from,
+                     guint64 to, gboolean eof, GError **error)
+{
+    stage_queue(s, FALSE);    /* a write to redo (a short one, EAGAIN) */
+    while (*from < to) {
+        gsize off = (gsize)(*from % size);
+        gsize len = (gsize)MIN(to - *from, (guint64)(size - off));
+
+        if (len < s->span && off + len < size && !eof) {
+            break;    /* a span at a time: the filters' batches, the reads' room */
+        }
+        len = MIN(len, s->span);
+        if (!ioh_copy_deliver(s->c, mem + off, len, FALSE, error)) {
+            return FALSE;
+        }
+        *from += len;
+    }
+    return stage_ok(s, error);
+}
+
+gboolean
+ioh_uring_stage_end(IohUringStage *s, GError **error)
+{
+    IohCopy *c = s->c;
+    gsize tail;
+
+    if (!ioh_filter_chain_flush(c->filters, error)) {
+        return FALSE;
+    }
+    for (;;) {
+        stage_queue(s, TRUE);
+        if (!stage_ok(s, error)) {
+            return FALSE;
+        }
+        if (s->wn == 0) {
+            break;
+        }
+        if (!s->link.wait(s->link.data)) {
+            return stage_ok(s, error);
+        }
+    }
+    /* Less than the alignment is left: through the page cache, as without filters. */
+    tail = (gsize)(s->put - s->sub);
+    if (tail > 0 && !ioh_uring_write_through(c, s->mem, s->size, s->sub, tail, error)) {
+        return FALSE;
+    }
+    ioh_copy_stored(c, tail);
+    s->sub = s->done = s->put;
+    ioh_copy_route_filters(c);
+    return TRUE;
+}
+
+void
+ioh_uring_stage_free(IohUringStage *s)
+{
+    if (!s) {
+        return;
+    }
+    ioh_copy_route_filters(s->c);
+    free(s->mem);
+    g_free(s);
+}
+
+gboolean
+ioh_uring_write_through(IohCopy *c, const char *mem, gsize size, guint64 start, gsize len,
+                        GError **error)
+{
+    if (lseek(c->dst->fd, (off_t)(c->dst_start + start), SEEK_SET) < 0) {
+        return ioh_error_set_errno(error, errno, "seek", c->dst->name);
+    }
+    while (len > 0) {
+        gsize off = (gsize)(start % size);
+        gsize now = MIN(len, size - off);
+
+        if (!c->sink->write(c, mem + off, now, error)) {
+            return FALSE;
+        }
+        start += now;
+        len -= now;
+    }
+    return TRUE;
+}

@@ -1,0 +1,68 @@
+/* ioh-uring-stage.h - the io_uring save's filter stage (ioh-uring-stage.c): a filtered
+ * --direct save from a pipe on the io_uring strategy's one thread
+ *
+ * The strategy (ioh-strategy-uring.c) reads the pipe into its ring as without filters;
+ * the stage passes what was read through the copy's filters, gathers their output in a
+ * ring of its own (aligned, registered with the input ring) and writes it with O_DIRECT
+ * io_uring writes, several in flight, on the strategy's ring. It waits through the
+ * strategy (the pipe's reads go on while it waits for room), so the two share one
+ * io_uring and one thread.
+ */
+#pragma once
+
+#include "ioh-layer.h"
+
+#include <liburing.h>
+
+G_BEGIN_DECLS
+
+/* Completions whose tag is at least this are the stage's writes. */
+#define IOH_URING_STAGE_TAG 16
+
+/* What the stage uses of the strategy. */
+typedef struct {
+    struct io_uring *ring;
+    guint *inflight;         /* operations submitted and not completed: the stage's count */
+    GError **error;          /* the copy's first error */
+    /* Submits what is queued (the next read of the pipe too), waits for one completion
+     * at least and handles every one there is. FALSE when the copy failed. */
+    gboolean (*wait)(gpointer data);
+    gpointer data;
+    int buf_index;           /* the stage ring's registered buffer (-1: not registered) */
+} IohUringLink;
+
+typedef struct _IohUringStage IohUringStage;
+
+/* A stage for @c's filters writing @span bytes at most per write, or NULL when the copy
+ * has no filter. Its ring is taken from the memory account. */
+IohUringStage *ioh_uring_stage_new(IohCopy *c, gsize span);
+
+/* The stage ring (to register with the strategy's buffers). */
+struct iovec ioh_uring_stage_buffer(const IohUringStage *s);
+
+/* Connects the stage to the strategy, before its first feed. */
+void ioh_uring_stage_link(IohUringStage *s, const IohUringLink *link);
+
+/* Passes stream bytes [*@from, @to) of the strategy's ring (@mem, @size bytes) through the
+ * filters when there is a span of them, the end of the ring, or the end of the stream
+ * (@eof), and moves *@from past them. FALSE with @error set on failure. */
+gboolean ioh_uring_stage_feed(IohUringStage *s, const char *mem, gsize size, guint64 *from,
+                              guint64 to, gboolean eof, GError **error);
+
+/* A completion tagged IOH_URING_STAGE_TAG or above. */
+void ioh_uring_stage_done(IohUringStage *s, guint64 tag, int res);
+
+/* The end of the stream: the filters flushed, every write done, the tail (less than the
+ * alignment) through the file sink. Afterwards the filters hand on to the file sink again. */
+gboolean ioh_uring_stage_end(IohUringStage *s, GError **error);
+
+/* Gives the ring back to the memory account. Accepts NULL. */
+void ioh_uring_stage_free(IohUringStage *s);
+
+/* Writes @len bytes of a ring of bytes (@mem, @size bytes) from stream offset @start
+ * through the file sink, at their place in the file (@c->dst_start + @start): what an
+ * O_DIRECT write cannot take (an unaligned tail, a refusal). */
+gboolean ioh_uring_write_through(IohCopy *c, const char *mem, gsize size, guint64 start,
+                                 gsize len, GError **error);
+
+G_END_DECLS

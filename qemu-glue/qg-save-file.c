@@ -64,7 +64,7 @@ qg_save_file_prepare(QgSaveFile *file, IohCacheMode cache, GError **error)
                                   g_strerror(errno));
     }
     if (cache == IOH_CACHE_DIRECT &&
-        !qg_file_probe_direct(file->tmp_path, O_WRONLY, &local)) {
+        !qg_file_probe_direct(self, O_WRONLY, &local)) {
         return qg_save_file_error(error, ioh_error_get_errno(local), "open", file->tmp_path,
                                   "cannot save to %s bypassing the cache with O_DIRECT: %s",
                                   file->path, local->message);

@@ -8,7 +8,8 @@
  * pipe takes io_uring unless the kernel refuses it: then every test is skipped. Each case
  * runs twice: without a filter, and through a filter (--checksum=xxh3, which hands on the
  * stream as it is, so the image is still the stream) on the filter stage's writes
- * (ioh-uring-stage.c), which must say so in --stats.
+ * (ioh-uring-stage.c, chosen with IOHELPER_IO_URING=filters), which must say so in
+ * --stats.
  */
 #include "faults-util.h"
 #include "ioh-test.h"
@@ -70,6 +71,12 @@ save_traced(const char *fault, const char *trace, guint64 size, const char *filt
 {
     const char *const opts[] = { "--direct", "--stats", filter, NULL };
     char *src = ft_make_source("src", size, 3);
+
+    if (filter) {
+        g_setenv("IOHELPER_IO_URING", "filters", TRUE);    /* the helper inherits it */
+    } else {
+        g_unsetenv("IOHELPER_IO_URING");
+    }
     char *dst = g_build_filename(ft_workdir(), "img", NULL);
     g_autofree char *path = g_strdup_printf("%s|pipe:", dst);
     FtSpawn how = { .fault = fault, .fault_path = path, .fault_trace = trace };

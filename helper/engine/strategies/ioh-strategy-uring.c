@@ -94,6 +94,9 @@ ioh_uring_fits(IohCopy *c)
         g_strlcpy(c->stats->io_uring, "off (IOHELPER_IO_URING=off)", sizeof(c->stats->io_uring));
         return FALSE;
     }
+    if (!ioh_uring_stage_wanted(c, env)) {
+        return FALSE;
+    }
     if (c->opts->budget) {
         /* Its buffers are registered for the whole copy; the ring's grow and shrink
          * within the host's budget, which matters more there than the CPU. */
@@ -340,15 +343,18 @@ queue_writes(IohUring *u)
 
     if (u->stage) {
         /* Through the filters: the stage writes their output; what they took is free.
-         * Reads go on while the stage waits for room: the stream may have ended meanwhile,
-         * after more bytes came. */
+         * Reads go on while the stage waits for the disk: what they brought (the end of
+         * the stream, maybe) is fed at once, or the loop would wait for the pipe with a
+         * span ready and the ring full. */
         GError *err = NULL;
+        guint64 before;
         gboolean ok;
 
         do {
+            before = u->sub;
             ok = ioh_uring_stage_feed(u->stage, c->mem, u->size, &u->sub, u->rd, u->eof, &err);
             u->done = u->sub;
-        } while (ok && u->eof && u->sub < u->rd);
+        } while (ok && u->sub != before && u->sub < u->rd);
         if (!ok) {
             uring_fail(u, err);
         }

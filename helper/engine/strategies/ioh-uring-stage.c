@@ -40,6 +40,9 @@ typedef struct {
     gboolean queued;     /* to be submitted (new, or the rest after a short write) */
     gboolean busy;       /* submitted, not completed */
     gboolean direct;     /* submitted with O_DIRECT set */
+    const char *ext;     /* the filter's own buffer holding output offset @ext_start on
+                          * (written in place), or NULL: the ring */
+    guint64 ext_start;
 } StageWrite;
 
 struct _IohUringStage {
@@ -54,6 +57,17 @@ struct _IohUringStage {
     StageWrite w[STAGE_WRITES];   /* in output order from wh, wn of them */
     guint wh, wn;
 };
+
+gboolean
+ioh_uring_stage_wanted(IohCopy *c, const char *env)
+{
+    if (!c->opts->filters || !c->opts->filters[0] || (env && g_str_equal(env, "filters"))) {
+        return TRUE;
+    }
+    g_strlcpy(c->stats->io_uring, "not used (filters: the ring, measured faster)",
+              sizeof(c->stats->io_uring));
+    return FALSE;
+}
 
 IohUringStage *
 ioh_uring_stage_new(IohCopy *c, gsize span)
@@ -131,7 +145,8 @@ stage_submit(IohUringStage *s, StageWrite *w)
     IohCopy *c = s->c;
     gsize len = w->len;
     guint64 pos = c->dst_start + w->start;
-    char *buf = s->mem + (gsize)(w->start % s->size);
+    const char *buf = w->ext ? w->ext + (gsize)(w->start - w->ext_start)
+                             : s->mem + (gsize)(w->start % s->size);
     struct io_uring_sqe *sqe;
     int f;
 
@@ -146,7 +161,7 @@ stage_submit(IohUringStage *s, StageWrite *w)
         w->queued = TRUE;    /* the queue stays full: again after the next wait */
         return;
     }
-    if (s->link.buf_index >= 0) {
+    if (s->link.buf_index >= 0 && !w->ext) {
         io_uring_prep_write_fixed(sqe, c->dst->fd, buf, (unsigned)len, pos,
                                   s->link.buf_index);
     } else {
@@ -172,6 +187,16 @@ stage_retire(IohUringStage *s)
     ioh_copy_report_progress(s->c, FALSE);
 }
 
+/* ioh_uring_write_through() for write @w of a filter's own buffer. */
+static gboolean
+stage_through_in_place(IohCopy *c, const StageWrite *w, GError **error)
+{
+    if (lseek(c->dst->fd, (off_t)(c->dst_start + w->start), SEEK_SET) < 0) {
+        return ioh_error_set_errno(error, errno, "seek", c->dst->name);
+    }
+    return c->sink->write(c, w->ext + (gsize)(w->start - w->ext_start), w->len, error);
+}
+
 static void
 stage_write_done(IohUringStage *s, StageWrite *w, int res)
 {
@@ -188,7 +213,8 @@ stage_write_done(IohUringStage *s, StageWrite *w, int res)
     } else if (res == -EINVAL && w->direct) {
         /* As without filters (ioh-strategy-uring.c): the file sink tells a clipped write
          * at RLIMIT_FSIZE from a refusal, and takes what O_DIRECT refused. */
-        if (ioh_uring_write_through(c, s->mem, s->size, w->start, w->len, &err)) {
+        if (w->ext ? stage_through_in_place(c, w, &err)
+                   : ioh_uring_write_through(c, s->mem, s->size, w->start, w->len, &err)) {
             w->start += w->len;
             w->len = 0;
         }
@@ -253,16 +279,63 @@ static gboolean
 stage_wait(IohUringStage *s, GError **error)
 {
     stage_queue(s, FALSE);
-    return stage_ok(s, error) && s->link.wait(s->link.data) && stage_ok(s, error);
+    if (!stage_ok(s, error)) {
+        return FALSE;
+    }
+    (void)s->link.wait(s->link.data);    /* FALSE: the copy's error is set */
+    return stage_ok(s, error);
 }
 
-/* IohFilterSinkFunc: what leaves the last filter, into the ring, then written. */
+/* Writes @len bytes at @buf (aligned, whole alignments) where they lie, after what the
+ * ring holds, as two writes in flight, and waits for them: @buf is the filter's again on
+ * the return. */
+static gboolean
+stage_sink_in_place(IohUringStage *s, const char *buf, gsize len, GError **error)
+{
+    gsize align = s->c->dst->align;
+    gsize piece = MIN(s->span, MAX(IOH_ALIGN_UP(len / STAGE_WRITES, align), align));
+    guint64 start = s->put;
+
+    for (gsize off = 0; off < len;) {
+        StageWrite *w;
+        gsize n = MIN(piece, len - off);
+
+        while (s->wn == STAGE_WRITES) {
+            if (!stage_wait(s, error)) {
+                return FALSE;
+            }
+        }
+        w = &s->w[(s->wh + s->wn++) % STAGE_WRITES];
+        *w = (StageWrite){ .start = start + off, .len = n, .ext = buf, .ext_start = start };
+        s->put += n;    /* past the ring's bytes: none wait there (put == sub) */
+        s->sub += n;
+        stage_submit(s, w);
+        off += n;
+    }
+    while (s->done < s->put) {
+        if (!stage_wait(s, error)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* IohFilterSinkFunc: what leaves the last filter. Whole alignments in aligned memory,
+ * with nothing in the ring before them (the filters' usual output: age's and zstd's
+ * batches, the stream itself past a checksum), are written where they lie, no copy (the
+ * copy cost as much CPU as the pipe's reads: benchmarks/results/encrypt.md); the rest
+ * goes into the ring, then written. */
 static gboolean
 stage_sink(gpointer data, const void *buf, gsize len, GError **error)
 {
     IohUringStage *s = data;
     const char *p = buf;
+    gsize align = s->c->dst->align;
 
+    if (s->c->dst->direct && s->put == s->sub && len >= align && len % align == 0 &&
+        (guintptr)p % align == 0) {
+        return stage_sink_in_place(s, p, len, error);
+    }
     while (len > 0) {
         gsize off = (gsize)(s->put % s->size);
         gsize free_bytes = s->size - (gsize)(s->put - s->done);

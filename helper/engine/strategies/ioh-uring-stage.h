@@ -33,6 +33,13 @@ typedef struct {
 
 typedef struct _IohUringStage IohUringStage;
 
+/* TRUE when @c's filters (if any) are to run on the stage: only with IOHELPER_IO_URING=
+ * filters (@env), for now. Measured, the ring's two threads were no slower with age and
+ * about twice as fast with zstd (benchmarks/results/encrypt.md, compress-slow.md): on
+ * one thread the pipe is not read while the filter works (zstd blocked on its workers, age
+ * waiting for its seal). FALSE with c->stats->io_uring saying why. */
+gboolean ioh_uring_stage_wanted(IohCopy *c, const char *env);
+
 /* A stage for @c's filters writing @span bytes at most per write, or NULL when the copy
  * has no filter. Its ring is taken from the memory account. */
 IohUringStage *ioh_uring_stage_new(IohCopy *c, gsize span);

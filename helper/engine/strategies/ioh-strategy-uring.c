@@ -237,16 +237,18 @@ queue_read(IohUring *u)
     guint64 limit = c->opts->has_length ? c->opts->length : G_MAXUINT64;
     gsize off = (gsize)(u->rd % u->size);
     gsize len = MIN(u->size - off, u->size - (gsize)(u->rd - u->done));
-    int fd = u->relayed ? u->relay.fd[0] : c->src->fd;
     struct io_uring_sqe *sqe;
-    int f;
+    int fd, f;
 
-    if (u->reading || u->eof || u->error || before_edge(u)) {
+    /* What the relay holds is read at once; the pipe, after its next wake-up. */
+    if (u->reading || u->eof || u->error ||
+        (before_edge(u) && (!u->relayed || u->relay.held == 0))) {
         return;
     }
     if (u->relayed && u->edges_off && u->relay.held == 0) {
         u->relayed = FALSE;    /* no wake-ups to wait for the pipe by: read it in a poll */
     }
+    fd = u->relayed ? u->relay.fd[0] : c->src->fd;
     if (u->rd >= limit) {
         u->eof = TRUE;
         return;

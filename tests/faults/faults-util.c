@@ -82,6 +82,7 @@ spawn_env(const FtSpawn *s)
 
     env = g_environ_unsetenv(env, "IOH_FAULT");
     env = g_environ_unsetenv(env, "IOH_FAULT_PATH");
+    env = g_environ_unsetenv(env, "IOH_FAULT_FD");
     env = g_environ_unsetenv(env, "IOH_FAULT_TRACE");
     env = g_environ_unsetenv(env, "LD_PRELOAD");
     if (!s->fault) {
@@ -96,6 +97,9 @@ spawn_env(const FtSpawn *s)
     env = g_environ_setenv(env, "ASAN_OPTIONS", ft_asan_options(), TRUE);
     if (s->fault_trace) {
         env = g_environ_setenv(env, "IOH_FAULT_TRACE", s->fault_trace, TRUE);
+    }
+    if (s->fault_fds) {
+        env = g_environ_setenv(env, "IOH_FAULT_FD", s->fault_fds, TRUE);
     }
     return env;
 }

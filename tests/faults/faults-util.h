@@ -18,6 +18,7 @@ typedef struct {
     int n_extra;
     const char *fault;         /* IOH_FAULT; LD_PRELOADs the shim when not NULL */
     const char *fault_path;    /* IOH_FAULT_PATH */
+    const char *fault_fds;     /* IOH_FAULT_FD (NULL: none) */
     const char *fault_log;     /* IOH_FAULT_LOG (default: a file in the work dir) */
     const char *fault_trace;   /* IOH_FAULT_TRACE */
     guint64 fsize_limit;       /* RLIMIT_FSIZE; 0: unlimited */

@@ -26,30 +26,38 @@ typedef struct {
     const char *fault;       /* IOH_FAULT, on the image and the pipe */
     const char *needle;      /* in stderr; NULL: the save must succeed, byte-exact */
     const char *stats;       /* a success's --stats must say this */
+    gboolean norelay;        /* IOHELPER_URING_RELAY=off: io_uring reads the pipe itself */
 } Case;
 
 static const Case cases[] = {
-    { "write-EIO-2nd", "write:2:EIO", "write %s: Input/output error", NULL },
-    { "write-ENOSPC-at-5M", "write:@5M:ENOSPC", "write %s: No space left on device", NULL },
+    { "write-EIO-2nd", "write:2:EIO", "write %s: Input/output error", NULL, FALSE },
+    { "write-ENOSPC-at-5M", "write:@5M:ENOSPC", "write %s: No space left on device", NULL,
+      FALSE },
     /* The end of the 12 MiB + 123 byte stream: the last aligned O_DIRECT write (its last
      * byte), then the unaligned tail the file sink writes after the stage's last write. */
     { "write-ENOSPC-last-block", "write:@12582911:ENOSPC", "write %s: No space left on device",
-      NULL },
+      NULL, FALSE },
     { "write-ENOSPC-tail", "write:unaligned:ENOSPC", "write %s: No space left on device",
-      NULL },
-    { "read-EIO-3rd", "read:3:EIO", "read stdin: Input/output error", NULL },
+      NULL, FALSE },
+    /* The reads: splices of the pipe into the relay pipe (ioh-uring-relay.c)... */
+    { "read-EIO-3rd", "read:3:EIO", "read stdin: Input/output error", NULL, FALSE },
     { "submit-EIO-3rd", "io_uring_submit:3:EIO", "write %s: io_uring: Input/output error",
-      NULL },
-    { "read-short-every", "read:every:short", NULL, "io_uring used" },
-    { "write-short-every", "write:every:short", NULL, "io_uring used" },
-    { "read-EAGAIN-2nd", "read:2:EAGAIN", NULL, "io_uring used" },
-    { "write-EAGAIN-2nd", "write:2:EAGAIN", NULL, "io_uring used" },
-    { "write-EINTR-every-3rd", "write:%3:EINTR", NULL, "io_uring used" },
+      NULL, FALSE },
+    { "read-short-every", "read:every:short", NULL, "io_uring used, registered buffers, "
+      "relay pipe", FALSE },
+    { "write-short-every", "write:every:short", NULL, "io_uring used", FALSE },
+    { "read-EAGAIN-2nd", "read:2:EAGAIN", NULL, "io_uring used", FALSE },
+    { "write-EAGAIN-2nd", "write:2:EAGAIN", NULL, "io_uring used", FALSE },
+    { "write-EINTR-every-3rd", "write:%3:EINTR", NULL, "io_uring used", FALSE },
     /* The file sink writes what an O_DIRECT write refused (it tells EFBIG from a refusal):
      * here it takes it. */
-    { "write-EINVAL-2nd", "write:2:EINVAL", NULL, "io_uring used" },
+    { "write-EINVAL-2nd", "write:2:EINVAL", NULL, "io_uring used", FALSE },
+    /* ... and without the relay, io_uring's reads of the pipe. */
+    { "read-EIO-3rd-norelay", "read:3:EIO", "read stdin: Input/output error", NULL, TRUE },
+    { "read-short-every-norelay", "read:every:short", NULL, "io_uring used", TRUE },
+    { "read-EAGAIN-2nd-norelay", "read:2:EAGAIN", NULL, "io_uring used", TRUE },
     { "setup-refused", "io_uring_setup:1:ENOMEM", NULL,
-      "io_uring refused by the kernel (Cannot allocate memory), threads instead" },
+      "io_uring refused by the kernel (Cannot allocate memory), threads instead", FALSE },
 };
 
 /* The filter of the cases' second run, and what --stats says of the stage. */
@@ -64,7 +72,9 @@ typedef struct {
 
 /* A save of @size random bytes with --direct --stats (and @filter unless NULL) and @fault
  * on the image and the pipe (each call traced into @trace unless NULL); the image's path
- * into *@ret_dst, the source's into *@ret_src. */
+ * into *@ret_dst, the source's into *@ret_src. The pipe is the helper's stdin, named by its
+ * number: the relay pipe the helper makes is its own, and a splice into it is no write of
+ * the image. */
 static void
 save_traced(const char *fault, const char *trace, guint64 size, const char *filter,
             FtResult *r, char **ret_src, char **ret_dst)
@@ -78,8 +88,8 @@ save_traced(const char *fault, const char *trace, guint64 size, const char *filt
         g_unsetenv("IOHELPER_IO_URING");
     }
     char *dst = g_build_filename(ft_workdir(), "img", NULL);
-    g_autofree char *path = g_strdup_printf("%s|pipe:", dst);
-    FtSpawn how = { .fault = fault, .fault_path = path, .fault_trace = trace };
+    FtSpawn how = { .fault = fault, .fault_path = dst, .fault_fds = "0",
+                    .fault_trace = trace };
 
     ft_save(src, dst, opts, &how, r, NULL);
     *ret_src = src;
@@ -138,7 +148,11 @@ test_case(gconstpointer data)
     if (!uring_used(run->filter)) {
         return;
     }
+    if (t->norelay) {
+        g_setenv("IOHELPER_URING_RELAY", "off", TRUE);
+    }
     save(t->fault, 12 * MiB + 123, run->filter, &r, &src, &dst);
+    g_unsetenv("IOHELPER_URING_RELAY");
     n = ft_faults_logged();
     g_assert_cmpuint(n, >, 0);     /* a rule that never fired proves nothing */
     ft_count_faults(n);

@@ -116,6 +116,68 @@ test_direct_unaligned_offset(void)
     g_unlink(img);
 }
 
+/* ---- the io_uring save's relay pipe (ioh-uring-relay.c): it splices the stream out of
+ * the producer's pipe, so it must take exactly the stream, at the pipe's edges, and with
+ * --length leave every later byte in the producer's pipe ---- */
+
+static void
+test_relay_sizes(void)
+{
+    g_autofree char *src = wpath("rl-src");
+    g_autofree char *img = wpath("rl-img");
+    const char *opts[] = { "--direct", "--stats", NULL };
+    g_auto(GStrv) save = helper_argv(ioht_helper_path(), opts, "-", img);
+    const guint64 sizes[] = { 0, 1, 4095, 4096, MiB - 1, MiB, MiB + 1, 9 * MiB + 4097 };
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_autofree char *err = NULL;
+
+        ioht_write_random_file(src, sizes[i], 50 + (guint)i);
+        g_assert_cmpint(run_fed(save, src, -1, &err), ==, 0);
+        g_test_message("%" G_GUINT64_FORMAT " bytes: %s", sizes[i], err);
+        g_assert_true(ioht_files_equal(src, img));
+        g_unlink(img);
+    }
+    g_unlink(src);
+}
+
+static void
+test_relay_length(void)
+{
+    g_autofree char *dir = wpath("");
+    g_autofree char *src = wpath("rn-src");
+    g_autofree char *img = wpath("rn-img");
+    g_autofree char *left = wpath("rn-rest");
+    g_autofree char *err = NULL;
+    g_autofree char *all = NULL;
+    g_autofree char *got = NULL;
+    g_autofree char *rest = NULL;
+    gsize n_all, n_got, n_rest;
+    const guint64 length = 3 * MiB + 5;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, length + 64 * 1024, 60);
+    /* One pipe for both: what the helper left in it, cat reads after. */
+    g_assert_cmpint(ioht_sh(dir, &err, "cat rn-src | { $H --direct --stats --length=%"
+                            G_GUINT64_FORMAT " - rn-img && cat > rn-rest; }", length), ==, 0);
+    g_test_message("%s", err);
+    g_assert_true(g_file_get_contents(src, &all, &n_all, NULL));
+    g_assert_true(g_file_get_contents(img, &got, &n_got, NULL));
+    g_assert_true(g_file_get_contents(left, &rest, &n_rest, NULL));
+    g_assert_cmpuint(n_got, ==, length);
+    g_assert_true(memcmp(got, all, length) == 0);
+    g_assert_cmpuint(n_rest, ==, n_all - length);
+    g_assert_true(memcmp(rest, all + length, n_rest) == 0);
+    g_unlink(src);
+    g_unlink(img);
+    g_unlink(left);
+}
+
 /* ---- case 4: O_APPEND with O_DIRECT: the write lands at the file's end; say so when
  * that end is unaligned, and append exactly when it is aligned ---- */
 static void
@@ -166,5 +228,7 @@ main(int argc, char **argv)
     g_test_add_func("/helper/direct/block-device-tail", test_block_device);
     g_test_add_func("/helper/direct/unaligned-offset-refused", test_direct_unaligned_offset);
     g_test_add_func("/helper/direct/append-lands-at-end", test_append_direct);
+    g_test_add_func("/helper/direct/relay-sizes", test_relay_sizes);
+    g_test_add_func("/helper/direct/relay-length-leaves-the-rest", test_relay_length);
     return iohelper_test_run();
 }

@@ -21,6 +21,7 @@
  * and --stats says why.
  */
 #include "ioh-uring.h"
+#include "ioh-uring-relay.h"
 #include "ioh-uring-stage.h"
 #include "ioh-error.h"
 
@@ -74,6 +75,8 @@ typedef struct {
     IohUringWrite w[IOH_URING_WRITES];   /* in stream order from wh, wn of them */
     guint wh, wn;
     guint64 charged;     /* bytes taken from the memory account */
+    IohUringRelay relay; /* the pipe the reads read, when there is one (ioh-uring-relay.c) */
+    gboolean relayed;
     GError *error;
     IohUringStage *stage; /* the filters and their writes (ioh-uring-stage.c), or NULL */
 } IohUring;
@@ -153,11 +156,46 @@ read_done(IohUring *u, int res)
         uring_fail(u, err);
     } else if (res == 0) {
         u->eof = TRUE;
+    } else if (u->relayed) {
+        u->rd += (guint64)res;
+        u->relay.held -= (gsize)res;    /* the splice told whether the pipe is empty */
     } else {
         u->rd += (guint64)res;
         /* Less than asked, or the pipe's size: the pipe is empty now. */
         u->empty = (gsize)res < u->asked || u->asked >= u->pipe_cap;
     }
+}
+
+/* Splices what the producer's pipe holds (up to @len bytes) into the relay, when it is
+ * empty. FALSE when there is nothing to read now: the pipe is empty (wait for its next
+ * wake-up), ended, or failed. */
+static gboolean
+relay_fill(IohUring *u, gsize len)
+{
+    IohCopy *c = u->c;
+    gsize ask = MIN(len, u->pipe_cap);
+    gssize n;
+    GError *err = NULL;
+
+    if (u->relay.held > 0) {
+        return TRUE;
+    }
+    n = ioh_uring_relay_fill(&u->relay, c->src->fd, ask);
+    ioh_copy_count_read(c);
+    if (n == -EAGAIN) {
+        u->empty = TRUE;
+        u->edges_read = u->edges;
+        return FALSE;
+    }
+    if (n < 0) {
+        ioh_error_set_errno(&err, (int)-n, "read", c->src->name);
+        uring_fail(u, err);
+        return FALSE;
+    }
+    u->eof = n == 0;
+    /* Less than asked, or the pipe's size: the pipe is empty now. */
+    u->empty = (gsize)n < ask || ask >= u->pipe_cap;
+    return n > 0;
 }
 
 /* The pipe's wake-ups, one completion each (a multishot poll): the producer wakes the
@@ -205,34 +243,41 @@ queue_read(IohUring *u)
     gsize off = (gsize)(u->rd % u->size);
     gsize len = MIN(u->size - off, u->size - (gsize)(u->rd - u->done));
     struct io_uring_sqe *sqe;
-    int f;
+    int fd, f;
 
-    if (u->reading || u->eof || u->error || before_edge(u)) {
+    /* What the relay holds is read at once; the pipe, after its next wake-up. */
+    if (u->reading || u->eof || u->error ||
+        (before_edge(u) && (!u->relayed || u->relay.held == 0))) {
         return;
     }
+    if (u->relayed && u->edges_off && u->relay.held == 0) {
+        u->relayed = FALSE;    /* no wake-ups to wait for the pipe by: read it in a poll */
+    }
+    fd = u->relayed ? u->relay.fd[0] : c->src->fd;
     if (u->rd >= limit) {
         u->eof = TRUE;
         return;
     }
     len = (gsize)MIN((guint64)len, limit - u->rd);
-    if (len == 0) {
+    if (len == 0 || (u->relayed && !relay_fill(u, len))) {
         return;
     }
-    if ((f = ioh_uring_fault(c->src->fd, FALSE, &len, -1)) < 0) {
+    len = u->relayed ? MIN(len, u->relay.held) : len;
+    if ((f = ioh_uring_fault(fd, FALSE, &len, -1)) < 0) {
         read_done(u, f);
         return;
     }
     if (u->poll_first) {
         sqe = uring_sqe(u, TAG_POLL);
-        io_uring_prep_poll_add(sqe, c->src->fd, POLLIN);
+        io_uring_prep_poll_add(sqe, fd, POLLIN);
         sqe->flags |= IOSQE_IO_LINK;
         u->poll_first = FALSE;
     }
     sqe = uring_sqe(u, TAG_READ);
     if (u->fixed) {
-        io_uring_prep_read_fixed(sqe, c->src->fd, c->mem + off, (unsigned)len, (__u64)-1, 0);
+        io_uring_prep_read_fixed(sqe, fd, c->mem + off, (unsigned)len, (__u64)-1, 0);
     } else {
-        io_uring_prep_read(sqe, c->src->fd, c->mem + off, (unsigned)len, (__u64)-1);
+        io_uring_prep_read(sqe, fd, c->mem + off, (unsigned)len, (__u64)-1);
     }
     u->reading = TRUE;
     u->asked = len;
@@ -407,7 +452,8 @@ complete(IohUring *u, guint64 tag, int res, unsigned flags)
     }
     u->inflight--;
     if (tag == TAG_READ) {
-        ioh_uring_fault_done(u->c->src->fd, FALSE, u->asked, res);
+        ioh_uring_fault_done(u->relayed ? u->relay.fd[0] : u->c->src->fd, FALSE, u->asked,
+                             res);
         read_done(u, res);
     } else if (tag >= TAG_WRITE && tag < TAG_WRITE + IOH_URING_WRITES) {
         ioh_uring_fault_done(u->c->dst->fd, TRUE, u->w[tag - TAG_WRITE].asked, res);
@@ -573,8 +619,9 @@ uring_setup(IohUring *u, char *why, gsize why_len)
     /* Registered pages count against RLIMIT_MEMLOCK: without, each I/O pins its own. */
     u->fixed = uring_register(u, &iov);
     u->pipe_cap = (gsize)MAX(fcntl(c->src->fd, F_GETPIPE_SZ), 4096);
-    g_snprintf(why, why_len, "used%s%s", u->fixed ? ", registered buffers" : "",
-               u->stage ? ", filters on its thread" : "");
+    u->relayed = ioh_uring_relay_open(&u->relay, u->pipe_cap);
+    g_snprintf(why, why_len, "used%s%s%s", u->fixed ? ", registered buffers" : "",
+               u->relayed ? ", relay pipe" : "", u->stage ? ", filters on its thread" : "");
     g_debug("strategy: io_uring, one thread, %zu bytes of buffers%s, writes of up to %zu "
             "bytes, %d at once", u->size, u->fixed ? " (registered)" : "", u->span,
             IOH_URING_WRITES);
@@ -602,6 +649,7 @@ uring_run(IohCopy *c, GError **error)
     ok = uring_loop(&u);
     io_uring_queue_exit(&u.ring);
     ioh_uring_stage_free(u.stage);
+    ioh_uring_relay_close(&u.relay);
     if (cancel_fd >= 0) {
         g_cancellable_release_fd(cancel);
     }

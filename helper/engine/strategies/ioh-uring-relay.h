@@ -1,0 +1,25 @@
+/* ioh-uring-relay.h - the io_uring save's relay pipe: the producer's pipe emptied by a
+ * splice into a pipe of the helper's own, read from there (ioh-uring-relay.c) */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+    int fd[2];       /* the relay pipe's read and write ends; -1 when there is none */
+    gsize held;      /* bytes in it, not read yet */
+} IohUringRelay;
+
+/* Opens the relay pipe, raised towards @size bytes. FALSE when it cannot be had (the
+ * pipe quota, IOHELPER_URING_RELAY=off): then the producer's pipe is read directly. */
+gboolean ioh_uring_relay_open(IohUringRelay *r, gsize size);
+
+/* Moves up to @len bytes of pipe @src into the relay without waiting: the bytes moved,
+ * 0 at the end of the stream, or -errno (-EAGAIN: @src is empty). */
+gssize ioh_uring_relay_fill(IohUringRelay *r, int src, gsize len);
+
+/* Closes the relay pipe (NULL and a closed one accepted). */
+void ioh_uring_relay_close(IohUringRelay *r);
+
+G_END_DECLS

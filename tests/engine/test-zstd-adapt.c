@@ -210,6 +210,11 @@ run_model(const Model *m, int windows)
         run.t_raw += t_raw;
         stored += (double)w.out;
         ioh_adapt_next(&a, &w);
+        if (g_getenv("ADAPT_TRACE")) {
+            g_printerr("%s %.1fms sink=%.0f got=%.0f -> %s (%s)\n", ioh_adapt_choice_name(k),
+                       t * 1e3, a.est.sink / 1e6, a.est.got[k] / 1e6,
+                       ioh_adapt_choice_name(a.choice), ioh_adapt_why_name(a.why));
+        }
     }
     ioh_adapt_finish(&a);
     run.stored = stored / (WIN * windows);

@@ -32,7 +32,10 @@
 #define ADAPT_FRESH 32          /* windows a measured choice's rates are trusted */
 #define ADAPT_BOUND 0.10        /* a share of the window: waiting that shows a bottleneck */
 #define ADAPT_TRY 0.75          /* a level predicted this near raw is tried (explore()) */
-#define ADAPT_TRY_LEVEL 0.9     /* ... a choice this near a level picked */
+#define ADAPT_TRY_LEVEL 0.9     /* ... raw or a faster level this near a level its
+                                 * compressor bounds */
+#define ADAPT_SINK_PACE 0.8     /* a choice going at this share of what the sink drains
+                                 * of its output: the sink bounds it */
 #define ADAPT_TRY_SINK 0.4      /* ... a level, when the sink sets raw's pace (explore()) */
 #define ADAPT_GOT_FRESH 48      /* windows a choice's end-to-end rate is trusted */
 #define ADAPT_SINK_BOUND 0.5    /* a share of the window in the sink: the sink bounds it */
@@ -304,29 +307,40 @@ ioh_adapt_account(IohAdapt *a, const IohAdaptWindow *w)
     a->stats.bytes[a->choice] += w->in;
 }
 
-/* The choice to try for a window or two instead of @pick, or -1. Only a window at a
- * choice tells what it gives: a prediction comes from the table and the probe (on one
- * thread, of a few samples), which may be wrong either way. So once @pick was measured,
- * the choice predicted fastest among those not measured lately is tried when predicted
- * at ADAPT_TRY of raw's speed when raw is picked (a few windows at that speed once in
- * ADAPT_GOT_FRESH cost about 1%), at ADAPT_TRY_LEVEL of a level's (the levels' own
- * speeds are what their windows measure: a slower level tried costs more than its
- * smaller output gains), or at ADAPT_TRY_SINK when raw is picked and the sink sets its
- * pace: there
- * compressing is the only way to go faster, and the probe's guess of the compressor
- * counts one core where its workers have all of them. */
+/* The choice to try for a few windows instead of @pick, or -1. Only windows at a choice
+ * tell what it gives: a prediction comes from the table and the probe (on one thread, of
+ * a few samples), which may be wrong either way. So once @pick was measured, the choice
+ * predicted fastest among those not measured lately is tried when predicted at:
+ * - ADAPT_TRY_SINK of raw's speed, raw picked and the sink setting its pace: compressing
+ *   is the only way to go faster, and the probe's guess counts one core where the
+ *   compressor's workers have all of them;
+ * - ADAPT_TRY of @pick's, raw picked otherwise or a level the sink bounds (a few windows
+ *   at that speed once in ADAPT_GOT_FRESH cost about 1%);
+ * - ADAPT_TRY_LEVEL of a level its compressor bounds, raw or a faster level only: a
+ *   slower level cannot beat it, and the estimates of the compressor's speed behind the
+ *   predictions are the noisiest (a level tried for nothing: benchmarks/results/
+ *   compress-slow.md at 600 MB/s). */
 static int
 explore(const IohAdapt *a, int pick)
 {
     const IohAdaptRates *r = &a->est;
     int best = -1;
-    double try = pick == IOH_ADAPT_RAW ? ADAPT_TRY : ADAPT_TRY_LEVEL;
+    gboolean pick_sink_bound = r->sink > 0 &&
+                               r->got[pick] >= ADAPT_SINK_PACE * r->sink / r->ratio[pick];
+    double try = pick == IOH_ADAPT_RAW || pick_sink_bound ? ADAPT_TRY : ADAPT_TRY_LEVEL;
 
     if (r->got[pick] <= 0) {
         return -1;    /* the pick itself is a prediction: its window measures it */
     }
     for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
-        if (k != pick && r->got[k] <= 0 && (best < 0 || predict(r, k) > predict(r, best))) {
+        /* from a level its compressor bounds, only raw and faster levels: a slower
+         * one cannot beat it (only where the sink bounds the level can a slower one
+         * that stores less go faster) */
+        gboolean slower = pick != IOH_ADAPT_RAW && k != IOH_ADAPT_RAW && !pick_sink_bound &&
+                          levels[k].speed <= levels[pick].speed;
+
+        if (k != pick && !slower && r->got[k] <= 0 &&
+            (best < 0 || predict(r, k) > predict(r, best))) {
             best = k;
         }
     }

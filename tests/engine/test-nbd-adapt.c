@@ -189,6 +189,27 @@ test_not_waiting(void)
     g_assert_cmpuint(a.cur.conns, ==, IOH_NBD_ADAPT_MAX_CONNECTIONS);
 }
 
+/* A busy machine: the copy waits for the server over the bar in one window, under it in
+ * the next (the other processes slowed the server): no connection is tried, where every
+ * window over the bar (a server limiting each connection) grows them. */
+static void
+test_waited_once(void)
+{
+    IohNbdAdapt a;
+
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    for (guint i = 0; i < 10; i++) {
+        ioh_nbd_adapt_window(&a, per_conn(a.cur), i % 2 ? 0.5 : 0.95);
+    }
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    for (guint i = 0; i < 10; i++) {
+        ioh_nbd_adapt_window(&a, per_conn(a.cur), 0.95);
+    }
+    g_assert_cmpuint(a.cur.conns, >, 1);
+}
+
 static void
 test_fixed(void)
 {
@@ -305,6 +326,7 @@ main(int argc, char **argv)
     g_test_add_func("/nbd-adapt/warm-up", test_warm_up);
     g_test_add_func("/nbd-adapt/one-lucky-window", test_confirmed);
     g_test_add_func("/nbd-adapt/not-waiting-for-the-server", test_not_waiting);
+    g_test_add_func("/nbd-adapt/waited-once", test_waited_once);
     g_test_add_func("/nbd-adapt/fixed", test_fixed);
     g_test_add_func("/nbd-adapt/fixed-connections", test_fixed_connections);
     g_test_add_func("/nbd-adapt/fixed-requests", test_fixed_requests);

@@ -66,9 +66,10 @@ next_step(IohNbdAdapt *a)
         a->phase = IOH_NBD_ADAPT_SETTLED;
     }
     if (a->phase == IOH_NBD_ADAPT_CONNS && a->best.conns == 1 &&
-        a->waited < a->waited_min) {
-        /* not waiting for the server: not even a second connection is tried (once
-         * connections paid, the climb goes on as the waits shrink with them) */
+        a->waited_windows < IOH_NBD_ADAPT_WAITED_WINDOWS) {
+        /* not waiting for the server window after window: not even a second connection
+         * is tried (once connections paid, the climb goes on as the waits shrink with
+         * them) */
         a->why_conns = IOH_NBD_WHY_BUSY;
         a->phase = IOH_NBD_ADAPT_SETTLED;
     }
@@ -130,9 +131,14 @@ ioh_nbd_adapt_window(IohNbdAdapt *a, double rate, double waited)
     if (a->windows++ == 0) {
         return FALSE;
     }
+    a->waited_windows = waited >= a->waited_min ? a->waited_windows + 1 : 0;
     if (a->phase == IOH_NBD_ADAPT_SETTLED) {
         settled_window(a, rate);
     } else if (a->best_rate <= 0.0) {
+        if (a->phase == IOH_NBD_ADAPT_CONNS && a->waited_windows > 0 &&
+            a->waited_windows < IOH_NBD_ADAPT_WAITED_WINDOWS) {
+            return FALSE;           /* connections next: one more window must wait */
+        }
         a->best = a->cur;           /* the baseline */
         a->best_rate = rate;
     } else if (rate < a->best_rate * (1.0 + IOH_NBD_ADAPT_GAIN)) {

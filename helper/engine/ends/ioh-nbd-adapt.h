@@ -41,6 +41,11 @@ G_BEGIN_DECLS
 /* ... and on a restore, whose thread waits for the oldest read even from an unthrottled
  * local server (91-92 % there, 98-100 % limited per connection). */
 #define IOH_NBD_ADAPT_WAITED_MIN_READ 0.95
+/* ... in this many measured windows in a row: on a busy machine one window can wait
+ * for a server that the other processes slowed (the server's CPU, not its limit: a
+ * connection more then costs), where a server limiting each connection makes every
+ * window wait. */
+#define IOH_NBD_ADAPT_WAITED_WINDOWS 2
 /* ... this many windows in a row, starts a new climb from the current shape. */
 #define IOH_NBD_ADAPT_PATIENCE 4
 /* A window: at least this many bytes and this long (the rate of a shorter one is noise
@@ -84,6 +89,7 @@ typedef struct {
     IohNbdWhy why_reqs, why_conns;
     int gain_reqs_pct, gain_conns_pct;   /* the last step that did not pay, in % */
     double waited;            /* the last window's share of time waiting for the server */
+    guint waited_windows;     /* measured windows in a row that waited waited_min or more */
     double waited_min;        /* IOH_NBD_ADAPT_WAITED_MIN, or _READ on a restore */
 } IohNbdAdapt;
 

@@ -85,7 +85,6 @@ struct _IohNbd {
     gboolean multi_conn;
     GMutex lock;
     GCond cond;
-    char *mem;
     gpointer layer_state;
     GDestroyNotify layer_state_free;
     guint stall_ms;           /* --stall-timeout (0: none) */
@@ -380,10 +379,12 @@ nbd_free(gpointer data)
         n->layer_state_free(n->layer_state);
     }
     g_free(n->conns);
+    for (guint i = 0; n->reqs && i < n->nreqs; i++) {
+        free(n->reqs[i].buf);
+    }
     g_free(n->reqs);
     g_free(n->fifo);
     g_free(n->free);
-    free(n->mem);
     g_mutex_clear(&n->lock);
     g_cond_clear(&n->cond);
     g_free(n);
@@ -450,14 +451,12 @@ alloc_pool(IohNbd *n, IohMemAccount *m, guint *per_conn, GError **error)
     for (guint i = 0; i < n->nreqs; i++) {
         n->free[n->nfree++] = n->nreqs - 1 - i;
     }
-    if (posix_memalign((void **)&n->mem, 4096, n->req_size * n->nreqs) != 0) {
-        n->mem = NULL;
-        return ioh_error_set(error, ENOMEM, NULL, NULL, "allocate %u NBD requests of %zu "
-                             "bytes: %s", n->nreqs, n->req_size, g_strerror(ENOMEM));
-    }
+    /* each request's buffer is allocated when the request is first used: a copy that
+     * stays at one connection never has the pool of the largest shape */
     for (guint i = 0; i < n->nreqs; i++) {
-        n->reqs[i] = (Req){ .n = n, .buf = n->mem + (gsize)i * n->req_size };
+        n->reqs[i] = (Req){ .n = n };
     }
+    (void)error;
     return TRUE;
 }
 
@@ -733,6 +732,13 @@ ioh_nbd_next(IohNbd *n, gsize *ret_len, GError **error)
         n->free[n->nfree++] = i;
     }
     i = n->free[--n->nfree];
+    if (!n->reqs[i].buf && posix_memalign((void **)&n->reqs[i].buf, 4096, n->req_size) != 0) {
+        n->reqs[i].buf = NULL;
+        n->free[n->nfree++] = i;
+        ioh_error_set(error, ENOMEM, NULL, NULL, "allocate an NBD request of %zu bytes: %s",
+                      n->req_size, g_strerror(ENOMEM));
+        return NULL;
+    }
     n->handed = i;
     return n->reqs[i].buf;
 }

@@ -25,9 +25,20 @@
 #define ADAPT_SHRINK 0.97       /* a choice must store 3% less than the one it replaces */
 #define ADAPT_EWMA 0.5          /* weight of the newest window */
 #define ADAPT_DECAY 0.8         /* the sums of bytes and seconds, per window (add_rate()) */
+#define ADAPT_SINK_DECAY 0.95   /* ... of the sink's: a throttle's slice spans several
+                                 * windows (100 ms: 7 at 600 MB/s) */
+#define ADAPT_GOT_DECAY 0.9     /* ... of a choice's end-to-end rate */
+#define ADAPT_TRY_WINDOWS 3     /* windows a tried choice runs after its first */
 #define ADAPT_FRESH 32          /* windows a measured choice's rates are trusted */
 #define ADAPT_BOUND 0.10        /* a share of the window: waiting that shows a bottleneck */
 #define ADAPT_TRY 0.75          /* a level predicted this near raw is tried (explore()) */
+#define ADAPT_TRY_LEVEL 0.9     /* ... raw or a faster level this near a level its
+                                 * compressor bounds */
+#define ADAPT_SINK_PACE 0.8     /* a choice going at this share of what the sink drains
+                                 * of its output: the sink bounds it */
+#define ADAPT_TRY_SINK 0.4      /* ... a level, when the sink sets raw's pace (explore()) */
+#define ADAPT_GOT_FRESH 48      /* windows a choice's end-to-end rate is trusted */
+#define ADAPT_SINK_BOUND 0.5    /* a share of the window in the sink: the sink bounds it */
 #define ADAPT_HEADROOM 1.3      /* a compressor's margin over a source it shares cores with */
 
 /* The levels, and their speed and the bytes they save relative to level 1 (zstd 1.5's
@@ -51,7 +62,15 @@ ioh_adapt_level(int k)
     return levels[k].level;
 }
 
-/* Choice @k's predicted speed, stream bytes/s (G_MAXDOUBLE: nothing bounds it). Where
+/* TRUE when the source sets raw's pace (known, and slower than the sink). */
+static gboolean
+source_bound(const IohAdaptRates *r)
+{
+    return r->source > 0 && (r->sink <= 0 || r->source < r->sink);
+}
+
+/* Choice @k's predicted speed, stream bytes/s (G_MAXDOUBLE: nothing bounds it): what
+ * its windows went at lately where measured, else the model below. Where
  * the source is known to set raw's pace, a compressor counts for 1/ADAPT_HEADROOM of its
  * rate: its CPU is taken from the threads that read the source and from the producer
  * (the same cores), so it must outrun the source by that much not to slow it. */
@@ -60,8 +79,11 @@ predict(const IohAdaptRates *r, int k)
 {
     double t = r->source > 0 ? r->source : G_MAXDOUBLE;
 
+    if (r->got[k] > 0) {
+        return r->got[k];    /* measured: what it gave, whatever bound it */
+    }
     if (k != IOH_ADAPT_RAW && r->comp[k] > 0) {
-        t = MIN(t, r->source > 0 ? r->comp[k] / ADAPT_HEADROOM : r->comp[k]);
+        t = MIN(t, source_bound(r) ? r->comp[k] / ADAPT_HEADROOM : r->comp[k]);
     }
     if (r->sink > 0) {
         t = MIN(t, r->sink / MAX(r->ratio[k], 1e-3));
@@ -132,10 +154,10 @@ ewma(double *v, double x)
  * one that waits 100 ms): the rate of the sums weighs each window by its time, where an
  * average of the windows' rates would take the bursts for the disk. */
 static double
-add_rate(IohAdaptSum *r, double bytes, double secs)
+add_rate(IohAdaptSum *r, double bytes, double secs, double decay)
 {
-    r->bytes = ADAPT_DECAY * r->bytes + bytes;
-    r->secs = ADAPT_DECAY * r->secs + secs;
+    r->bytes = decay * r->bytes + bytes;
+    r->secs = decay * r->secs + secs;
     return r->secs > 0 ? r->bytes / r->secs : 0;
 }
 
@@ -144,15 +166,21 @@ static void
 account_ends(IohAdapt *a, const IohAdaptWindow *w)
 {
     double got = w->wall > 0 ? (double)w->in / w->wall : 0;
+    double drain = w->sink > 0 ? (double)w->out / w->sink : 0;
 
-    a->est.sink = add_rate(&a->sink, (double)w->out, w->sink);
+    /* Only a window the sink bound (or one that shows it slower) measures it: a throttle
+     * lets writes under its rate through at the disk's speed, and a compressed window's
+     * few writes would make raw, which the throttle holds, look fast. */
+    if (a->est.sink <= 0 || w->sink >= ADAPT_SINK_BOUND * w->wall || drain < a->est.sink) {
+        a->est.sink = add_rate(&a->sink, (double)w->out, w->sink, ADAPT_SINK_DECAY);
+    }
     /* Only a raw window measures the source: compressing takes CPU from the thread that
      * reads it (and from its producer), and the filter then waits for a source that
      * compression slowed, which says nothing of what raw would get. */
     if (a->choice == IOH_ADAPT_RAW && a->stats.windows > 0 && w->idle > ADAPT_BOUND * w->wall &&
         got > 0) {
         /* the filter waited: the source set the pace */
-        a->est.source = add_rate(&a->source, (double)w->in, w->wall);
+        a->est.source = add_rate(&a->source, (double)w->in, w->wall, ADAPT_DECAY);
     } else if (a->est.source > 0 && got > a->est.source) {
         a->source = (IohAdaptSum){ (double)w->in, w->wall };    /* it gave at least this */
         a->est.source = got;
@@ -238,6 +266,31 @@ account_raw(IohAdapt *a, const IohAdaptWindow *w)
     derive(a, ADAPT_LEVEL1, TRUE);
 }
 
+/* The window's end-to-end rate into its choice's (not the first window after a switch:
+ * a level's first fills the compressor's jobs at memory speed, raw's first waits for
+ * the last level's jobs), and the rates measured lately into the estimates. */
+static void
+account_got(IohAdapt *a, const IohAdaptWindow *w)
+{
+    int c = a->choice;
+
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        a->got_age[k] += a->got_age[k] > 0;
+    }
+    if (a->run > 0 && w->wall > 0 && w->in > 0) {
+        if (a->got_age[c] == 0 || a->got_age[c] > ADAPT_GOT_FRESH) {
+            a->got[c] = (IohAdaptSum){ 0, 0 };
+        }
+        add_rate(&a->got[c], (double)w->in, w->wall, ADAPT_GOT_DECAY);
+        a->got_age[c] = 1;
+    }
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        gboolean fresh = a->got_age[k] > 0 && a->got_age[k] <= ADAPT_GOT_FRESH;
+
+        a->est.got[k] = fresh && a->got[k].secs > 0 ? a->got[k].bytes / a->got[k].secs : 0;
+    }
+}
+
 void
 ioh_adapt_account(IohAdapt *a, const IohAdaptWindow *w)
 {
@@ -250,45 +303,77 @@ ioh_adapt_account(IohAdapt *a, const IohAdaptWindow *w)
     } else {
         account_level(a, a->choice, w);
     }
+    account_got(a, w);
     a->stats.bytes[a->choice] += w->in;
 }
 
-/* Raw because no level is predicted fast enough: the fastest level, for one window, when
- * it is predicted near raw (a window at no less than ADAPT_TRY of raw's speed once in
- * ADAPT_FRESH costs under 1%) and was not measured lately: its predictions come from the
- * table and the probe, which may be wrong, and only a window at that level tells. */
+/* The choice to try for a few windows instead of @pick, or -1. Only windows at a choice
+ * tell what it gives: a prediction comes from the table and the probe (on one thread, of
+ * a few samples), which may be wrong either way. So once @pick was measured, the choice
+ * predicted fastest among those not measured lately is tried when predicted at:
+ * - ADAPT_TRY_SINK of raw's speed, raw picked and the sink setting its pace: compressing
+ *   is the only way to go faster, and the probe's guess counts one core where the
+ *   compressor's workers have all of them;
+ * - ADAPT_TRY of @pick's, raw picked otherwise or a level the sink bounds (a few windows
+ *   at that speed once in ADAPT_GOT_FRESH cost about 1%);
+ * - ADAPT_TRY_LEVEL of a level its compressor bounds, raw or a faster level only: a
+ *   slower level cannot beat it, and the estimates of the compressor's speed behind the
+ *   predictions are the noisiest (a level tried for nothing: benchmarks/results/
+ *   compress-slow.md at 600 MB/s). */
 static int
-explore(const IohAdapt *a)
+explore(const IohAdapt *a, int pick)
 {
-    int fastest = 1;
+    const IohAdaptRates *r = &a->est;
+    int best = -1;
+    gboolean pick_sink_bound = r->sink > 0 &&
+                               r->got[pick] >= ADAPT_SINK_PACE * r->sink / r->ratio[pick];
+    double try = pick == IOH_ADAPT_RAW || pick_sink_bound ? ADAPT_TRY : ADAPT_TRY_LEVEL;
 
-    for (int k = 2; k < IOH_ADAPT_CHOICES; k++) {
-        if (predict(&a->est, k) > predict(&a->est, fastest)) {
-            fastest = k;
+    if (r->got[pick] <= 0) {
+        return -1;    /* the pick itself is a prediction: its window measures it */
+    }
+    for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
+        /* from a level its compressor bounds, only raw and faster levels: a slower
+         * one cannot beat it (only where the sink bounds the level can a slower one
+         * that stores less go faster) */
+        gboolean slower = pick != IOH_ADAPT_RAW && k != IOH_ADAPT_RAW && !pick_sink_bound &&
+                          levels[k].speed <= levels[pick].speed;
+
+        if (k != pick && !slower && r->got[k] <= 0 &&
+            (best < 0 || predict(r, k) > predict(r, best))) {
+            best = k;
         }
     }
-    if (predict(&a->est, fastest) < ADAPT_TRY * predict(&a->est, IOH_ADAPT_RAW) ||
-        (a->age[fastest] > 0 && a->age[fastest] <= ADAPT_FRESH)) {
-        return IOH_ADAPT_RAW;
+    if (best < 0 || (best != IOH_ADAPT_RAW && r->ratio[best] >= ADAPT_SHRINK)) {
+        return -1;    /* nothing to try, or a level of data no level shrinks */
     }
-    return fastest;
+    if (pick == IOH_ADAPT_RAW && r->sink > 0 && !source_bound(r)) {
+        try = ADAPT_TRY_SINK;
+    }
+    return predict(r, best) >= try * predict(r, pick) ? best : -1;
 }
 
 int
 ioh_adapt_next(IohAdapt *a, const IohAdaptWindow *w)
 {
-    IohAdaptWhy why;
-    int next;
+    IohAdaptWhy why = a->why;
+    int next = a->choice;
+    int try;
 
     ioh_adapt_account(a, w);
     a->why_count[a->choice][a->why]++;
-    next = ioh_adapt_decide(&a->est, &why);
-    if (next == IOH_ADAPT_RAW && why == IOH_ADAPT_WHY_COMPRESSOR && explore(a)) {
-        next = explore(a);
-        why = IOH_ADAPT_WHY_TRY;
+    /* the first window after a switch shows the switch, not the choice: one more; a
+     * choice tried runs ADAPT_TRY_WINDOWS more (a throttle's slices span several) */
+    if (a->run >= (a->why == IOH_ADAPT_WHY_TRY ? ADAPT_TRY_WINDOWS : 1)) {
+        next = ioh_adapt_decide(&a->est, &why);
+        if ((try = explore(a, next)) >= 0) {
+            next = try;
+            why = IOH_ADAPT_WHY_TRY;
+        }
     }
     a->stats.windows++;
     a->stats.switches += next != a->choice;
+    a->run = next == a->choice ? a->run + 1 : 0;
     a->last = a->choice;
     a->choice = next;
     a->why = why;

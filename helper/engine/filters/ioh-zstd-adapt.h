@@ -40,6 +40,9 @@ typedef struct {
     double comp[IOH_ADAPT_CHOICES];     /* stream bytes each choice's compressor takes
                                          * (raw: 0, its checksums cost next to nothing) */
     double ratio[IOH_ADAPT_CHOICES];    /* stored / stream bytes of each choice */
+    double got[IOH_ADAPT_CHOICES];      /* stream bytes each choice's windows went at lately,
+                                         * end to end (0: not measured lately): where known,
+                                         * what it is predicted at */
 } IohAdaptRates;
 
 /* One window as the filter measured it (seconds of wall time unless said). */
@@ -77,6 +80,10 @@ typedef struct {
     IohAdaptSum sink;       /* ... the sink's and the source's from these */
     IohAdaptSum source;
     guint64 age[IOH_ADAPT_CHOICES];   /* windows since each choice was measured (0: never) */
+    IohAdaptSum got[IOH_ADAPT_CHOICES];   /* each choice's stream bytes and wall time, as
+                                           * last measured ... */
+    guint64 got_age[IOH_ADAPT_CHOICES];   /* ... this many windows ago (0: never) */
+    guint64 run;            /* windows the current choice has run since it was taken */
     double workers;         /* cores the compressor's workers can have */
     double other_cpu;       /* CPU seconds per stream byte of the other threads (the
                              * reader), measured raw: not the compressor's */

@@ -1,6 +1,7 @@
 /* ioh-test-nbdkit.c - a real nbdkit for the tests, on a unix socket in the test's folder */
 #include "ioh-test.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
 
 /* The daemon writes its pid file after its parent exited, maybe, and not atomically: it
@@ -46,6 +47,9 @@ ioht_nbdkit_start(const char *dir, const char *sock, const char *const *plugin_a
         g_ptr_array_add(argv, (gpointer)*a);
     }
     g_ptr_array_add(argv, NULL);
+    /* an earlier server's pid file in the same folder would be read as this one's (the
+     * daemon writes its own after its parent exits): that server then outlived the test */
+    g_unlink(pidfile);
     g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_STDOUT_TO_DEV_NULL,
                                NULL, NULL, NULL, NULL, &status, &error));
     g_assert_no_error(error);

@@ -178,6 +178,56 @@ test_relay_length(void)
     g_unlink(left);
 }
 
+/* The ring's reader (a filtered save: a checksum) reads the pipe through a relay pipe as
+ * well: exactly the stream at every size around the pipe's edges, and with --length
+ * every later byte left in the producer's pipe. */
+static void
+test_ring_relay(void)
+{
+    g_autofree char *dir = wpath("");
+    g_autofree char *src = wpath("rr-src");
+    g_autofree char *img = wpath("rr-img");
+    const guint64 sizes[] = { 0, 1, 4095, MiB - 1, MiB + 1, 9 * MiB + 4097 };
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_autofree char *err = NULL;
+
+        ioht_write_random_file(src, sizes[i], 70 + (guint)i);
+        g_assert_cmpint(ioht_sh(dir, &err, "cat rr-src | G_MESSAGES_DEBUG=iohelper $H "
+                                "--direct --checksum=xxh3 - rr-img"), ==, 0);
+        g_assert_nonnull(strstr(err, "read through a relay pipe"));
+        g_assert_true(ioht_files_equal(src, img));
+        g_unlink(img);
+    }
+    g_unlink(src);
+}
+
+static void
+test_ring_relay_length(void)
+{
+    g_autofree char *dir = wpath("");
+    g_autofree char *src = wpath("rq-src");
+    g_autofree char *left = wpath("rq-rest");
+    g_autofree char *err = NULL;
+    const guint64 length = 3 * MiB + 5;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, length + 64 * 1024, 71);
+    g_assert_cmpint(ioht_sh(dir, &err, "cat rq-src | { G_MESSAGES_DEBUG=iohelper $H --direct "
+                            "--checksum=xxh3 --length=%" G_GUINT64_FORMAT " - rq-img && "
+                            "cat > rq-rest; } && head -c %" G_GUINT64_FORMAT " rq-src | "
+                            "cmp - rq-img && tail -c +%" G_GUINT64_FORMAT " rq-src | "
+                            "cmp - rq-rest", length, length, length + 1), ==, 0);
+    g_assert_nonnull(strstr(err, "read through a relay pipe"));
+    g_unlink(src);
+    g_unlink(left);
+}
+
 /* ---- case 4: O_APPEND with O_DIRECT: the write lands at the file's end; say so when
  * that end is unaligned, and append exactly when it is aligned ---- */
 static void
@@ -230,5 +280,7 @@ main(int argc, char **argv)
     g_test_add_func("/helper/direct/append-lands-at-end", test_append_direct);
     g_test_add_func("/helper/direct/relay-sizes", test_relay_sizes);
     g_test_add_func("/helper/direct/relay-length-leaves-the-rest", test_relay_length);
+    g_test_add_func("/helper/ring/relay-sizes", test_ring_relay);
+    g_test_add_func("/helper/ring/relay-length-leaves-the-rest", test_ring_relay_length);
     return iohelper_test_run();
 }

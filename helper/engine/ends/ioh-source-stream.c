@@ -6,6 +6,7 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "ioh-pipe-edge.h"
+#include "ioh-uring-relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,47 @@ stream_prepare(IohCopy *c, GError **error)
     return TRUE;
 }
 
+/* Through the relay pipe: up to @len bytes of what the relay holds into @buf, after a
+ * splice of what the producer's pipe holds when the relay is empty. The bytes read, 0 at
+ * the end of the stream, -1 with @error set. */
+static gssize
+relay_read(IohReader *rd, IohUringRelay *r, char *buf, gsize len, GError **error)
+{
+    IohCopy *c = rd->c;
+
+    while (r->held == 0) {
+        gssize m;
+
+        ioh_pipe_edge_before_read(c->edge);
+        if (c->poll_src && c->cancel &&
+            !ioh_copy_wait(c, rd->fd, POLLIN, "read", c->src->name, error)) {
+            return -1;
+        }
+        m = ioh_uring_relay_fill(r, rd->fd, len);
+        ioh_copy_count_read(c);
+        ioh_pipe_edge_after_read(c->edge, m, len);
+        if (m == 0) {
+            return 0;
+        }
+        if (m < 0 && !ioh_copy_retry(c, (int)-m, rd->fd, POLLIN, "read", c->src->name, error)) {
+            return -1;
+        }
+    }
+    for (;;) {
+        gssize n = read(r->fd[0], buf, MIN(len, r->held));
+
+        if (n > 0) {
+            r->held -= (gsize)n;
+            return n;
+        }
+        if (n == 0 || errno != EINTR) {
+            /* the relay is ours: it ends only where the splice said it holds bytes */
+            ioh_error_set_errno(error, n == 0 ? EIO : errno, "read", c->src->name);
+            return -1;
+        }
+    }
+}
+
 static gssize
 stream_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
 {
@@ -34,6 +76,20 @@ stream_read(IohReader *rd, char *buf, gsize len, gint64 pos, GError **error)
     gsize have = 0;
 
     (void)pos;
+    if (c->edge && c->edge->relay.fd[0] >= 0) {
+        while (have < len) {
+            gssize n = relay_read(rd, &c->edge->relay, buf + have, len - have, error);
+
+            if (n < 0) {
+                return -1;
+            }
+            if (n == 0) {
+                break;
+            }
+            have += (gsize)n;
+        }
+        return (gssize)have;
+    }
     while (have < len) {
         gssize n;
 

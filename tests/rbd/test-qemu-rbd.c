@@ -1,8 +1,9 @@
 /* test-qemu-rbd.c - qemu-iohelper saves a real QEMU guest to an RBD image and restores it
  * (issue 29): a test cluster of its own (scripts/ceph-cluster, in the test's work
  * directory, stopped at the end whatever happened), the guest's RAM compared byte for
- * byte (pmemsave), raw and --compress. The image's name carries conf= and keyring=: the
- * report names it without them. Skips without QEMU or the Ceph packages. */
+ * byte (pmemsave), raw and --compress, and with --channels=2 (issue 31: each channel's
+ * helper writes its region of one image). The image's name carries conf= and keyring=:
+ * the report names it without them. Skips without QEMU or the Ceph packages. */
 #include <signal.h>
 #include <string.h>
 #include <glib/gstdio.h>
@@ -70,9 +71,10 @@ cluster_stop(void)
 }
 
 /* Saves a guest holding data_file to rbd:rbd/@image (with @extra, or NULL), restores it
- * into a guest that held other_file, compares the RAM. */
+ * into a guest that held other_file, compares the RAM; the save's --stats=json holds
+ * @expect (or NULL). */
 static void
-roundtrip(const char *image, const char *extra)
+roundtrip_expect(const char *image, const char *extra, const char *expect)
 {
     g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
     g_autofree char *keyring = g_build_filename(cluster_dir, "keyring.client.admin", NULL);
@@ -93,6 +95,9 @@ roundtrip(const char *image, const char *extra)
         g_assert_cmpint(qgt_tool_run_timeout(args, 240, &out, &err), ==, 0);
     }
     ioht_assert_contains(out, shown);
+    if (expect) {
+        ioht_assert_contains(out, expect);
+    }
     g_assert_null(strstr(out, "keyring"));
     g_assert_null(strstr(err, "keyring"));
     qgt_qemu_stop(q);
@@ -106,6 +111,65 @@ roundtrip(const char *image, const char *extra)
     g_assert_true(ioht_files_equal(dump, data_file));
     qgt_qemu_stop(q);
     g_unlink(dump);
+}
+
+static void
+roundtrip(const char *image, const char *extra)
+{
+    roundtrip_expect(image, extra, NULL);
+}
+
+/* Whether rbd/@image holds the metadata @key (the rbd CLI's exit status). */
+static gboolean
+image_has_meta(const char *image, const char *key)
+{
+    g_autofree char *keyring = g_build_filename(cluster_dir, "keyring.client.admin", NULL);
+    g_autofree char *spec = g_strdup_printf("rbd/%s", image);
+    const char *argv[] = { "rbd", "--conf", conf, "--keyring", keyring, "image-meta", "get",
+                           spec, key, NULL };
+    int status = -1;
+
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH |
+                               G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, NULL, NULL, &status, NULL));
+    return g_spawn_check_wait_status(status, NULL);
+}
+
+/* --channels=2 into one image: each channel's helper writes its region, none records the
+ * single-stream length (the last one's would name one region the image's stream). Then
+ * a single-stream save over it (it records its length), then channels again: that record
+ * is forgotten before the regions are written (a plain `iohelper` restore of the image
+ * would otherwise read the old length's bytes as a stream). */
+static void
+test_channels(void)
+{
+    roundtrip_expect("vm3", "--channels=2", "\"per_channel\"");
+    if (skip_reason) {
+        return;
+    }
+    g_assert_false(image_has_meta("vm3", "iohelper.length"));
+    g_assert_false(image_has_meta("vm3", "iohelper.offset"));
+    roundtrip("vm3", NULL);
+    g_assert_true(image_has_meta("vm3", "iohelper.length"));
+    roundtrip_expect("vm3", "--channels=2", "\"per_channel\"");
+    g_assert_false(image_has_meta("vm3", "iohelper.length"));
+    g_assert_false(image_has_meta("vm3", "iohelper.offset"));
+}
+
+/* A snapshot is read-only: --channels into one is a usage error, before QEMU is asked
+ * anything (the QMP socket does not exist). */
+static void
+test_channels_snapshot(void)
+{
+    g_autofree char *keyring = g_build_filename(cluster_dir ? cluster_dir : workdir,
+                                                "keyring.client.admin", NULL);
+    g_autofree char *name = g_strdup_printf("rbd:rbd/vm3@s1:conf=%s:keyring=%s",
+                                            conf ? conf : "none", keyring);
+    g_autofree char *sock = g_build_filename(workdir, "no-qmp.sock", NULL);
+    const char *args[] = { "save", "--qmp", sock, "--channels=2", name, NULL };
+
+    /* the name without conf= and keyring=: the needle ends where they would start */
+    qgt_assert_usage(args, "not a snapshot (rbd:rbd/vm3@s1 is read-only: restore from it");
 }
 
 static void
@@ -140,6 +204,8 @@ main(int argc, char **argv)
     cluster_start();
     g_test_add_func("/rbd/qemu/roundtrip", test_raw);
     g_test_add_func("/rbd/qemu/roundtrip-compressed", test_compressed);
+    g_test_add_func("/rbd/qemu/channels", test_channels);
+    g_test_add_func("/rbd/qemu/channels-snapshot-refused", test_channels_snapshot);
     ret = g_test_run();
     cluster_stop();
     ioht_workdir_remove(workdir);

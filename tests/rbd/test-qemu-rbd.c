@@ -70,16 +70,38 @@ cluster_stop(void)
     }
 }
 
+/* qemu-iohelper's name of rbd:rbd/@image (@image may carry @SNAP), with conf= and
+ * keyring=. */
+static char *
+image_name(const char *image)
+{
+    g_autofree char *keyring = g_build_filename(cluster_dir, "keyring.client.admin", NULL);
+
+    return g_strdup_printf("rbd:rbd/%s:conf=%s:keyring=%s", image, conf, keyring);
+}
+
+/* Restores rbd:rbd/@image into a guest that held other_file, compares the RAM. */
+static void
+restore_compare(const char *image)
+{
+    g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
+    g_autofree char *name = image_name(image);
+    QgtQemu *q = qgt_qemu_start(other_file, TRUE);
+    const char *args[] = { "restore", "--qmp", q->sock, name, NULL };
+
+    g_assert_cmpint(qgt_tool_run_timeout(args, 240, NULL, NULL), ==, 0);
+    qgt_qemu_pmemsave(q, dump, QGT_DATA_SIZE);
+    g_assert_true(ioht_files_equal(dump, data_file));
+    qgt_qemu_stop(q);
+    g_unlink(dump);
+}
+
 /* Saves a guest holding data_file to rbd:rbd/@image (with @extra, or NULL), restores it
- * into a guest that held other_file, compares the RAM; the save's --stats=json holds
- * @expect (or NULL). */
+ * and compares the RAM; the save's --stats=json holds @expect (or NULL). */
 static void
 roundtrip_expect(const char *image, const char *extra, const char *expect)
 {
-    g_autofree char *dump = g_build_filename(workdir, "rt.dump", NULL);
-    g_autofree char *keyring = g_build_filename(cluster_dir, "keyring.client.admin", NULL);
-    g_autofree char *name = g_strdup_printf("rbd:rbd/%s:conf=%s:keyring=%s", image, conf,
-                                            keyring);
+    g_autofree char *name = NULL;
     g_autofree char *shown = g_strdup_printf("\"file\":\"rbd:rbd/%s\"", image);
     g_autofree char *out = NULL, *err = NULL;
     QgtQemu *q;
@@ -88,6 +110,7 @@ roundtrip_expect(const char *image, const char *extra, const char *expect)
         g_test_skip(skip_reason);
         return;
     }
+    name = image_name(image);
     q = qgt_qemu_start(data_file, FALSE);
     {
         const char *args[] = { "save", "--qmp", q->sock, name, "--stats=json", extra, NULL };
@@ -101,16 +124,7 @@ roundtrip_expect(const char *image, const char *extra, const char *expect)
     g_assert_null(strstr(out, "keyring"));
     g_assert_null(strstr(err, "keyring"));
     qgt_qemu_stop(q);
-    q = qgt_qemu_start(other_file, TRUE);
-    {
-        const char *args[] = { "restore", "--qmp", q->sock, name, NULL };
-
-        g_assert_cmpint(qgt_tool_run_timeout(args, 240, NULL, NULL), ==, 0);
-    }
-    qgt_qemu_pmemsave(q, dump, QGT_DATA_SIZE);
-    g_assert_true(ioht_files_equal(dump, data_file));
-    qgt_qemu_stop(q);
-    g_unlink(dump);
+    restore_compare(image);
 }
 
 static void
@@ -119,41 +133,89 @@ roundtrip(const char *image, const char *extra)
     roundtrip_expect(image, extra, NULL);
 }
 
-/* Whether rbd/@image holds the metadata @key (the rbd CLI's exit status). */
+/* The rbd CLI on the test cluster with @tail (NULL-terminated, at most 6): its success. */
 static gboolean
-image_has_meta(const char *image, const char *key)
+rbd_cli(const char *const *tail)
 {
     g_autofree char *keyring = g_build_filename(cluster_dir, "keyring.client.admin", NULL);
-    g_autofree char *spec = g_strdup_printf("rbd/%s", image);
-    const char *argv[] = { "rbd", "--conf", conf, "--keyring", keyring, "image-meta", "get",
-                           spec, key, NULL };
+    const char *argv[12] = { "rbd", "--conf", conf, "--keyring", keyring };
     int status = -1;
 
+    for (guint i = 0; tail[i]; i++) {
+        g_assert_cmpuint(i, <, 6);
+        argv[5 + i] = tail[i];
+    }
     g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH |
                                G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
                                NULL, NULL, NULL, NULL, &status, NULL));
     return g_spawn_check_wait_status(status, NULL);
 }
 
+/* Whether rbd/@image holds the metadata @key. */
+static gboolean
+image_has_meta(const char *image, const char *key)
+{
+    g_autofree char *spec = g_strdup_printf("rbd/%s", image);
+    const char *tail[] = { "image-meta", "get", spec, key, NULL };
+
+    return rbd_cli(tail);
+}
+
 /* --channels=2 into one image: each channel's helper writes its region, none records the
- * single-stream length (the last one's would name one region the image's stream). Then
- * a single-stream save over it (it records its length), then channels again: that record
+ * single-stream length (the last one's would name one region the image's stream). A
+ * snapshot of it restores (each region's offset and length from the header). Then a
+ * single-stream save over it (it records its length), then channels again: that record
  * is forgotten before the regions are written (a plain `iohelper` restore of the image
  * would otherwise read the old length's bytes as a stream). */
 static void
 test_channels(void)
 {
+    const char *snap[] = { "snap", "create", "rbd/vm3@s1", NULL };
+
     roundtrip_expect("vm3", "--channels=2", "\"per_channel\"");
     if (skip_reason) {
         return;
     }
     g_assert_false(image_has_meta("vm3", "iohelper.length"));
     g_assert_false(image_has_meta("vm3", "iohelper.offset"));
+    g_assert_true(rbd_cli(snap));
     roundtrip("vm3", NULL);
     g_assert_true(image_has_meta("vm3", "iohelper.length"));
     roundtrip_expect("vm3", "--channels=2", "\"per_channel\"");
     g_assert_false(image_has_meta("vm3", "iohelper.length"));
     g_assert_false(image_has_meta("vm3", "iohelper.offset"));
+    restore_compare("vm3@s1");
+}
+
+/* An existing image too small for the header and 3 regions (vm1: a single-stream save's,
+ * sized for one stream) is refused before the guest is paused, one line, and left as it
+ * was (its single-stream record still there). */
+static void
+test_channels_too_small(void)
+{
+    g_autofree char *name = NULL, *err = NULL, *st = NULL;
+    QgtQemu *q;
+
+    if (skip_reason) {
+        g_test_skip(skip_reason);
+        return;
+    }
+    g_assert_true(image_has_meta("vm1", "iohelper.length"));
+    name = image_name("vm1");
+    q = qgt_qemu_start(data_file, FALSE);
+    {
+        const char *args[] = { "save", "--qmp", q->sock, name, "--channels=2", NULL };
+
+        g_assert_cmpint(qgt_tool_run_timeout(args, 240, NULL, &err), ==, 1);
+    }
+    qgt_assert_one_line(err);
+    ioht_assert_contains(err, "image rbd:rbd/vm1 is ");
+    ioht_assert_contains(err, "may need up to");
+    g_assert_null(strstr(err, "keyring"));
+    st = qgt_qemu_status(q);
+    g_assert_cmpstr(st, ==, "prelaunch");   /* as started: never paused nor migrated */
+    qgt_qemu_stop(q);
+    g_assert_true(image_has_meta("vm1", "iohelper.length"));
 }
 
 /* A snapshot is read-only: --channels into one is a usage error, before QEMU is asked
@@ -205,6 +267,7 @@ main(int argc, char **argv)
     g_test_add_func("/rbd/qemu/roundtrip", test_raw);
     g_test_add_func("/rbd/qemu/roundtrip-compressed", test_compressed);
     g_test_add_func("/rbd/qemu/channels", test_channels);
+    g_test_add_func("/rbd/qemu/channels-image-too-small", test_channels_too_small);
     g_test_add_func("/rbd/qemu/channels-snapshot-refused", test_channels_snapshot);
     ret = g_test_run();
     cluster_stop();

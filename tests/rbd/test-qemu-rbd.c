@@ -96,10 +96,11 @@ restore_compare(const char *image)
     g_unlink(dump);
 }
 
-/* Saves a guest holding data_file to rbd:rbd/@image (with @extra, or NULL), restores it
- * and compares the RAM; the save's --stats=json holds @expect (or NULL). */
+/* Saves a guest holding data_file to rbd:rbd/@image (with @extra and @extra2, each may be
+ * NULL), restores it and compares the RAM; the save's --stats=json holds @expect (or
+ * NULL). */
 static void
-roundtrip_expect(const char *image, const char *extra, const char *expect)
+roundtrip_expect(const char *image, const char *extra, const char *extra2, const char *expect)
 {
     g_autofree char *name = NULL;
     g_autofree char *shown = g_strdup_printf("\"file\":\"rbd:rbd/%s\"", image);
@@ -113,7 +114,8 @@ roundtrip_expect(const char *image, const char *extra, const char *expect)
     name = image_name(image);
     q = qgt_qemu_start(data_file, FALSE);
     {
-        const char *args[] = { "save", "--qmp", q->sock, name, "--stats=json", extra, NULL };
+        const char *args[] = { "save", "--qmp", q->sock, name, "--stats=json", extra,
+                               extra ? extra2 : NULL, NULL };
 
         g_assert_cmpint(qgt_tool_run_timeout(args, 240, &out, &err), ==, 0);
     }
@@ -130,7 +132,7 @@ roundtrip_expect(const char *image, const char *extra, const char *expect)
 static void
 roundtrip(const char *image, const char *extra)
 {
-    roundtrip_expect(image, extra, NULL);
+    roundtrip_expect(image, extra, NULL, NULL);
 }
 
 /* The rbd CLI on the test cluster with @tail (NULL-terminated, at most 6): its success. */
@@ -172,7 +174,7 @@ test_channels(void)
 {
     const char *snap[] = { "snap", "create", "rbd/vm3@s1", NULL };
 
-    roundtrip_expect("vm3", "--channels=2", "\"per_channel\"");
+    roundtrip_expect("vm3", "--channels=2", NULL, "\"per_channel\"");
     if (skip_reason) {
         return;
     }
@@ -181,10 +183,17 @@ test_channels(void)
     g_assert_true(rbd_cli(snap));
     roundtrip("vm3", NULL);
     g_assert_true(image_has_meta("vm3", "iohelper.length"));
-    roundtrip_expect("vm3", "--channels=2", "\"per_channel\"");
+    roundtrip_expect("vm3", "--channels=2", NULL, "\"per_channel\"");
     g_assert_false(image_has_meta("vm3", "iohelper.length"));
     g_assert_false(image_has_meta("vm3", "iohelper.offset"));
     restore_compare("vm3@s1");
+}
+
+/* Each channel's helper compresses its region (zstd frames), as to a file. */
+static void
+test_channels_compressed(void)
+{
+    roundtrip_expect("vm4", "--channels=2", "--compress", "\"compression\":\"zstd\"");
 }
 
 /* An existing image too small for the header and 3 regions (vm1: a single-stream save's,
@@ -267,6 +276,7 @@ main(int argc, char **argv)
     g_test_add_func("/rbd/qemu/roundtrip", test_raw);
     g_test_add_func("/rbd/qemu/roundtrip-compressed", test_compressed);
     g_test_add_func("/rbd/qemu/channels", test_channels);
+    g_test_add_func("/rbd/qemu/channels-compressed", test_channels_compressed);
     g_test_add_func("/rbd/qemu/channels-image-too-small", test_channels_too_small);
     g_test_add_func("/rbd/qemu/channels-snapshot-refused", test_channels_snapshot);
     ret = g_test_run();

@@ -34,8 +34,26 @@ qg_args_parse_qemu_compress(QgArgs *a, const char *value, GError **error)
     return TRUE;
 }
 
-/* --channels belongs to a save into a file or an NBD export of a paused guest; --qemu-compress to
- * --channels. */
+/* An RBD image takes channels as it takes one stream (each channel's helper writes its
+ * region, docs/rbd.md); a snapshot is refused before QEMU is touched, as a usage error:
+ * it is read-only, a save into it could never succeed. */
+static gboolean
+qg_args_check_channels_rbd(const char *file)
+{
+    g_auto(IohRbdName) n = { 0 };
+    g_autofree char *safe = NULL;
+
+    if (!ioh_rbd_is_name(file) || !ioh_rbd_name_parse(file, &n, NULL) || !n.snap) {
+        return TRUE;   /* a malformed name: the save's open names it */
+    }
+    safe = ioh_rbd_safe_name(file);
+    qg_report_error("--channels saves into an RBD image, not a snapshot (%s is read-only: "
+                    "restore from it, save to the image)", safe);
+    return FALSE;
+}
+
+/* --channels belongs to a save into a file, an NBD export or an RBD image of a paused
+ * guest; --qemu-compress to --channels. */
 gboolean
 qg_args_check_channels(const QgArgs *a, const char *cmd, const char *file)
 {
@@ -57,10 +75,5 @@ qg_args_check_channels(const QgArgs *a, const char *cmd, const char *file)
                         "sends pages again, past any channel's region)");
         return FALSE;
     }
-    if (ioh_rbd_is_name(file)) {
-        qg_report_error("--channels saves into a file or an NBD export, not an RBD image "
-                        "(not done yet)");
-        return FALSE;
-    }
-    return TRUE;
+    return qg_args_check_channels_rbd(file);
 }

@@ -37,7 +37,8 @@ qg_image_rbd_free(QgImageRbd *img)
     g_free(img);
 }
 
-/* A save opens the image, creating a missing one (thin, 0 bytes: start_save grows it);
+/* A save opens the image, creating a missing one (thin, 0 bytes: start_save grows it to
+ * the whole layout, every channel's region too, before any helper starts);
  * a restore opens it, or its snapshot, read-only. */
 static int
 open_image(QgImageRbd *img, gboolean write)
@@ -112,6 +113,26 @@ write_flush(QgImageRbd *img, const guint8 *buf, GError **error)
     return r >= 0 || ioh_rbd_fail(error, r, "write", img->name, img->timeout_s);
 }
 
+/* The single-stream record an earlier save left in the image's metadata, forgotten
+ * before the placeholder overwrites that save's header: a multi-channel save's helpers
+ * write regions and record nothing (their index is our header), so an old record would
+ * describe bytes that are no longer its stream. A single-stream save's helper removes and
+ * sets it itself; removing it first changes nothing there. */
+static gboolean
+forget_record(QgImageRbd *img, GError **error)
+{
+    const char *keys[] = { IOH_RBD_LENGTH_KEY, IOH_RBD_OFFSET_KEY };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(keys); i++) {
+        int r = rbd_metadata_remove(img->image, keys[i]);
+
+        if (r < 0 && r != -ENOENT) {
+            return ioh_rbd_fail(error, r, "write metadata of", img->name, img->timeout_s);
+        }
+    }
+    return TRUE;
+}
+
 gboolean
 qg_image_rbd_start_save(QgImageRbd *img, guint64 bound, GError **error)
 {
@@ -130,7 +151,7 @@ qg_image_rbd_start_save(QgImageRbd *img, guint64 bound, GError **error)
         img->size = need;
     }
     qg_image_placeholder_encode(buf);
-    return write_flush(img, buf, error);
+    return forget_record(img, error) && write_flush(img, buf, error);
 }
 
 gboolean

@@ -301,6 +301,10 @@ check_rbd(const IohArgs *a, GError **error)
     if (a->copy.rbd_grow && (a->libvirt || a->out_op.kind != IOH_OPERAND_RBD)) {
         return ioh_args_usage_error(error, "--grow is for a save into an RBD image");
     }
+    if (a->copy.rbd_grow && a->copy.no_truncate) {
+        return ioh_args_usage_error(error, "--grow and --no-truncate: a region of an RBD "
+                                    "image never resizes it");
+    }
     if (rbd && a->copy.nbd_connections) {
         return ioh_args_usage_error(error, "--connections is for an NBD URI, not an RBD "
                                     "image");

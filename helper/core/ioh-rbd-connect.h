@@ -20,6 +20,13 @@ G_BEGIN_DECLS
  * for writes into a full pool. */
 #define IOH_RBD_DEFAULT_TIMEOUT_S 60
 
+/* The stream's length and where it starts, recorded in the image's metadata by a
+ * single-stream save (the length last: a save that did not finish leaves none), read by
+ * a restore; removed by qemu-glue before a multi-channel save, whose regions its header
+ * indexes (docs/channels.md). */
+#define IOH_RBD_LENGTH_KEY "iohelper.length"
+#define IOH_RBD_OFFSET_KEY "iohelper.offset"
+
 /* Connects to the cluster of @name (its conf=, id=, keyring=; else librados' defaults and
  * CEPH_CONF/CEPH_ARGS) and opens the I/O context of its pool (and namespace). Every
  * operation of the handle is bounded by @timeout_s (0: IOH_RBD_DEFAULT_TIMEOUT_S): the

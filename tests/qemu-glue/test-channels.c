@@ -289,7 +289,8 @@ test_nbd(void)
     g_unlink(src_dump);
 }
 
-/* Usage: --channels out of range, --qemu-compress without it, on a restore, with --live. */
+/* Usage: --channels out of range, --qemu-compress without it, on a restore, with --live,
+ * into an RBD snapshot (read-only; an RBD image itself takes channels: tests/rbd). */
 static void
 test_usage(void)
 {
@@ -300,7 +301,7 @@ test_usage(void)
         { "save", "--qmp", "/nonexistent", "x.img", "--qemu-compress=lz4", NULL },
         { "restore", "--qmp", "/nonexistent", "x.img", "--channels=2", NULL },
         { "save", "--qmp", "/nonexistent", "x.img", "--channels=2", "--live" },
-        { "save", "--qmp", "/nonexistent", "rbd:pool/img", "--channels=2", NULL },
+        { "save", "--qmp", "/nonexistent", "rbd:pool/img@s1", "--channels=2", NULL },
     };
 
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {

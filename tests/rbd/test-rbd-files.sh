@@ -57,6 +57,19 @@ else
         test ! -e "$work/planted.log"
 fi
 
+# --no-truncate (a region of a multi-channel image, docs/channels.md) never resizes the
+# image: with --grow it is a usage error, before any cluster is reached
+region_grow() {
+    local rc
+    timeout 30 "$IOH" --grow --no-truncate - "rbd:p/i:conf=$work/ok.conf" </dev/null \
+        2>"$work/err"
+    rc=$?
+    [ "$rc" = 2 ] && [ "$(wc -l <"$work/err")" = 1 ] &&
+        grep -q -- "--grow and --no-truncate: a region of an RBD image never resizes" \
+            "$work/err" || { echo "# exit $rc: $(head -3 "$work/err")"; return 1; }
+}
+check "--no-truncate with --grow: a usage error" region_grow
+
 # cluster_refused DIR WHY: scripts/ceph-cluster start refuses DIR at once, writing nothing
 cluster_refused() {
     CEPH_CLUSTER_TIMEOUT=5 timeout 120 "$top/scripts/ceph-cluster" start "$1" \

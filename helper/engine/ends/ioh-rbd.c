@@ -424,14 +424,15 @@ alloc_pool(IohRbd *r, const IohCopyOptions *o, GError **error)
 }
 
 /* rbd_open() for a save: a missing image is created thin (rbd_create: the default
- * format and features, the default object size) of @create_size bytes. */
+ * format and features, the default object size) of @create_size bytes, unless @create
+ * is FALSE (a region of a multi-channel image: the tool sized the image before). */
 static int
-open_for_write(IohRbd *r, guint64 create_size)
+open_for_write(IohRbd *r, gboolean create, guint64 create_size)
 {
     int order = 0;
     int ret = rbd_open(r->io, r->name.image, &r->image, NULL);
 
-    if (ret != -ENOENT) {
+    if (ret != -ENOENT || !create) {
         return ret;
     }
     ret = rbd_create(r->io, r->name.image, create_size, &order);
@@ -444,7 +445,8 @@ open_for_write(IohRbd *r, guint64 create_size)
 }
 
 static gboolean
-open_image(IohRbd *r, gboolean for_write, guint64 create_size, GError **error)
+open_image(IohRbd *r, gboolean for_write, gboolean create, guint64 create_size,
+           GError **error)
 {
     rbd_image_info_t info;
     int ret;
@@ -453,7 +455,7 @@ open_image(IohRbd *r, gboolean for_write, guint64 create_size, GError **error)
         return ioh_error_set(error, EROFS, "open", r->end->name, "a snapshot is read-only "
                              "(restore from it; save to the image)");
     }
-    ret = for_write ? open_for_write(r, create_size)
+    ret = for_write ? open_for_write(r, create, create_size)
                     : rbd_open_read_only(r->io, r->name.image, &r->image, r->name.snap);
     if (ret == -ENOENT) {
         r->image = NULL;
@@ -504,7 +506,7 @@ ioh_rbd_open(IohCopy *c, IohEnd *end, gboolean for_write, guint64 create_size,
     if (!parse_name(r, error) ||
         !ioh_rbd_connect(&r->name, r->timeout_s, r->cancellable, &r->cluster, &r->io,
                          error) ||
-        !open_image(r, for_write, create_size, error) || !alloc_pool(r, c->opts, error)) {
+        !open_image(r, for_write, !c->opts->no_truncate, create_size, error) || !alloc_pool(r, c->opts, error)) {
         return NULL;
     }
     return r;

@@ -12,16 +12,12 @@
 
 #include "ioh-engine.h"        /* ioh_rbd_end_new() */
 #include "ioh-layer.h"
+#include "ioh-rbd-connect.h"  /* IOH_RBD_LENGTH_KEY, IOH_RBD_OFFSET_KEY */
 
 G_BEGIN_DECLS
 
 /* Requests in flight by default: 8 objects of 4 MiB (benchmarks/results/rbd.md). */
 #define IOH_RBD_DEFAULT_REQUESTS 8
-
-/* The stream's length and where it starts, recorded in the image's metadata by a save
- * (the length last: a save that did not finish leaves none), read by a restore. */
-#define IOH_RBD_LENGTH_KEY "iohelper.length"
-#define IOH_RBD_OFFSET_KEY "iohelper.offset"
 
 typedef struct _IohRbd IohRbd;
 

@@ -18,6 +18,14 @@
  * only after every write completed and the flush returned (the length last): a save that
  * fails or is killed leaves an image a restore without --length refuses. Success only
  * after that.
+ *
+ * A region (--no-truncate: one channel of a multi-channel image, docs/channels.md). N+1
+ * helpers write one image at once, each its own region: the tool created and sized the
+ * image for all of them before they start and records each region's exact length in its
+ * own header. So a region's helper never creates, grows nor shrinks the image (another
+ * helper's resize would cut a region being written), and neither reads nor writes the
+ * single-stream metadata (the last helper's record would describe one region as the
+ * image's stream): a write past the image's end is refused as a too-small image.
  */
 #include "ioh-rbd.h"
 #include "ioh-error.h"
@@ -37,6 +45,7 @@ typedef struct {
     guint64 orig_size;       /* the existing image's size before the save */
     gboolean may_grow;       /* created by us, or --grow */
     gboolean resized;
+    gboolean region;         /* --no-truncate: a region, no resize, no metadata */
 } SinkState;
 
 static gboolean
@@ -50,7 +59,9 @@ too_small(SinkState *s, const IohEnd *end, guint64 need, GError **error)
 {
     return ioh_error_set(error, ENOSPC, "write", end->name, "the image is %" G_GUINT64_FORMAT
                          " bytes, the stream needs %" G_GUINT64_FORMAT "%s",
-                         ioh_rbd_size(s->r), need, s->may_grow ? "" : " (--grow grows it)");
+                         ioh_rbd_size(s->r), need,
+                         s->may_grow ? "" : s->region ? " (a region never grows the image)"
+                                                      : " (--grow grows it)");
 }
 
 /* Room in the image up to @end: grown ahead when it may, else an error. */
@@ -79,6 +90,9 @@ prepare_existing(IohCopy *c, SinkState *s, GError **error)
     if (o->has_length && !ensure_room(s, c->dst, s->start + o->length, error)) {
         return FALSE;
     }
+    if (s->region) {
+        return TRUE;   /* the tool forgot the image's single-stream record before */
+    }
     return ioh_rbd_meta_remove(s->r, IOH_RBD_LENGTH_KEY, error) &&
            ioh_rbd_meta_remove(s->r, IOH_RBD_OFFSET_KEY, error);
 }
@@ -98,7 +112,8 @@ rbd_sink_prepare(IohCopy *c, GError **error)
     s->r = r;
     s->pos = s->start = start;
     s->orig_size = ioh_rbd_created(r) ? 0 : ioh_rbd_size(r);
-    s->may_grow = ioh_rbd_created(r) || o->rbd_grow;
+    s->region = o->no_truncate;
+    s->may_grow = !s->region && (ioh_rbd_created(r) || o->rbd_grow);
     c->dst_start = start;
     ioh_rbd_set_layer_state(r, s, g_free);
     return ioh_rbd_created(r) || prepare_existing(c, s, error);
@@ -178,6 +193,9 @@ record(SinkState *s, GError **error)
 {
     guint64 end = s->pos, want = MAX(end, s->orig_size);
 
+    if (s->region) {
+        return TRUE;   /* the tool's header records the region (see the top) */
+    }
     if (s->resized && ioh_rbd_size(s->r) != want && !ioh_rbd_resize(s->r, want, error)) {
         return FALSE;
     }

@@ -18,7 +18,7 @@ tap() {    # DESCRIPTION TEST...: one TAP line; the log as diagnostics when it f
     i=$((i + 1))
     if "$@"; then echo "ok $i $desc"; else echo "not ok $i $desc"; sed 's/^/# /' "$log"; fi
 }
-echo "1..5"
+echo "1..6"
 tap "benchmarks/nbd --quick exits 0" [ "$rc" = 0 ]
 tap "tables printed" grep -q '^| file | save | ours / nbdcopy |' "$log"
 tap "every case measured" [ "$(grep -c '^| [a-z-]* | [a-z].* | [0-9]' "$log")" -ge 30 ]
@@ -26,3 +26,5 @@ tap "bottleneck table: CPU of server, client and pipe end per case" \
     grep -Eq '^\| memory \| ours \| save \| [0-9]+ \| [0-9]+ / [0-9]+ / [0-9]+ \|' "$log"
 tap "results file: the command, the machine, the tables (--quick: in --out)" \
     grep -q '^| file | save | ours / nbdcopy |' "$out/nbd.md"
+tap "the memory servers filled before the runs (a first write allocates nbdkit memory's pages)" \
+    grep -q '^# nbdkit memory filled: ' "$log"

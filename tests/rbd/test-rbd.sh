@@ -361,5 +361,21 @@ osd_killed_restore() {
 }
 check "the OSD killed mid-restore: one line after --stall-timeout" osd_killed_restore
 
+# A test that aborts removes its work folder without a stop: the watcher scripts/ceph-cluster
+# start left behind ends the daemons (the OSD restarted above among them), never left running.
+daemons_of() { pgrep -f -- "--conf $1/ceph.conf" || true; }
+folder_removed() {
+    local dir=$work/cluster i
+    [ -n "$(daemons_of "$dir")" ] || { echo "# no daemon running before"; return 1; }
+    rm -rf "$dir"
+    for ((i = 0; i < 150; i++)); do
+        [ -z "$(daemons_of "$dir")" ] && return 0
+        sleep 0.2
+    done
+    echo "# still running 30 s after: $(daemons_of "$dir" | tr '\n' ' ')"
+    return 1
+}
+check "the cluster's folder removed without a stop: its daemons end" folder_removed
+
 echo "1..$ntest"
 [ "$nfail" = 0 ]

@@ -199,7 +199,7 @@ qg_restore_has_bytes(QgWatch *w, int fd)
 /* Before QEMU gets the pipe: waits until the helper has delivered the stream's first
  * bytes (it opened the image, set its cache mode and read), or failed. A failure says
  * that QEMU was not touched: it still waits for a stream. */
-static gboolean
+gboolean
 qg_restore_wait_start(QgWatch *w, int fd, GError **error)
 {
     g_autoptr(GError) local = NULL;
@@ -305,7 +305,9 @@ qg_restore_resume(QgRestore *r, GError **error)
     return TRUE;
 }
 
-/* A multi-channel image: its regions checked, QEMU's multifd set as at the save,
+/* A multi-channel image: its regions checked (an encrypted or compressed one's, and an
+ * export's, as their helpers deliver them: a wrong identity leaves QEMU untouched, as a
+ * single stream's does), QEMU's multifd set as at the save,
  * `migrate-incoming unix:`, the main channel connected first, then the channels, each
  * fed by its own helper; then QEMU's verdict. QEMU is touched before any helper runs. */
 static gboolean
@@ -315,6 +317,8 @@ qg_restore_mfd_load(QgRestore *r, GError **error)
 
     if (!qg_mig_encrypt_restore_check(r->info, r->job.opts, r->job.path, error) ||
         (!r->uri && !qg_channels_check_image(r->fd, r->info, r->job.path, error)) ||
+        !qg_probe_regions(r->info, r->uri, r->fd, r->job.path, r->job.qmp, r->job.opts,
+                          error) ||
         !(r->mfd = qg_mfd_new(r->info->channels, error))) {
         return FALSE;
     }

@@ -123,6 +123,18 @@ open_libvirt(IohArgs *a, IohEnd **ret_src, IohEnd **ret_dst, GError **error)
     return TRUE;
 }
 
+/* A direct save whose sink cleared O_DIRECT (an unaligned rest, a short write): the
+ * bytes from there to where the copy ended went through the page cache. */
+static void
+note_buffered(IohEnd *dst, IohStats *stats)
+{
+    off_t end = dst->direct_cleared ? lseek(dst->fd, 0, SEEK_CUR) : -1;
+
+    if (end >= 0 && (guint64)end > dst->direct_cleared_at) {
+        stats->buffered = (guint64)end - dst->direct_cleared_at;
+    }
+}
+
 static gboolean
 run(IohArgs *a, IohStats *stats, GError **error)
 {
@@ -174,6 +186,7 @@ run(IohArgs *a, IohStats *stats, GError **error)
     }
 
     ok = ioh_copy(src, dst, &a->copy, stats, error);
+    note_buffered(dst, stats);
     if (rep.drew) {
         fputc('\n', stderr);
     }

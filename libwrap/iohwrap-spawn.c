@@ -200,7 +200,11 @@ helper_argv(const char *helper, const IohWrap *wrap, const IohwPlan *plan)
         g_ptr_array_add(argv, g_strdup_printf("--connections=%u",
                                               wrap->options->connections));
     }
-    if (wrap->options->region) {
+    if (wrap->options->region && wrap->uri) {
+        /* an export or image has no file-size limit: the helper bounds its own writes */
+        g_ptr_array_add(argv, g_strdup_printf("--region=%" G_GUINT64_FORMAT,
+                                              wrap->options->region));
+    } else if (wrap->options->region) {
         g_ptr_array_add(argv, g_strdup("--no-truncate"));
     }
     if (wrap->options->stall_timeout) {

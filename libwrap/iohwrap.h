@@ -612,9 +612,9 @@ IohWrap *ioh_wrap_new_channel(int stream_fd, int *fd, const char *path, IohWrapF
  *     channel at once (qemu-nbd: --shared=0, or more than the channels).
  * @save: TRUE: the stream goes to @uri; FALSE: it comes from @uri.
  * @params: (nullable): offset: this channel's region; length (restore): its stored bytes.
- * @options: (nullable): as for ioh_wrap_new_uri(), plus a region on a save (no file-size
- *     limit applies on a server: the caller checks each channel's stored bytes against
- *     its region before it trusts the image).
+ * @options: (nullable): as for ioh_wrap_new_uri(), plus a region on a save (the
+ *     helper refuses a request that would end past it before sending any byte of it:
+ *     the finish reports "the stream passes the end of its region ...").
  * @error: return location for a #GError.
  *
  * ioh_wrap_new_channel() for a target that has no fd: the helper connects to @uri
@@ -634,8 +634,9 @@ IohWrap *ioh_wrap_new_channel_uri(int stream_fd, const char *uri, gboolean save,
  * @size: save: the bytes this channel's stored stream may take from its offset; 0: none.
  * @error: return location for a #GError.
  *
- * With a region the helper never writes past offset + @size (RLIMIT_FSIZE: the write
- * fails, the finish reports "File too large") and leaves the file's bytes past its stream
+ * With a region the helper never writes past offset + @size (a file: RLIMIT_FSIZE, the
+ * write fails, the finish reports "File too large"; an export or RBD image: the helper's
+ * --region, checked before each request is sent) and leaves the file's bytes past its stream
  * as they are (--no-truncate): other channels' regions. Restore: refused.
  *
  * Returns: FALSE with IOH_WRAP_ERROR_INVALID for a size past 2^63 - 1.

@@ -269,27 +269,23 @@ qg_channels_check_no_extra(QgChannels *ch, GError **error)
                          "the %u multifd channels", ch->path, ch->n);
 }
 
-/* Region @i's first bytes: channel @i's init packet with the index's UUID. */
-static gboolean
-qg_channels_check_region(int fd, const QgImageInfo *info, guint i, const char *path,
-                         GError **error)
+gboolean
+qg_channels_check_init(const guint8 *buf, gsize len, const QgImageInfo *info, guint i,
+                       const char *path, GError **error)
 {
-    guint8 buf[QG_CHANNELS_INIT_SIZE];
     g_autofree char *uuid = NULL;
-    guint32 magic;
+    guint32 magic = 0;
 
-    if (pread(fd, buf, sizeof(buf), (off_t)info->regions[i].offset) != sizeof(buf)) {
-        return ioh_error_set(error, EIO, "read", path, "cannot read channel %u of %s", i,
-                             path);
+    if (len >= QG_CHANNELS_INIT_SIZE) {
+        memcpy(&magic, buf, 4);
     }
-    memcpy(&magic, buf, 4);
-    uuid = qg_channels_hex(buf + 8, 16);
     if (GUINT32_FROM_BE(magic) != QG_MULTIFD_MAGIC || buf[24] != i) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                     "corrupt image %s: the channel index does not match its regions (region "
                     "%u does not start with channel %u's init packet)", path, i, i);
         return FALSE;
     }
+    uuid = qg_channels_hex(buf + 8, 16);
     if (g_strcmp0(uuid, info->uuid) != 0) {
         g_set_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT,
                     "corrupt image %s: channel %u comes from another save (UUID %s, the "
@@ -299,11 +295,25 @@ qg_channels_check_region(int fd, const QgImageInfo *info, guint i, const char *p
     return TRUE;
 }
 
+/* Region @i's first bytes: channel @i's init packet with the index's UUID. */
+static gboolean
+qg_channels_check_region(int fd, const QgImageInfo *info, guint i, const char *path,
+                         GError **error)
+{
+    guint8 buf[QG_CHANNELS_INIT_SIZE];
+
+    if (pread(fd, buf, sizeof(buf), (off_t)info->regions[i].offset) != sizeof(buf)) {
+        return ioh_error_set(error, EIO, "read", path, "cannot read channel %u of %s", i,
+                             path);
+    }
+    return qg_channels_check_init(buf, sizeof(buf), info, i, path, error);
+}
+
 gboolean
 qg_channels_check_image(int fd, const QgImageInfo *info, const char *path, GError **error)
 {
-    /* a compressed or encrypted region's first bytes are not the init packet: its
-     * helper checks the whole channel (checksum, authentication) as it plays it */
+    /* a compressed or encrypted region's first bytes are not the init packet: they are
+     * checked as its helper delivers them (qg-restore-probe.c) */
     for (guint i = 0; i < info->channels && !info->compression && !info->encryption; i++) {
         if (!qg_channels_check_region(fd, info, i, path, error)) {
             return FALSE;

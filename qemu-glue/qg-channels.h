@@ -46,6 +46,11 @@ gboolean qg_channels_check_no_extra(QgChannels *ch, GError **error);
 /* Restore: a new connection to QEMU's socket @path, into ch->fds[@slot]. */
 gboolean qg_channels_connect(QgChannels *ch, const char *path, guint slot, GError **error);
 
+/* Restore: @buf (@len bytes, the first of channel @i's stream) is channel @i's init
+ * packet with the index's UUID; else FALSE with a one-line "corrupt image" @error. */
+gboolean qg_channels_check_init(const guint8 *buf, gsize len, const QgImageInfo *info,
+                                guint i, const char *path, GError **error);
+
 /* Restore: the init packets at the start of each raw region of @info (from @fd) carry
  * the channel's id and the index's UUID. */
 gboolean qg_channels_check_image(int fd, const QgImageInfo *info, const char *path,

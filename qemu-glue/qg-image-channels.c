@@ -11,6 +11,7 @@
  * says so once, for all, and never holds a key.
  */
 #include "qg-image.h"
+#include "qg-channels.h"
 
 #include <string.h>
 #include <json-glib/json-glib.h>
@@ -99,6 +100,11 @@ qg_image_region_decode(JsonNode *node, guint i, guint64 prev_end, const QgImageI
     }
     if (!info->compression && !info->encryption && len != stored) {
         return qg_image_channels_corrupt(path, error, "a raw region's two lengths differ", i);
+    }
+    if (len < QG_CHANNELS_INIT_SIZE) {
+        /* every channel starts with its init packet: QEMU would wait for the rest */
+        return qg_image_channels_corrupt(path, error, "a region shorter than a channel's "
+                                         "64-byte init packet", i);
     }
     r->offset = (guint64)off;
     r->length = (guint64)len;

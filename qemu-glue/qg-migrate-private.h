@@ -260,6 +260,32 @@ gboolean qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, int fd,
 void qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats);
 /* Restore, QEMU done: each channel's helper delivered its region's length and checksum. */
 gboolean qg_mfd_restore_verify(QgMfd *m, const QgImageInfo *info, GError **error);
+/* Restore: the helper's options for connection @slot (0 the main channel, i + 1 channel
+ * i): its checksum verified, decrypted and decompressed when stored so. */
+IohWrapOptions *qg_mfd_restore_options(const QgImageInfo *info, const QgMigrateOptions *opts,
+                                       guint slot, const char *path, GError **error);
+/* Restore: where connection @slot's stream is stored (offset, stored length). */
+IohWrapParams qg_mfd_restore_params(const QgImageInfo *info, guint slot);
+/* A new open (its own file description) of the file @file_fd is, through /proc/self/fd,
+ * never by name; -1 with @error (naming @name). */
+int qg_mfd_reopen(int file_fd, gboolean save, const char *name, GError **error);
+
+/* ---- qg-restore-probe.c: a multi-channel image's regions before QEMU is asked ---- */
+
+/* Before QEMU is asked anything: each region that cannot be checked where it is stored
+ * (encrypted, compressed, or on a server: @uri) through a helper of its own into a pipe,
+ * as a single stream's restore starts (qg_restore_wait_start()), until its first bytes:
+ * the main stream's helper opened region 0's age header with the identity; each
+ * channel's first 64 bytes are its init packet with the index's UUID. @fd: the image
+ * (-1 with @uri). One line on a failure; QEMU untouched. */
+gboolean qg_probe_regions(const QgImageInfo *info, const char *uri, int fd, const char *path,
+                          QgQmp *qmp, const QgMigrateOptions *opts, GError **error);
+
+/* ---- qg-restore.c ---- */
+
+/* Before QEMU gets the helper's pipe @fd: waits until the helper of @w delivered its first
+ * bytes, or failed (then @error says that QEMU is untouched). */
+gboolean qg_restore_wait_start(QgWatch *w, int fd, GError **error);
 /* ---- qg-encrypt.c: encrypted images ---- */
 
 /* Save: records in @info that the image is encrypted (age) when @opts names recipients.

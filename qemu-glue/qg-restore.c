@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <glib-unix.h>
 
 #include "ioh-error.h"
 #include "ioh-fd.h"
@@ -196,14 +197,27 @@ qg_restore_has_bytes(QgWatch *w, int fd)
     return FALSE;
 }
 
+static gboolean
+qg_restore_ready_cb(gint fd, GIOCondition cond, gpointer data)
+{
+    (void)fd, (void)cond, (void)data;
+    return G_SOURCE_REMOVE;   /* one wake-up: the loop looks at the pipe itself */
+}
+
 /* Before QEMU gets the pipe: waits until the helper has delivered the stream's first
  * bytes (it opened the image, set its cache mode and read), or failed. A failure says
- * that QEMU was not touched: it still waits for a stream. */
-static gboolean
+ * that QEMU was not touched: it still waits for a stream. The pipe wakes the wait as
+ * its first bytes arrive (not the next poll slice: a multi-channel restore waits so
+ * for each region it probes). */
+gboolean
 qg_restore_wait_start(QgWatch *w, int fd, GError **error)
 {
     g_autoptr(GError) local = NULL;
     gint64 start = g_get_monotonic_time();
+    GSource *ready = g_unix_fd_source_new(fd, G_IO_IN | G_IO_HUP | G_IO_ERR);
+
+    g_source_set_callback(ready, G_SOURCE_FUNC(qg_restore_ready_cb), NULL, NULL);
+    g_source_attach(ready, w->ctx);
 
     while (w->total > 0 && !qg_restore_has_bytes(w, fd)) {
         if (qg_mig_stream_failed(w, &local) || qg_mig_cancelled(w, &local)) {
@@ -223,6 +237,8 @@ qg_restore_wait_start(QgWatch *w, int fd, GError **error)
         }
         qg_mig_helper_iterate(w, QG_RESTORE_POLL_MS);
     }
+    g_source_destroy(ready);
+    g_source_unref(ready);
     if (!local) {
         return TRUE;
     }
@@ -305,7 +321,9 @@ qg_restore_resume(QgRestore *r, GError **error)
     return TRUE;
 }
 
-/* A multi-channel image: its regions checked, QEMU's multifd set as at the save,
+/* A multi-channel image: its regions checked (an encrypted or compressed one's, and an
+ * export's, as their helpers deliver them: a wrong identity leaves QEMU untouched, as a
+ * single stream's does), QEMU's multifd set as at the save,
  * `migrate-incoming unix:`, the main channel connected first, then the channels, each
  * fed by its own helper; then QEMU's verdict. QEMU is touched before any helper runs. */
 static gboolean
@@ -315,6 +333,8 @@ qg_restore_mfd_load(QgRestore *r, GError **error)
 
     if (!qg_mig_encrypt_restore_check(r->info, r->job.opts, r->job.path, error) ||
         (!r->uri && !qg_channels_check_image(r->fd, r->info, r->job.path, error)) ||
+        !qg_probe_regions(r->info, r->uri, r->fd, r->job.path, r->job.qmp, r->job.opts,
+                          error) ||
         !(r->mfd = qg_mfd_new(r->info->channels, error))) {
         return FALSE;
     }

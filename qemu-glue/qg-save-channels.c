@@ -94,7 +94,7 @@ qg_mfd_region_size(guint64 bound)
  * through /proc/self/fd, never by the file's name again. Whoever can write the folder
  * may have renamed a link to a file of their own over the name since the tool created
  * the .part (a save: the guest's RAM in their file) or read the header (a restore). */
-static int
+int
 qg_mfd_reopen(int file_fd, gboolean save, const char *name, GError **error)
 {
     g_autofree char *self = g_strdup_printf("/proc/self/fd/%d", file_fd);
@@ -195,9 +195,9 @@ qg_mfd_finish_one(IohWrap *wrap, guint i, gboolean save, const char *encryption,
     return TRUE;
 }
 
-/* A file's regions are bounded by each helper's file-size limit; an export's are not:
- * a stream past its region wrote over the next one's start, and the save must fail
- * rather than index it. */
+/* Each helper is bounded by its region (a file's: the file-size limit; an export's or
+ * an RBD image's: its --region, refused before a byte past it is sent); checked again
+ * here, so that no stream past its region is ever indexed. */
 static gboolean
 qg_mfd_check_region(const QgMfd *m, guint64 stored, const char *what, const char *name,
                     GError **error)
@@ -255,16 +255,18 @@ qg_mfd_stats(const QgImageInfo *info, QgMigrateStats *stats)
     }
 }
 
-/* Restore: channel @i's options: its checksum verified, decrypted and decompressed when
- * stored so (each channel's helper gets the identity on an fd of its own). */
-static IohWrapOptions *
-qg_mfd_restore_options(const QgImageInfo *info, const QgMigrateOptions *opts, guint i,
+IohWrapOptions *
+qg_mfd_restore_options(const QgImageInfo *info, const QgMigrateOptions *opts, guint slot,
                        const char *path, GError **error)
 {
-    g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
-    g_autofree char *sum = g_strdup_printf("%016" G_GINT64_MODIFIER "x",
-                                           info->regions[i].checksum);
+    g_autoptr(IohWrapOptions) o = slot ? ioh_wrap_options_new() : NULL;
+    g_autofree char *sum = NULL;
+    guint i = slot - 1;
 
+    if (!slot) {
+        return qg_mig_wrap_options(opts, info, FALSE, path, error);
+    }
+    sum = g_strdup_printf("%016" G_GINT64_MODIFIER "x", info->regions[i].checksum);
     if (!qg_mig_encrypt_options(o, opts, info, FALSE, path, error) ||
         !ioh_wrap_options_set_verify_checksum(o, sum, error) ||
         !ioh_wrap_options_set_decompress(o, info->compression != NULL, error)) {
@@ -273,35 +275,38 @@ qg_mfd_restore_options(const QgImageInfo *info, const QgMigrateOptions *opts, gu
     return g_steal_pointer(&o);
 }
 
+IohWrapParams
+qg_mfd_restore_params(const QgImageInfo *info, guint slot)
+{
+    const QgImageRegion *r = slot ? &info->regions[slot - 1] : NULL;
+
+    return (IohWrapParams){ .offset = r ? r->offset : info->stream_offset,
+                            .length = r ? r->stored_length : info->stored_length,
+                            .progress_interval_ms = 250 };
+}
+
 gboolean
 qg_mfd_restore_plumb(QgMfd *m, QgQmp *qmp, const char *path, int fd,
                      const QgImageInfo *info, const QgMigrateOptions *opts,
                      IohWrap **ret_main, GError **error)
 {
-    g_autoptr(IohWrapOptions) main_opts = qg_mig_wrap_options(opts, info, FALSE, path, error);
-
     /* the main channel first: QEMU 7.2 takes the first connection as the main one */
-    for (guint slot = 0; main_opts && slot <= m->ch->n; slot++) {
-        const QgImageRegion *r = slot ? &info->regions[slot - 1] : NULL;
-        IohWrapParams params = { .offset = r ? r->offset : info->stream_offset,
-                                 .length = r ? r->stored_length : info->stored_length,
-                                 .progress_interval_ms = 250 };
-        g_autoptr(IohWrapOptions) o =
-            slot ? qg_mfd_restore_options(info, opts, slot - 1, path, error) : NULL;
+    for (guint slot = 0; slot <= m->ch->n; slot++) {
+        IohWrapParams params = qg_mfd_restore_params(info, slot);
+        g_autoptr(IohWrapOptions) o = qg_mfd_restore_options(info, opts, slot, path, error);
         IohWrap *w;
 
-        if ((slot && !o) || !qg_channels_connect(m->ch, m->ch->path, slot, error)) {
+        if (!o || !qg_channels_connect(m->ch, m->ch->path, slot, error)) {
             return FALSE;
         }
-        w = qg_mfd_wrap(m, slot, fd, path, FALSE, &params, slot ? o : main_opts,
-                        opts->cache, error);
+        w = qg_mfd_wrap(m, slot, fd, path, FALSE, &params, o, opts->cache, error);
         if (!w) {
             return FALSE;
         }
         *(slot ? &m->wraps[slot - 1] : ret_main) = w;
     }
     (void)qmp;
-    return main_opts != NULL;
+    return TRUE;
 }
 
 gboolean

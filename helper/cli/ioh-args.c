@@ -69,6 +69,9 @@ static const char usage_text[] =
     "  --grow                 RBD: grow an existing image smaller than the stream\n"
     "  --no-truncate          save: leave the file's bytes past the stream as they are\n"
     "                         (a region of a multi-channel image, docs/channels.md)\n"
+    "  --region=SIZE          save into an NBD export or RBD image: the stored stream\n"
+    "                         takes at most SIZE bytes from --offset (a write past it\n"
+    "                         fails before any byte of it is sent); implies --no-truncate\n"
     "  --memory-budget=SIZE   buffers of all helpers on the host beyond one each\n"
     "                         (default: memory-budget in /etc/iohelper.conf, else none)\n"
     "  -h, --help             show this help\n"
@@ -93,7 +96,7 @@ typedef enum {
     OPT_STATUS_INTERVAL, OPT_RECORD, OPT_HELP, OPT_VERSION, OPT_CHECKSUM,
     OPT_VERIFY_CHECKSUM, OPT_COMPRESS, OPT_DECOMPRESS, OPT_THREADS, OPT_CONNECTIONS,
     OPT_REQUESTS, OPT_REQUEST_SIZE, OPT_STALL_TIMEOUT, OPT_MEMORY_BUDGET, OPT_GROW,
-    OPT_NO_TRUNCATE,
+    OPT_NO_TRUNCATE, OPT_REGION,
     OPT_RECIPIENT, OPT_RECIPIENTS_FILE, OPT_IDENTITY, OPT_IDENTITY_FD,
 } OptId;
 
@@ -130,6 +133,7 @@ static const IohOptEntry entries[] = {
     VALUE("memory-budget", OPT_MEMORY_BUDGET),
     FLAG("grow", OPT_GROW, 0),
     FLAG("no-truncate", OPT_NO_TRUNCATE, 0),
+    VALUE("region", OPT_REGION),
     VALUE("recipient", OPT_RECIPIENT),
     VALUE("recipients-file", OPT_RECIPIENTS_FILE),
     VALUE("identity", OPT_IDENTITY),
@@ -160,6 +164,7 @@ static const Bound bounds[] = {
     [OPT_STALL_TIMEOUT] = { FALSE, 1, 86400 },
     [OPT_MEMORY_BUDGET] = { TRUE, 0, IOH_LENGTH_MAX },
     [OPT_IDENTITY_FD] = { FALSE, 0, INT_MAX },
+    [OPT_REGION] = { TRUE, 1, IOH_LENGTH_MAX },
 };
 
 /* --connections, --requests, --request-size, --stall-timeout: the NBD end's. */
@@ -237,6 +242,10 @@ store_number(IohArgs *a, OptId id, guint64 v)
     case OPT_IDENTITY_FD:
         a->identity_fd = (int)v;
         a->decrypt = TRUE;
+        break;
+    case OPT_REGION:
+        a->copy.region = v;
+        a->copy.no_truncate = TRUE;   /* the bytes after a region are another's */
         break;
     default:
         store_nbd_number(a, id, v);

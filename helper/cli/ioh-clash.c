@@ -305,6 +305,11 @@ check_rbd(const IohArgs *a, GError **error)
         return ioh_args_usage_error(error, "--grow and --no-truncate: a region of an RBD "
                                     "image never resizes it");
     }
+    if (a->copy.region && (a->libvirt || !is_remote(&a->out_op))) {
+        /* a file's region is bounded by the file-size limit (RLIMIT_FSIZE) */
+        return ioh_args_usage_error(error, "--region is for a save into an NBD export or "
+                                    "an RBD image");
+    }
     if (rbd && a->copy.nbd_connections) {
         return ioh_args_usage_error(error, "--connections is for an NBD URI, not an RBD "
                                     "image");

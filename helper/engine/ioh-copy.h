@@ -41,6 +41,8 @@ typedef struct {
                                  * still waits for its reader (see ioh-fd.h) */
     gboolean no_truncate;       /* save: leave the file's bytes past the stream (another
                                  * channel's region of the image, docs/channels.md) */
+    guint64 region;             /* save into an NBD export or RBD image: bytes the stored
+                                 * stream may take from offset (0: no bound; ioh-region.h) */
     gboolean has_expected_checksum;
     guint64 expected_checksum;  /* a checksum filter fails the copy when the stream's
                                  * checksum differs (EBADMSG) */

@@ -116,7 +116,11 @@ ioh_stats_format_text(const IohStats *stats)
                                              : g_strdup("");
     g_autofree char *nbd = stats->nbd[0] ? g_strdup_printf(", nbd: %s", stats->nbd)
                                          : g_strdup("");
-    g_autofree char *z = g_strconcat(zc, ec, nbd, mem, ur, NULL);
+    /* "direct" alone would be false once O_DIRECT was cleared: say how much was not */
+    g_autofree char *bc = stats->buffered ? g_strdup_printf(
+        " (its last %" G_GUINT64_FORMAT " bytes through the page cache: O_DIRECT cleared for "
+        "an unaligned rest)", stats->buffered) : g_strdup("");
+    g_autofree char *z = g_strconcat(bc, zc, ec, nbd, mem, ur, NULL);
     g_autofree char *sum = hex ? g_strdup_printf(", %s %s%s", stats->checksum_algorithm, hex,
                                                  z)
                                : g_strdup(z);
@@ -247,6 +251,10 @@ ioh_stats_format_json(const IohStats *stats)
     json_builder_add_string_value(b, stats->mode ? stats->mode : "buffered");
     json_builder_set_member_name(b, "direction");
     json_builder_add_string_value(b, stats->direction ? stats->direction : "copy");
+    if (stats->buffered) {
+        json_builder_set_member_name(b, "buffered_bytes");
+        json_builder_add_int_value(b, (gint64)stats->buffered);
+    }
     if (stats->io_uring[0]) {
         json_builder_set_member_name(b, "io_uring");
         json_builder_add_string_value(b, stats->io_uring);

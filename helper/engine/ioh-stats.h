@@ -25,6 +25,8 @@ typedef struct {
     gint64 end_us;          /* ... and at the end (0 while running) */
     gint64 sync_us;         /* time spent in fdatasync and sync_file_range waits */
     const char *mode;       /* "buffered", "direct" or "fadvise" */
+    guint64 buffered;       /* "direct": the bytes that went through the page cache after
+                             * O_DIRECT was cleared for an unaligned rest (0: none) */
     const char *direction;  /* "save", "restore" or "copy" */
     const char *checksum_algorithm;  /* "xxh3" when a checksum of the stream was computed,
                                       * else NULL (a static string) */

@@ -9,7 +9,8 @@
  * another channel's bytes or past what the file's size allows. Invariants of what is
  * accepted: 1 to QG_IMAGE_CHANNELS_MAX channels, a 32-hex-digit uuid, regions 4096-aligned,
  * each after the main stream and the region before, ends representable, a raw region's
- * two lengths equal (a compressed or age-encrypted one's may differ); the file-size check refuses one byte short of the last end and takes
+ * two lengths equal (a compressed or age-encrypted one's may differ), each channel at least
+ * its 64-byte init packet long; the file-size check refuses one byte short of the last end and takes
  * the last end; what is accepted encodes to a header that decodes to the same index. */
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +74,8 @@ check_regions(const QgImageInfo *info)
         /* compressed or encrypted (age's tags: issue 31), a region's stored bytes differ */
         check(info->compression || info->encryption || r->length == r->stored_length,
               "a raw region's lengths");
+        /* shorter than its init packet, QEMU would wait on the channel for the rest */
+        check(r->length >= 64, "a region holds at least a channel's init packet");
         end = r->offset + r->stored_length;
     }
     check(qg_image_channels_check_size(info, end, "f", NULL), "the file ending at the end");

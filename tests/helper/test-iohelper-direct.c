@@ -228,6 +228,42 @@ test_ring_relay_length(void)
     g_unlink(left);
 }
 
+/* --stats of a --direct save whose unaligned tail went through the page cache (O_DIRECT
+ * cleared): says how many bytes, in text and JSON; an aligned stream says nothing more
+ * (before, both said only "direct save"). With and without io_uring. */
+static void
+test_stats_buffered_tail(void)
+{
+    g_autofree char *dir = wpath("");
+    g_autofree char *src = wpath("st-src");
+    g_autofree char *img = wpath("st-img");
+    const char *cmds[] = {
+        "$H --direct --stats - st-img",
+        "IOHELPER_IO_URING=off $H --direct --stats=json - st-img",
+    };
+    g_autofree char *aligned = NULL;
+
+    if (skip_unless_direct()) {
+        return;
+    }
+    ioht_write_random_file(src, 3 * MiB + 1000, 72);
+    for (gsize i = 0; i < G_N_ELEMENTS(cmds); i++) {
+        g_autofree char *err = NULL;
+
+        g_assert_cmpint(ioht_sh(dir, &err, "cat st-src | %s", cmds[i]), ==, 0);
+        g_test_message("%s", err);
+        g_assert_nonnull(strstr(err, i ? "\"buffered_bytes\":1000"
+                                       : "direct save (its last 1000 bytes through the "
+                                         "page cache"));
+        g_assert_true(ioht_files_equal(src, img));
+    }
+    ioht_write_random_file(src, 3 * MiB, 73);
+    g_assert_cmpint(ioht_sh(dir, &aligned, "cat st-src | %s", cmds[0]), ==, 0);
+    g_assert_null(strstr(aligned, "page cache"));
+    g_unlink(src);
+    g_unlink(img);
+}
+
 /* ---- case 4: O_APPEND with O_DIRECT: the write lands at the file's end; say so when
  * that end is unaligned, and append exactly when it is aligned ---- */
 static void
@@ -278,6 +314,7 @@ main(int argc, char **argv)
     g_test_add_func("/helper/direct/block-device-tail", test_block_device);
     g_test_add_func("/helper/direct/unaligned-offset-refused", test_direct_unaligned_offset);
     g_test_add_func("/helper/direct/append-lands-at-end", test_append_direct);
+    g_test_add_func("/helper/direct/stats-buffered-tail", test_stats_buffered_tail);
     g_test_add_func("/helper/direct/relay-sizes", test_relay_sizes);
     g_test_add_func("/helper/direct/relay-length-leaves-the-rest", test_relay_length);
     g_test_add_func("/helper/ring/relay-sizes", test_ring_relay);

@@ -241,6 +241,49 @@ test_nbd(void)
     kill(pid, SIGKILL);
 }
 
+/* A stream larger than its region of an export (nbdkit's file plugin over a file of
+ * 0xAA): the finish fails naming the URI and the region, and not one byte of the next
+ * region changed (an export has no file-size limit: the helper's own --region). */
+static void
+test_nbd_region_overflow(void)
+{
+    g_autofree char *file = prefilled_file("nbd-overflow.img", region_at(2));
+    g_autofree char *sock = tpath(dir, "over.sock");
+    g_autofree char *uri = g_strdup_printf("nbd+unix:///?socket=%s", sock);
+    const char *plugin[] = { "file", file, NULL };
+    g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
+    g_autofree guint8 *big = g_malloc(REGION + MIB);
+    IohtPumpOpts feed = { .data = big, .len = REGION + MIB };
+    IohWrapParams params = { .offset = region_at(0) };
+    g_autoptr(GError) error = NULL;
+    GPid pid = ioht_nbdkit_start(dir, sock, plugin);
+    gboolean ok;
+    int sv[2];
+    IohWrap *w;
+
+    if (!pid) {
+        return;
+    }
+    memset(big, 0x55, REGION + MIB);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+    g_assert_true(ioh_wrap_options_set_region(o, REGION, NULL));
+    w = ioh_wrap_new_channel_uri(sv[1], uri, TRUE, &params, o, &error);
+    g_assert_nonnull(w);
+    close(sv[1]);
+    (void)ioht_feed(sv[0], &feed);   /* the helper stops reading at the region's end */
+    close(sv[0]);
+    ok = ioh_wrap_finish(w, &error);
+    ioh_wrap_free(w);
+    kill(pid, SIGKILL);   /* before any assertion: an aborted test leaves no server */
+    g_assert_false(ok);
+    g_assert_nonnull(error);
+    g_test_message("overflow: %s", error->message);
+    g_assert_nonnull(strstr(error->message, "nbd+unix://"));
+    g_assert_nonnull(strstr(error->message, "passes the end of its region"));
+    assert_untouched(file, region_at(1), REGION);
+    g_unlink(file);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -258,6 +301,7 @@ main(int argc, char **argv)
     g_test_add_func("/libwrap/channel/region-overflow", test_region_overflow);
     g_test_add_func("/libwrap/channel/refuses", test_refuses);
     g_test_add_func("/libwrap/channel/nbd", test_nbd);
+    g_test_add_func("/libwrap/channel/nbd-region-overflow", test_nbd_region_overflow);
     ret = g_test_run();
     for (guint k = 0; k < N; k++) {
         g_free(data[k]);

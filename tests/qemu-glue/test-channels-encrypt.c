@@ -20,7 +20,7 @@
 #include "qg-test.h"
 
 static char *workdir, *data_file, *other_file;
-static IohtAgeKey k1;
+static IohtAgeKey k1, k2;
 
 static gboolean
 need_tools(void)
@@ -152,15 +152,20 @@ tampered_restore_fails(const char *img, const char *id)
     qgt_qemu_stop(dst);
 }
 
-/* No --identity: refused naming it, QEMU untouched. One flipped byte in channel 1's
- * region: its helper fails authentication, the restore fails with one line naming the
- * image, exit 1, and the guest never resumes. */
+/* No --identity: refused naming it, QEMU untouched. Another key's identity: refused as a
+ * single stream is, from region 0's age header before QEMU is asked anything (QEMU
+ * still waiting for an incoming migration; before, the tool set QEMU up first and its
+ * failure shut QEMU down). One flipped byte in channel 1's region: its helper fails
+ * authentication, the restore fails with one line naming the image, exit 1, and the
+ * guest never resumes. */
 static void
 test_refused(void)
 {
     g_autofree char *img = g_build_filename(workdir, "cr.img", NULL);
     g_autofree char *r1 = NULL;
     g_autofree char *id1 = g_strdup_printf("--identity=%s", k1.file);
+    g_autofree char *id2 = g_strdup_printf("--identity=%s", k2.file);
+    g_autofree char *line = NULL;
     g_autoptr(QgImageInfo) info = NULL;
     const char *extra[] = { "--channels=2", NULL, NULL };
 
@@ -172,6 +177,9 @@ test_refused(void)
     g_free(qgt_save_guest(data_file, img, extra, TRUE, NULL, NULL));
     info = qgt_image_info(img);
     g_free(qgt_restore_refused(img, other_file, NULL, "--identity=FILE", TRUE));
+    line = qgt_restore_refused(img, other_file, id2, "no identity matches", TRUE);
+    g_assert_nonnull(strstr(line, img));
+    g_assert_nonnull(strstr(line, "QEMU untouched"));
     flip_region(img, &info->regions[1]);
     tampered_restore_fails(img, id1);
     g_unlink(img);
@@ -276,8 +284,10 @@ main(int argc, char **argv)
     qgt_guest_files(&workdir, &data_file, &other_file, 31);
     if (keygen) {
         g_autofree char *path = g_build_filename(workdir, "k1", NULL);
+        g_autofree char *path2 = g_build_filename(workdir, "k2", NULL);
 
         k1 = ioht_age_key_new(path);
+        k2 = ioht_age_key_new(path2);
     }
     g_test_add_func("/qemu/channels-encrypt/header", test_header);
     g_test_add_data_func("/qemu/channels-encrypt/roundtrip/raw", NULL, test_roundtrip);

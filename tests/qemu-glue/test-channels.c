@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
+#include <xxhash.h>
 
 #include "ioh-test.h"
 #include "qg-image.h"
@@ -178,7 +179,8 @@ restore_refused(const char *img, const char *needle)
     QgtQemu *dst = qgt_qemu_start(other_file, TRUE);
     const char *args[] = { "restore", "--qmp", dst->sock, img, NULL };
 
-    g_assert_cmpint(qgt_tool_run(args, NULL, &err), ==, 1);
+    /* at once: a region QEMU would wait on stalled a restore for minutes */
+    g_assert_cmpint(qgt_tool_run_timeout(args, 60, NULL, &err), ==, 1);
     qgt_assert_one_line(err);
     assert_contains(err, needle);
     st = qgt_qemu_status(dst);
@@ -199,6 +201,19 @@ rewrite_header(const char *img, const QgImageInfo *info)
     close(fd);
 }
 
+/* XXH3-64 of @len bytes of @img at @offset. */
+static guint64
+region_xxh3(const char *img, guint64 offset, gsize len)
+{
+    g_autofree guint8 *buf = g_malloc(len);
+    int fd = open(img, O_RDONLY | O_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(pread(fd, buf, len, (off_t)offset), ==, (gssize)len);
+    close(fd);
+    return XXH3_64bits(buf, len);
+}
+
 /* An index that does not match its regions: overlapping regions, a region past the
  * file's end, a region whose init packet names another channel or another save's UUID.
  * Each refused with one line, before QEMU is asked to load anything. */
@@ -209,6 +224,7 @@ test_index_mismatch(void)
     g_autofree char *src_dump = g_build_filename(workdir, "src.dump", NULL);
     const char *extra[] = { "--channels=2", NULL };
     g_autoptr(QgImageInfo) info = NULL;
+    g_autofree char *uuid = NULL;
     QgImageRegion saved;
 
     if (!need_qemu()) {
@@ -217,6 +233,7 @@ test_index_mismatch(void)
     save_guest(img, extra, src_dump);
     info = qgt_image_info(img);
     saved = info->regions[1];
+    uuid = g_strdup(info->uuid);
 
     info->regions[1].offset = info->regions[0].offset;   /* overlap */
     rewrite_header(img, info);
@@ -233,6 +250,42 @@ test_index_mismatch(void)
     info->uuid = g_strdup("0123456789abcdef0123456789abcdef");
     rewrite_header(img, info);
     restore_refused(img, "comes from another save");
+
+    /* a region shorter than its init packet, its checksum right: QEMU would wait for
+     * the rest of the packet (a restore stalled until the stall timeout) */
+    g_free(info->uuid);
+    info->uuid = g_strdup(uuid);
+    info->regions[1] = saved;
+    info->regions[1].length = info->regions[1].stored_length = 40;
+    info->regions[1].checksum = region_xxh3(img, saved.offset, 40);
+    rewrite_header(img, info);
+    restore_refused(img, "a region shorter than a channel's 64-byte init packet");
+    g_unlink(img);
+    g_unlink(src_dump);
+}
+
+/* A compressed image's regions (`--compress`): their first bytes are zstd's, so each
+ * channel's init packet is checked as its helper decompresses it, before QEMU is asked
+ * anything: an index naming another save's UUID is refused as a raw one's is (before,
+ * such an image restored, whatever save its channels came from). */
+static void
+test_index_mismatch_compressed(void)
+{
+    g_autofree char *img = g_build_filename(workdir, "badz.img", NULL);
+    g_autofree char *src_dump = g_build_filename(workdir, "srcz.dump", NULL);
+    const char *extra[] = { "--channels=2", "--compress", NULL };
+    g_autoptr(QgImageInfo) info = NULL;
+
+    if (!need_qemu()) {
+        return;
+    }
+    save_guest(img, extra, src_dump);
+    info = qgt_image_info(img);
+    g_assert_nonnull(info->compression);
+    g_free(info->uuid);
+    info->uuid = g_strdup("0123456789abcdef0123456789abcdef");
+    rewrite_header(img, info);
+    restore_refused(img, "channel 0 comes from another save");
     g_unlink(img);
     g_unlink(src_dump);
 }
@@ -339,6 +392,8 @@ main(int argc, char **argv)
         g_test_add_data_func(p, &cases[i], test_roundtrip);
     }
     g_test_add_func("/qemu/channels/index-mismatch", test_index_mismatch);
+    g_test_add_func("/qemu/channels/index-mismatch-compressed",
+                    test_index_mismatch_compressed);
     g_test_add_func("/qemu/channels/then-single-stream", test_then_single_stream);
     g_test_add_func("/qemu/channels/nbd", test_nbd);
     ret = g_test_run();

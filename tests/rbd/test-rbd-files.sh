@@ -70,6 +70,21 @@ region_grow() {
 }
 check "--no-truncate with --grow: a usage error" region_grow
 
+# --region bounds a save into an export or image; a file's region is bounded by the
+# file-size limit: into a file, or on a restore, it is a usage error
+region_file() {
+    local rc
+    timeout 30 "$IOH" --region=4M - "$work/region.img" </dev/null 2>"$work/err"
+    rc=$?
+    [ "$rc" = 2 ] && [ "$(wc -l <"$work/err")" = 1 ] && [ ! -e "$work/region.img" ] &&
+        grep -q -- "--region is for a save into an NBD export or an RBD image" "$work/err" &&
+        timeout 30 "$IOH" --region=4M "rbd:p/i:conf=$work/ok.conf" - >/dev/null 2>"$work/err"
+    rc=$?
+    [ "$rc" = 2 ] && grep -q -- "--region is for a save" "$work/err" ||
+        { echo "# exit $rc: $(head -3 "$work/err")"; return 1; }
+}
+check "--region into a file or on a restore: a usage error" region_file
+
 # cluster_refused DIR WHY: scripts/ceph-cluster start refuses DIR at once, writing nothing
 cluster_refused() {
     CEPH_CLUSTER_TIMEOUT=5 timeout 120 "$top/scripts/ceph-cluster" start "$1" \

@@ -166,6 +166,22 @@ larger_case() {
 }
 check "an existing larger image keeps its size; a restore reads exactly the recorded stream" larger_case
 
+# --region (one channel of a multi-channel image): a stream longer than its region fails
+# before any byte past the region is sent; the image's bytes after it (the next
+# region's) are exactly what they were, and so are its size and metadata.
+region_overrun() {
+    head -c $((16 * M)) /dev/urandom >"$work/old"
+    rbd_ import "$work/old" rbd/regions >/dev/null 2>&1 || return 1
+    head -c $((5 * M)) /dev/urandom >"$work/in"
+    fails 1 "write rbd:rbd/regions: the stream passes the end of its region \(4194304 bytes from offset 4096\)" 30 \
+        save_from "$work/in" --offset=4096 --region=$((4 * M)) - "$(img rbd/regions)" || return 1
+    rbd_ export rbd/regions - 2>/dev/null >"$work/out"
+    cmp -s <(tail -c +$((4096 + 4 * M + 1)) "$work/old") <(tail -c +$((4096 + 4 * M + 1)) "$work/out") ||
+        { echo "# the bytes past the region changed"; return 1; }
+    [ "$(image_size regions)" = $((16 * M)) ] && ! rbd_ image-meta get rbd/regions iohelper.length >/dev/null 2>&1
+}
+check "--region: a stream past its region fails before writing past it" region_overrun
+
 check "an image without a recorded stream needs --length" \
     fails 1 "read rbd:rbd/plain: no stream recorded in the image .*give --length" 30 \
     bash -c "rbd --conf '$conf' create --size 4M rbd/plain && '$IOH' '$(img rbd/plain)' -"

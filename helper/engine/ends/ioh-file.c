@@ -114,8 +114,14 @@ ioh_end_is_storage(const IohEnd *end)
 gboolean
 ioh_end_set_direct(IohEnd *end, gboolean direct, GError **error)
 {
+    off_t pos = end->direct && !direct ? lseek(end->fd, 0, SEEK_CUR) : -1;
+
     if (!ioh_dio_set(end->fd, direct, end->name, error)) {
         return FALSE;
+    }
+    if (pos >= 0 && !end->direct_cleared) {
+        end->direct_cleared = TRUE;
+        end->direct_cleared_at = (guint64)pos;
     }
     end->direct = direct;
     return TRUE;

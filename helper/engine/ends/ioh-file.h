@@ -26,6 +26,9 @@ typedef struct {
     IohKind kind;
     gboolean owned;    /* opened by us: closed (and its close checked) by ioh_end_close */
     gboolean direct;   /* O_DIRECT is set on fd */
+    gboolean direct_cleared;     /* a copy cleared O_DIRECT (an unaligned rest) ... */
+    guint64 direct_cleared_at;   /* ... at this file position: what followed went through
+                                  * the page cache (--stats says so) */
     guint align;       /* O_DIRECT alignment of offsets, lengths and buffers (>= 4096) */
     gboolean truncate_pending;  /* a save target opened by path: truncate before writing */
     guint64 truncate_to;

@@ -10,6 +10,7 @@
  * export with a minimum block size gets its unaligned tail by read-modify-write. */
 #include "ioh-nbd.h"
 #include "ioh-error.h"
+#include "ioh-region.h"
 
 #include <errno.h>
 #include <string.h>
@@ -78,6 +79,9 @@ nbd_sink_write(IohCopy *c, const char *buf, gsize len, GError **error)
 
     if (s->pos + s->fill + len > ioh_nbd_export_size(s->n)) {
         return too_small(s->n, c->dst, error);
+    }
+    if (!ioh_region_check(c, c->dst, s->pos + s->fill + len, error)) {
+        return FALSE;   /* before any byte of it is sent: the next region is another's */
     }
     if (s->buf && buf == s->buf + s->fill) {
         /* read in place through nbd_sink_buffer() */

@@ -29,6 +29,7 @@
  */
 #include "ioh-rbd.h"
 #include "ioh-error.h"
+#include "ioh-region.h"
 
 #include <errno.h>
 #include <string.h>
@@ -123,7 +124,9 @@ rbd_sink_prepare(IohCopy *c, GError **error)
 static gboolean
 issue(IohCopy *c, SinkState *s, GError **error)
 {
-    if (!ensure_room(s, c->dst, s->pos + s->fill, error) ||
+    /* past the region: refused before any byte of the request is sent (ioh-region.h) */
+    if (!ioh_region_check(c, c->dst, s->pos + s->fill, error) ||
+        !ensure_room(s, c->dst, s->pos + s->fill, error) ||
         !ioh_rbd_issue(s->r, TRUE, s->fill, s->pos, error)) {
         return FALSE;
     }

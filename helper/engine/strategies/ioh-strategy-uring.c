@@ -46,15 +46,6 @@
 enum { TAG_READ = 1, TAG_POLL, TAG_CANCEL, TAG_ABORT, TAG_EDGE, TAG_WRITE };
 
 typedef struct {
-    guint64 start;       /* stream offset of the next byte to write */
-    gsize len;           /* bytes still to write from there */
-    gsize asked;         /* bytes the write in flight asked for */
-    gboolean queued;     /* to be submitted (new, or the rest after a short write) */
-    gboolean busy;       /* submitted, not completed */
-    gboolean direct;     /* submitted with O_DIRECT set */
-} IohUringWrite;
-
-typedef struct {
     IohCopy *c;
     struct io_uring ring;
     gboolean fixed;      /* the buffers are registered */
@@ -341,41 +332,25 @@ write_through_sink(IohUring *u, guint64 start, gsize len, GError **error)
     return ioh_uring_write_through(u->c, u->c->mem, u->size, start, len, error);
 }
 
+static gboolean
+strategy_through(gpointer data, IohUringWrite *w, GError **error)
+{
+    return write_through_sink(data, w->start, w->len, error);
+}
+
+static void
+strategy_fail(gpointer data, GError *error)
+{
+    uring_fail(data, error);
+}
+
 static void
 write_done(IohUring *u, IohUringWrite *w, int res)
 {
-    IohCopy *c = u->c;
-    GError *err = NULL;
-
-    c->stats->writes++;
-    w->busy = FALSE;
-    if (u->error) {
-        return;
+    if (ioh_uring_write_done(u->c, w, res, u->error != NULL, strategy_through, strategy_fail,
+                             u)) {
+        retire(u);
     }
-    if (res == -EAGAIN || res == -EINTR) {
-        w->queued = TRUE;
-    } else if (res == -EINVAL && w->direct) {
-        /* The sink tells a clipped write at RLIMIT_FSIZE (EFBIG) from a refusal. What the
-         * write was submitted with counts, not the mode now: another write's EINVAL,
-         * handled first in the same batch, may have had the sink clear O_DIRECT (an
-         * unaligned rest), and this one's refusal is then no error of its own. */
-        if (write_through_sink(u, w->start, w->len, &err)) {
-            w->start += w->len;
-            w->len = 0;
-        }
-    } else if (res <= 0) {
-        ioh_error_set_errno(&err, res < 0 ? -res : EIO, "write", c->dst->name);
-    } else {
-        c->stats->synced += w->direct ? (guint64)res : 0;
-        w->start += (guint64)res;
-        w->len -= (gsize)res;
-        w->queued = w->len > 0;    /* a short write: the rest again */
-    }
-    if (err) {
-        uring_fail(u, err);
-        return;
-    }
-    retire(u);
 }
 
 /* Submits the writes to redo, then new ones: a span at a time (less at the end of the

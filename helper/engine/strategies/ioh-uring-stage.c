@@ -34,12 +34,8 @@
 #define STAGE_SPANS 2
 
 typedef struct {
-    guint64 start;       /* output offset of the next byte to write */
-    gsize len;           /* bytes still to write from there */
-    gsize asked;         /* bytes the write in flight asked for */
-    gboolean queued;     /* to be submitted (new, or the rest after a short write) */
-    gboolean busy;       /* submitted, not completed */
-    gboolean direct;     /* submitted with O_DIRECT set */
+    IohUringWrite io;    /* output offsets; as the strategy's writes (ioh-uring-stage.h);
+                          * first, so that ioh_uring_write_done()'s callbacks find the rest */
     const char *ext;     /* the filter's own buffer holding output offset @ext_start on
                           * (written in place), or NULL: the ring */
     guint64 ext_start;
@@ -143,22 +139,22 @@ static void
 stage_submit(IohUringStage *s, StageWrite *w)
 {
     IohCopy *c = s->c;
-    gsize len = w->len;
-    guint64 pos = c->dst_start + w->start;
-    const char *buf = w->ext ? w->ext + (gsize)(w->start - w->ext_start)
-                             : s->mem + (gsize)(w->start % s->size);
+    gsize len = w->io.len;
+    guint64 pos = c->dst_start + w->io.start;
+    const char *buf = w->ext ? w->ext + (gsize)(w->io.start - w->ext_start)
+                             : s->mem + (gsize)(w->io.start % s->size);
     struct io_uring_sqe *sqe;
     int f;
 
-    w->queued = FALSE;
-    w->direct = c->dst->direct;
+    w->io.queued = FALSE;
+    w->io.direct = c->dst->direct;
     if ((f = ioh_uring_fault(c->dst->fd, TRUE, &len, (gint64)pos)) < 0) {
         stage_write_done(s, w, f);
         return;
     }
-    w->asked = len;
+    w->io.asked = len;
     if (!(sqe = stage_sqe(s))) {
-        w->queued = TRUE;    /* the queue stays full: again after the next wait */
+        w->io.queued = TRUE;    /* the queue stays full: again after the next wait */
         return;
     }
     if (s->link.buf_index >= 0 && !w->ext) {
@@ -169,15 +165,15 @@ stage_submit(IohUringStage *s, StageWrite *w)
     }
     io_uring_sqe_set_data64(sqe, IOH_URING_STAGE_TAG + (guint64)(w - s->w));
     (*s->link.inflight)++;
-    w->busy = TRUE;
+    w->io.busy = TRUE;
 }
 
 /* The writes at the head that are done: their bytes count as stored, in order. */
 static void
 stage_retire(IohUringStage *s)
 {
-    while (s->wn > 0 && s->w[s->wh].len == 0 && !s->w[s->wh].busy) {
-        guint64 end = s->w[s->wh].start;
+    while (s->wn > 0 && s->w[s->wh].io.len == 0 && !s->w[s->wh].io.busy) {
+        guint64 end = s->w[s->wh].io.start;
 
         s->wh = (s->wh + 1) % STAGE_WRITES;
         s->wn--;
@@ -191,46 +187,36 @@ stage_retire(IohUringStage *s)
 static gboolean
 stage_through_in_place(IohCopy *c, const StageWrite *w, GError **error)
 {
-    if (lseek(c->dst->fd, (off_t)(c->dst_start + w->start), SEEK_SET) < 0) {
+    if (lseek(c->dst->fd, (off_t)(c->dst_start + w->io.start), SEEK_SET) < 0) {
         return ioh_error_set_errno(error, errno, "seek", c->dst->name);
     }
-    return c->sink->write(c, w->ext + (gsize)(w->start - w->ext_start), w->len, error);
+    return c->sink->write(c, w->ext + (gsize)(w->io.start - w->ext_start), w->io.len, error);
+}
+
+/* An O_DIRECT write refused (EINVAL): through the file sink (ioh_uring_write_done()). */
+static gboolean
+stage_through(gpointer data, IohUringWrite *io, GError **error)
+{
+    IohUringStage *s = data;
+    StageWrite *w = (StageWrite *)io;   /* io is its first member */
+
+    return w->ext ? stage_through_in_place(s->c, w, error)
+                  : ioh_uring_write_through(s->c, s->mem, s->size, io->start, io->len, error);
+}
+
+static void
+stage_fail_cb(gpointer data, GError *error)
+{
+    stage_fail(data, error);
 }
 
 static void
 stage_write_done(IohUringStage *s, StageWrite *w, int res)
 {
-    IohCopy *c = s->c;
-    GError *err = NULL;
-
-    c->stats->writes++;
-    w->busy = FALSE;
-    if (*s->link.error) {
-        return;
+    if (ioh_uring_write_done(s->c, &w->io, res, *s->link.error != NULL, stage_through,
+                             stage_fail_cb, s)) {
+        stage_retire(s);
     }
-    if (res == -EAGAIN || res == -EINTR) {
-        w->queued = TRUE;
-    } else if (res == -EINVAL && w->direct) {
-        /* As without filters (ioh-strategy-uring.c): the file sink tells a clipped write
-         * at RLIMIT_FSIZE from a refusal, and takes what O_DIRECT refused. */
-        if (w->ext ? stage_through_in_place(c, w, &err)
-                   : ioh_uring_write_through(c, s->mem, s->size, w->start, w->len, &err)) {
-            w->start += w->len;
-            w->len = 0;
-        }
-    } else if (res <= 0) {
-        ioh_error_set_errno(&err, res < 0 ? -res : EIO, "write", c->dst->name);
-    } else {
-        c->stats->synced += w->direct ? (guint64)res : 0;
-        w->start += (guint64)res;
-        w->len -= (gsize)res;
-        w->queued = w->len > 0;    /* a short write: the rest again */
-    }
-    if (err) {
-        stage_fail(s, err);
-        return;
-    }
-    stage_retire(s);
 }
 
 void
@@ -238,7 +224,7 @@ ioh_uring_stage_done(IohUringStage *s, guint64 tag, int res)
 {
     StageWrite *w = &s->w[(tag - IOH_URING_STAGE_TAG) % STAGE_WRITES];
 
-    ioh_uring_fault_done(s->c->dst->fd, TRUE, w->asked, res);
+    ioh_uring_fault_done(s->c->dst->fd, TRUE, w->io.asked, res);
     stage_write_done(s, w, res);
 }
 
@@ -253,7 +239,7 @@ stage_queue(IohUringStage *s, gboolean final)
     for (guint i = 0; i < s->wn && !*s->link.error; i++) {
         StageWrite *w = &s->w[(s->wh + i) % STAGE_WRITES];
 
-        if (w->queued) {
+        if (w->io.queued) {
             stage_submit(s, w);
         }
     }
@@ -268,7 +254,7 @@ stage_queue(IohUringStage *s, gboolean final)
             return;
         }
         w = &s->w[(s->wh + s->wn++) % STAGE_WRITES];
-        *w = (StageWrite){ .start = s->sub, .len = len };
+        *w = (StageWrite){ .io = { .start = s->sub, .len = len } };
         s->sub += len;
         stage_submit(s, w);
     }
@@ -306,7 +292,8 @@ stage_sink_in_place(IohUringStage *s, const char *buf, gsize len, GError **error
             }
         }
         w = &s->w[(s->wh + s->wn++) % STAGE_WRITES];
-        *w = (StageWrite){ .start = start + off, .len = n, .ext = buf, .ext_start = start };
+        *w = (StageWrite){ .io = { .start = start + off, .len = n }, .ext = buf,
+                            .ext_start = start };
         s->put += n;    /* past the ring's bytes: none wait there (put == sub) */
         s->sub += n;
         stage_submit(s, w);
@@ -428,6 +415,43 @@ ioh_uring_stage_free(IohUringStage *s)
     ioh_copy_route_filters(s->c);
     free(s->mem);
     g_free(s);
+}
+
+gboolean
+ioh_uring_write_done(IohCopy *c, IohUringWrite *w, int res, gboolean failed,
+                     IohUringThroughFunc through, IohUringFailFunc fail, gpointer data)
+{
+    GError *err = NULL;
+
+    c->stats->writes++;
+    w->busy = FALSE;
+    if (failed) {
+        return FALSE;
+    }
+    if (res == -EAGAIN || res == -EINTR) {
+        w->queued = TRUE;
+    } else if (res == -EINVAL && w->direct) {
+        /* The sink tells a clipped write at RLIMIT_FSIZE (EFBIG) from a refusal. What the
+         * write was submitted with counts, not the mode now: another write's EINVAL,
+         * handled first in the same batch, may have had the sink clear O_DIRECT (an
+         * unaligned rest), and this one's refusal is then no error of its own. */
+        if (through(data, w, &err)) {
+            w->start += w->len;
+            w->len = 0;
+        }
+    } else if (res <= 0) {
+        ioh_error_set_errno(&err, res < 0 ? -res : EIO, "write", c->dst->name);
+    } else {
+        c->stats->synced += w->direct ? (guint64)res : 0;
+        w->start += (guint64)res;
+        w->len -= (gsize)res;
+        w->queued = w->len > 0;    /* a short write: the rest again */
+    }
+    if (err) {
+        fail(data, err);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 gboolean

@@ -66,6 +66,31 @@ gboolean ioh_uring_stage_end(IohUringStage *s, GError **error);
 /* Gives the ring back to the memory account. Accepts NULL. */
 void ioh_uring_stage_free(IohUringStage *s);
 
+/* A write in flight or to submit, of the strategy's or the stage's ring. */
+typedef struct {
+    guint64 start;       /* stream (output) offset of the next byte to write */
+    gsize len;           /* bytes still to write from there */
+    gsize asked;         /* bytes the write in flight asked for */
+    gboolean queued;     /* to be submitted (new, or the rest after a short write) */
+    gboolean busy;       /* submitted, not completed */
+    gboolean direct;     /* submitted with O_DIRECT set */
+} IohUringWrite;
+
+/* Writes @w's bytes through the file sink (an O_DIRECT write refused); @data the caller's. */
+typedef gboolean (*IohUringThroughFunc)(gpointer data, IohUringWrite *w, GError **error);
+/* Fails the copy with @error (taken). */
+typedef void (*IohUringFailFunc)(gpointer data, GError *error);
+
+/* What write @w's completion @res means, for the strategy's writes and the stage's
+ * alike: counted; unless the copy failed already (@failed): -EAGAIN and -EINTR queue it
+ * again, -EINVAL of an O_DIRECT write goes through @through (the file sink tells a write
+ * clipped at RLIMIT_FSIZE from a refusal, and takes what O_DIRECT refused), a short
+ * write queues the rest, an error goes to @fail. TRUE when the caller is to retire what
+ * was written. */
+gboolean ioh_uring_write_done(IohCopy *c, IohUringWrite *w, int res, gboolean failed,
+                              IohUringThroughFunc through, IohUringFailFunc fail,
+                              gpointer data);
+
 /* Writes @len bytes of a ring of bytes (@mem, @size bytes) from stream offset @start
  * through the file sink, at their place in the file (@c->dst_start + @start): what an
  * O_DIRECT write cannot take (an unaligned tail, a refusal). */

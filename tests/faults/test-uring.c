@@ -39,7 +39,7 @@ static const Case cases[] = {
       NULL, FALSE },
     { "write-ENOSPC-tail", "write:unaligned:ENOSPC", "write %s: No space left on device",
       NULL, FALSE },
-    /* The reads: splices of the pipe into the relay pipe (ioh-uring-relay.c)... */
+    /* The reads: splices of the pipe into the relay pipe (ioh-relay.c)... */
     { "read-EIO-3rd", "read:3:EIO", "read stdin: Input/output error", NULL, FALSE },
     { "submit-EIO-3rd", "io_uring_submit:3:EIO", "write %s: io_uring: Input/output error",
       NULL, FALSE },

@@ -116,7 +116,7 @@ test_direct_unaligned_offset(void)
     g_unlink(img);
 }
 
-/* ---- the io_uring save's relay pipe (ioh-uring-relay.c): it splices the stream out of
+/* ---- the io_uring save's relay pipe (ioh-relay.c): it splices the stream out of
  * the producer's pipe, so it must take exactly the stream, at the pipe's edges, and with
  * --length leave every later byte in the producer's pipe ---- */
 

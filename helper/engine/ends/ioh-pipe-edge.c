@@ -34,8 +34,8 @@ ioh_pipe_edge_open(IohCopy *c, guint readers, int cancel_fd, IohPipeEdge *edge)
         g_debug("%s: the reader waits for the end of each write into the pipe (%d bytes)",
                 c->src->name, cap);
         /* The ring's reader reads the producer's pipe through a relay pipe too, as the
-         * io_uring strategy does (ioh-uring-relay.c says why). */
-        if (ioh_uring_relay_open(&edge->relay, (gsize)cap)) {
+         * io_uring strategy does (ioh-relay.c says why). */
+        if (ioh_relay_open(&edge->relay, (gsize)cap)) {
             g_debug("%s: read through a relay pipe", c->src->name);
         }
         return TRUE;
@@ -72,6 +72,6 @@ ioh_pipe_edge_close(IohPipeEdge *edge)
 {
     if (edge) {
         close(edge->fd);
-        ioh_uring_relay_close(&edge->relay);
+        ioh_relay_close(&edge->relay);
     }
 }

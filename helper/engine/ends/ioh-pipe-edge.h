@@ -11,7 +11,7 @@
 #pragma once
 
 #include "ioh-layer.h"
-#include "ioh-uring-relay.h"
+#include "ioh-relay.h"
 
 G_BEGIN_DECLS
 
@@ -19,8 +19,8 @@ struct _IohPipeEdge {
     int fd;                  /* epoll: the pipe (EPOLLET) and the copy's cancel */
     gsize cap;               /* the pipe's size: a read of that much empties it */
     gboolean empty;          /* the last read left the pipe empty */
-    IohUringRelay relay;     /* the pipe's bytes spliced into a pipe of our own, read from
-                              * there (ioh-uring-relay.h); relay.fd[0] -1: none */
+    IohRelay relay;          /* the pipe's bytes spliced into a pipe of our own, read from
+                              * there (ioh-relay.h); relay.fd[0] -1: none */
 };
 
 /* Sets up @edge for @c's source when it is a pipe read by one of @readers (1) that waits

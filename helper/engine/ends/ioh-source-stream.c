@@ -6,7 +6,7 @@
 #include "ioh-error.h"
 #include "ioh-fd.h"
 #include "ioh-pipe-edge.h"
-#include "ioh-uring-relay.h"
+#include "ioh-relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@ stream_prepare(IohCopy *c, GError **error)
  * splice of what the producer's pipe holds when the relay is empty. The bytes read, 0 at
  * the end of the stream, -1 with @error set. */
 static gssize
-relay_read(IohReader *rd, IohUringRelay *r, char *buf, gsize len, GError **error)
+relay_read(IohReader *rd, IohRelay *r, char *buf, gsize len, GError **error)
 {
     IohCopy *c = rd->c;
 
@@ -44,7 +44,7 @@ relay_read(IohReader *rd, IohUringRelay *r, char *buf, gsize len, GError **error
             !ioh_copy_wait(c, rd->fd, POLLIN, "read", c->src->name, error)) {
             return -1;
         }
-        m = ioh_uring_relay_fill(r, rd->fd, len);
+        m = ioh_relay_fill(r, rd->fd, len);
         ioh_copy_count_read(c);
         ioh_pipe_edge_after_read(c->edge, m, len);
         if (m == 0) {

@@ -21,7 +21,7 @@
  * and --stats says why.
  */
 #include "ioh-uring.h"
-#include "ioh-uring-relay.h"
+#include "ioh-relay.h"
 #include "ioh-uring-stage.h"
 #include "ioh-error.h"
 
@@ -66,7 +66,7 @@ typedef struct {
     IohUringWrite w[IOH_URING_WRITES];   /* in stream order from wh, wn of them */
     guint wh, wn;
     guint64 charged;     /* bytes taken from the memory account */
-    IohUringRelay relay; /* the pipe the reads read, when there is one (ioh-uring-relay.c) */
+    IohRelay relay; /* the pipe the reads read, when there is one (ioh-relay.c) */
     gboolean relayed;
     GError *error;
     IohUringStage *stage; /* the filters and their writes (ioh-uring-stage.c), or NULL */
@@ -171,7 +171,7 @@ relay_fill(IohUring *u, gsize len)
     if (u->relay.held > 0) {
         return TRUE;
     }
-    n = ioh_uring_relay_fill(&u->relay, c->src->fd, ask);
+    n = ioh_relay_fill(&u->relay, c->src->fd, ask);
     ioh_copy_count_read(c);
     if (n == -EAGAIN) {
         u->empty = TRUE;
@@ -594,7 +594,7 @@ uring_setup(IohUring *u, char *why, gsize why_len)
     /* Registered pages count against RLIMIT_MEMLOCK: without, each I/O pins its own. */
     u->fixed = uring_register(u, &iov);
     u->pipe_cap = (gsize)MAX(fcntl(c->src->fd, F_GETPIPE_SZ), 4096);
-    u->relayed = ioh_uring_relay_open(&u->relay, u->pipe_cap);
+    u->relayed = ioh_relay_open(&u->relay, u->pipe_cap);
     g_snprintf(why, why_len, "used%s%s%s", u->fixed ? ", registered buffers" : "",
                u->relayed ? ", relay pipe" : "", u->stage ? ", filters on its thread" : "");
     g_debug("strategy: io_uring, one thread, %zu bytes of buffers%s, writes of up to %zu "
@@ -624,7 +624,7 @@ uring_run(IohCopy *c, GError **error)
     ok = uring_loop(&u);
     io_uring_queue_exit(&u.ring);
     ioh_uring_stage_free(u.stage);
-    ioh_uring_relay_close(&u.relay);
+    ioh_relay_close(&u.relay);
     if (cancel_fd >= 0) {
         g_cancellable_release_fd(cancel);
     }

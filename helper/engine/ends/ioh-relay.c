@@ -1,16 +1,16 @@
-/* ioh-uring-relay.c - the io_uring save's relay pipe (ioh-uring-relay.h)
+/* ioh-relay.c - the relay pipe of a save from a pipe (ioh-relay.h)
  *
  * Why: a pipe has one lock for both ends, and a read holds it for the whole copy out of
  * the pipe and for freeing each page the producer filled. A producer (QEMU) that comes
  * back with its next write meanwhile spins on that lock (mutex_spin_on_owner) until the
- * read ends: 0.42-0.50 CPU-s/GiB of the producer's with a reader that reads the pipe
- * itself, against 0.15-0.18 under the stock helper, which reads only while the producer
- * sleeps on a full pipe (benchmarks/results/cpu-save.md, docs/engine.md). A splice from
+ * read ends: with a reader that reads the pipe itself the producer spent over twice the
+ * CPU it spends under the stock helper, which reads only while the producer sleeps on a
+ * full pipe (benchmarks/results/cpu-save.md, docs/engine.md). A splice from
  * pipe to pipe moves the pages' references and copies nothing, so it holds the
  * producer's lock only for moments; the copy and the page frees then happen in the
  * relay, a pipe nobody else touches.
  */
-#include "ioh-uring-relay.h"
+#include "ioh-relay.h"
 #include "ioh-pipe.h"
 
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 gboolean
-ioh_uring_relay_open(IohUringRelay *r, gsize size)
+ioh_relay_open(IohRelay *r, gsize size)
 {
     const char *env = g_getenv("IOHELPER_URING_RELAY");
 
@@ -35,7 +35,7 @@ ioh_uring_relay_open(IohUringRelay *r, gsize size)
 }
 
 gssize
-ioh_uring_relay_fill(IohUringRelay *r, int src, gsize len)
+ioh_relay_fill(IohRelay *r, int src, gsize len)
 {
     ssize_t n;
 
@@ -50,7 +50,7 @@ ioh_uring_relay_fill(IohUringRelay *r, int src, gsize len)
 }
 
 void
-ioh_uring_relay_close(IohUringRelay *r)
+ioh_relay_close(IohRelay *r)
 {
     if (!r) {
         return;

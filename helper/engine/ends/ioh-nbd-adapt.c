@@ -127,7 +127,7 @@ ioh_nbd_adapt_window(IohNbdAdapt *a, double rate, double waited)
     a->waited = waited;
     /* the copy's first window is not a rate: the server's buffers fill at once, and a
      * rate limiter starts with a full bucket (nbdkit's rate filter made one connection
-     * look 1.9x its limit, and every step after it a loss) */
+     * look nearly twice as fast as its limit, and every step after it a loss) */
     if (a->windows++ == 0) {
         return FALSE;
     }

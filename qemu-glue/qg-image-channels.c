@@ -98,6 +98,10 @@ qg_image_region_decode(JsonNode *node, guint i, guint64 prev_end, const QgImageI
         (guint64)stored > G_MAXINT64 - (guint64)off) {
         return qg_image_channels_corrupt(path, error, "a region overlapping another", i);
     }
+    if (stored == 0) {
+        /* a helper given no stored length reads to the file's end: the next regions */
+        return qg_image_channels_corrupt(path, error, "a region without stored bytes", i);
+    }
     if (!info->compression && !info->encryption && len != stored) {
         return qg_image_channels_corrupt(path, error, "a raw region's two lengths differ", i);
     }
@@ -137,6 +141,11 @@ qg_image_channels_decode(JsonObject *root, QgImageInfo *info, const char *path,
                     "one region each, uuid, compression) is missing or invalid", path,
                     QG_IMAGE_CHANNELS_MAX);
         return FALSE;
+    }
+    if (info->stream_length > 0 && info->stored_length == 0) {
+        /* its helper, given no stored length, would read every region after it too */
+        return qg_image_channels_corrupt(path, error, "a main stream without stored bytes",
+                                         0);
     }
     info->channels = (guint)n;
     info->regions = g_new0(QgImageRegion, n);

@@ -6,10 +6,11 @@
  * corrupt first frame leave QEMU waiting for another try. A multi-channel restore must
  * set QEMU up (multifd, migrate-incoming) before its helpers can feed it, so what its
  * helpers would find at their start is found first, each region through a helper of
- * its own into a pipe, started and watched as a single stream's: an encrypted image's
- * main stream (the identity opens region 0's age header, the first chunk
- * authenticates), and each channel whose first bytes cannot be read where they are
- * stored (encrypted, compressed, or on a server): its first 64 bytes, decrypted and
+ * its own into a pipe, started and watched as a single stream's: the main stream of an
+ * encrypted or compressed image or of one on a server (the identity opens region 0's
+ * age header, the first chunk authenticates, the first zstd frame decodes), and each
+ * channel whose first bytes cannot be read where they are stored (encrypted,
+ * compressed, or on a server): its first 64 bytes, decrypted and
  * decompressed, are checked as a raw region's are in a file (channel i's init packet,
  * the index's UUID). Each probe reads up to the first chunk or frame; its helper is
  * then stopped (docs/channels.md).
@@ -141,7 +142,9 @@ qg_probe_regions(const QgImageInfo *info, const char *uri, int fd, const char *p
     gboolean channels = info->encryption || info->compression || uri;
     gint64 t0 = g_get_monotonic_time();
 
-    for (guint slot = info->encryption ? 0 : 1; slot <= info->channels && channels; slot++) {
+    /* the main stream too: its first frame or chunk failing after QEMU was set up shut
+     * QEMU down, where a single stream's leaves it waiting (qg_restore_load()) */
+    for (guint slot = 0; slot <= info->channels && channels; slot++) {
         guint8 buf[QG_CHANNELS_INIT_SIZE] = { 0 };
         gssize n = qg_probe_one(&p, slot, buf, error);
 

@@ -76,6 +76,8 @@ check_regions(const QgImageInfo *info)
               "a raw region's lengths");
         /* shorter than its init packet, QEMU would wait on the channel for the rest */
         check(r->length >= 64, "a region holds at least a channel's init packet");
+        /* a stored length of 0 would let its helper read to the file's end */
+        check(r->stored_length > 0, "a region has stored bytes");
         end = r->offset + r->stored_length;
     }
     check(qg_image_channels_check_size(info, end, "f", NULL), "the file ending at the end");

@@ -636,6 +636,17 @@ test_min_block() {
     check "minimum block 4096: --offset=100 refused, naming the minimum" \
         fails 1 "^iohelper: open nbd\+unix:///\?socket=.*mb.sock: the export's minimum block size is 4096 bytes: --offset 100 is not a multiple of it$" \
         "$IOH" --offset=100 - "$(unix_uri mb)" <"$work/mb.in"
+    # the tail's read-modify-write would rewrite the next region's first bytes while its
+    # own helper writes them: a region whose end is unaligned is refused before any byte
+    cp "$work/mb.orig" "$img"
+    check "minimum block 4096: --region ending unaligned refused, nothing written" \
+        bash -c "! (cat '$work/mb.in' | '$IOH' --offset=$off --region=$((size + 100)) \
+                 - '$(unix_uri mb)' 2>'$work/mb.err') &&
+                 grep -q \"region's end (--offset + --region) is not a multiple of it\" '$work/mb.err' &&
+                 cmp -s '$img' '$work/mb.orig'"
+    check "minimum block 4096: --region ending aligned: the stream saved" \
+        bash -c "cat '$work/mb.in' | '$IOH' --offset=$off --region=$(((size + 4095) / 4096 * 4096)) \
+                 - '$(unix_uri mb)' && cmp -s <(tail -c +$((off + 1)) '$img' | head -c $size) '$work/mb.in'"
     stop mb
 }
 

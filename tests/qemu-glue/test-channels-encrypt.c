@@ -266,6 +266,23 @@ test_header(void)
     g_assert_cmpstr(back->encryption, ==, "age");
     g_assert_cmpuint(back->regions[0].stored_length, ==, 5250);
 
+    /* a stored length of 0 would give the helper no bound (libwrap: 0 reads to EOF):
+     * it would read the regions after its own */
+    info->regions[0].stored_length = 0;
+    g_assert_true(qg_image_header_encode(info, buf, &error));
+    g_assert_null(qg_image_header_decode(buf, sizeof(buf), "img", &error));
+    g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT);
+    g_assert_nonnull(strstr(error->message, "a region without stored bytes"));
+    g_clear_error(&error);
+    info->regions[0].stored_length = 5250;
+    info->stored_length = 0;
+    g_assert_true(qg_image_header_encode(info, buf, &error));
+    g_assert_null(qg_image_header_decode(buf, sizeof(buf), "img", &error));
+    g_assert_error(error, QG_IMAGE_ERROR, QG_IMAGE_ERROR_CORRUPT);
+    g_assert_nonnull(strstr(error->message, "a main stream without stored bytes"));
+    g_clear_error(&error);
+    info->stored_length = 100300;
+
     g_clear_pointer(&info->encryption, g_free);
     info->stored_length = info->stream_length;
     g_assert_true(qg_image_header_encode(info, buf, &error));

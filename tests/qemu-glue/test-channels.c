@@ -275,6 +275,7 @@ test_index_mismatch_compressed(void)
     g_autofree char *src_dump = g_build_filename(workdir, "srcz.dump", NULL);
     const char *extra[] = { "--channels=2", "--compress", NULL };
     g_autoptr(QgImageInfo) info = NULL;
+    g_autofree char *uuid = NULL;
 
     if (!need_qemu()) {
         return;
@@ -282,10 +283,27 @@ test_index_mismatch_compressed(void)
     save_guest(img, extra, src_dump);
     info = qgt_image_info(img);
     g_assert_nonnull(info->compression);
-    g_free(info->uuid);
+    uuid = info->uuid;
     info->uuid = g_strdup("0123456789abcdef0123456789abcdef");
     rewrite_header(img, info);
     restore_refused(img, "channel 0 comes from another save");
+
+    /* the main stream's first frame corrupt: found as a single stream's is, by its
+     * helper before QEMU is set up (before, QEMU was set up for multifd and asked to
+     * load, and the main channel's helper failed then) */
+    g_free(info->uuid);
+    info->uuid = g_steal_pointer(&uuid);
+    rewrite_header(img, info);
+    {
+        int fd = open(img, O_WRONLY | O_CLOEXEC);
+        static const guint8 junk[64] = { 0x28, 0xb5, 0x2f, 0xfd, 0xff, 0xff, 0xff, 0xff };
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(pwrite(fd, junk, sizeof(junk), (off_t)info->stream_offset), ==,
+                        (gssize)sizeof(junk));
+        close(fd);
+    }
+    restore_refused(img, "corrupt zstd");
     g_unlink(img);
     g_unlink(src_dump);
 }

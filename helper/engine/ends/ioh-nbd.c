@@ -309,7 +309,8 @@ choose_conns(IohNbd *n, guint asked, GError **error)
 /* An export with a minimum block size (nbdkit blocksize-policy, qemu-nbd on an O_DIRECT
  * image) refuses requests not aligned to it: the request size is made a multiple of it,
  * reads are rounded up (ioh_nbd_issue()), a save's unaligned tail is written by
- * read-modify-write (ioh_nbd_read_block()); only an unaligned --offset is refused. */
+ * read-modify-write (ioh_nbd_read_block()); only an unaligned --offset or region end
+ * (--region) is refused. */
 static gboolean
 fit_min_block(IohNbd *n, int64_t minb, const IohCopyOptions *o, GError **error)
 {
@@ -322,6 +323,14 @@ fit_min_block(IohNbd *n, int64_t minb, const IohCopyOptions *o, GError **error)
         return ioh_error_set(error, EINVAL, "open", n->end->name, "the export's minimum "
                              "block size is %zu bytes: --offset %" G_GUINT64_FORMAT " is not "
                              "a multiple of it", n->min_block, o->offset);
+    }
+    /* The tail's read-modify-write would rewrite the block holding the region's end,
+     * bytes of the next region included, while that region's own helper writes them:
+     * its bytes could be lost. Such a region is refused before any byte is sent. */
+    if (o->region && ((o->has_offset ? o->offset : 0) + o->region) % n->min_block != 0) {
+        return ioh_error_set(error, EINVAL, "open", n->end->name, "the export's minimum "
+                             "block size is %zu bytes: the region's end (--offset + "
+                             "--region) is not a multiple of it", n->min_block);
     }
     return TRUE;
 }

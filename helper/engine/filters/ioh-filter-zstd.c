@@ -232,6 +232,7 @@ zstd_open(const IohCopyOptions *opts, GError **error)
 
     z->level = opts->compress_auto ? IOH_ADAPT_LEVEL_MAX : opts->compress_level;
     zstd_claim(opts, z->level, &s);
+    z->o.memory = opts->memory;    /* its buffers written behind: layer zstd-out */
     z->threads = ioh_cpu_threads();
     z->cctx = ZSTD_createCCtx();
     z->probe = ZSTD_createCCtx();
@@ -265,7 +266,6 @@ unzstd_open(const IohCopyOptions *opts, GError **error)
     Zstd *z = g_new0(Zstd, 1);
 
     z->memory = opts->memory;
-    z->o.memory = opts->memory;
     z->threads = ioh_cpu_threads();
     z->dctx = ZSTD_createDCtx();
     if (!z->dctx) {

@@ -3,7 +3,7 @@
  * its own writes while the filter makes the next ones:
  * - EIO and ENOSPC on the 3rd write of the image (earlier ones done, later ones queued):
  *   exit 1, one line naming the image and the cause, no success claimed;
- * - EIO on the image's last bytes (the tail, written after the stream ended, while the
+ * - EIO on the image's unaligned tail (its last write, after the stream ended, while the
  *   flush waits for the writes behind): exit 1, never a success;
  * - every write short, and the 2nd write stalled so the stream ends with writes in flight:
  *   success, and the image decodes to the stream byte for byte (age -d, zstd -dc);
@@ -70,7 +70,7 @@ make_source(void)
 
 typedef struct {
     const Filter *f;
-    const char *fault;       /* the shim's rule on the image ("tail": its last bytes) */
+    const char *fault;       /* the shim's rule on the image */
     const char *needle;      /* NULL: succeeds, byte-exact */
 } Case;
 
@@ -81,24 +81,14 @@ test_fault(gconstpointer data)
     const char *opt = filter_opt(t->f);
     g_autofree char *src = NULL;
     g_autofree char *img = g_build_filename(ft_workdir(), "img", NULL);
-    g_autofree char *fault = NULL;
     const char *o[] = { "--direct", "--stats", opt, NULL };
-    FtSpawn how = { 0 };
+    FtSpawn how = { .fault = t->fault };
     FtResult r;
 
     if (!*opt) {
         return;
     }
     src = make_source();
-    fault = g_strdup(t->fault);
-    if (g_str_equal(t->fault, "tail")) {    /* a save without faults tells the size */
-        ft_save(src, img, o, NULL, &r, NULL);
-        g_assert_cmpint(r.code, ==, 0);
-        ft_result_clear(&r);
-        g_free(fault);
-        fault = g_strdup_printf("write:@%" G_GUINT64_FORMAT ":EIO", ft_file_size(img) - 1);
-    }
-    how.fault = fault;
     ft_save(src, img, o, &how, &r, NULL);
     g_assert_cmpuint(ft_faults_logged(), >, 0);    /* a rule that never fired proves nothing */
     ft_count_faults(1);
@@ -160,7 +150,9 @@ add_cases(void)
     static const struct { const char *name, *fault, *needle; } cases[] = {
         { "EIO-3rd-write", "write:3:EIO", "Input/output error" },
         { "ENOSPC-3rd-write", "write:3:ENOSPC", "No space left" },
-        { "EIO-tail", "tail", "Input/output error" },
+        /* the unaligned tail, the last write, after the stream ended (the image's size
+         * is not known before: zstd's output depends on how the ring hands it the stream) */
+        { "EIO-tail", "write:unaligned:EIO", "Input/output error" },
         { "short-writes", "write:every:short", NULL },
         { "stream-ends-in-flight", "write:2:stall1500", NULL },
     };

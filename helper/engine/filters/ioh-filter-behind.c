@@ -32,8 +32,6 @@ struct _IohFilterBehind {
     guint64 submitted;       /* tickets given (the last one's number) */
     guint64 completed;       /* writes done or dropped, in order */
     guint64 done_bytes;      /* written, not yet counted by sink.done */
-    guint64 written;         /* bytes written so far */
-    gint64 busy_ns;          /* ... in this long, in the sink's writes */
     GError *error;           /* the first failure */
     gboolean stop;
 };
@@ -65,7 +63,6 @@ behind_thread(gpointer data)
         gboolean ok;
         guint n;
         gsize len = 0;
-        gint64 t0;
 
         while (!b->stop && b->completed == b->submitted) {
             g_cond_wait(&b->cond, &b->lock);
@@ -81,13 +78,10 @@ behind_thread(gpointer data)
             len += j->len;
         }
         g_mutex_unlock(&b->lock);
-        t0 = g_get_monotonic_time();
         ok = !b->error && b->sink.writev(b->sink.data, iov, (int)n, &err);
         g_mutex_lock(&b->lock);
-        b->busy_ns += (g_get_monotonic_time() - t0) * 1000;
         if (ok) {
             b->done_bytes += len;
-            b->written += len;
         } else if (!b->error) {
             b->error = err;
         } else {
@@ -173,15 +167,6 @@ ioh_filter_behind_drain(IohFilterBehind *b, GError **error)
     last = b->submitted;
     g_mutex_unlock(&b->lock);
     return ioh_filter_behind_wait(b, last, error);
-}
-
-void
-ioh_filter_behind_written(IohFilterBehind *b, guint64 *ret_bytes, gint64 *ret_ns)
-{
-    g_mutex_lock(&b->lock);
-    *ret_bytes = b->written;
-    *ret_ns = b->busy_ns;
-    g_mutex_unlock(&b->lock);
 }
 
 void

@@ -39,10 +39,6 @@ gboolean ioh_filter_behind_wait(IohFilterBehind *b, guint64 ticket, GError **err
 /* Waits until every queued write is done (as ioh_filter_behind_wait()). */
 gboolean ioh_filter_behind_drain(IohFilterBehind *b, GError **error);
 
-/* The bytes written so far, and the time the writes took (the sink's drain rate: the
- * filter's own waits for a buffer tell it less, since the writes overlap its work). */
-void ioh_filter_behind_written(IohFilterBehind *b, guint64 *ret_bytes, gint64 *ret_ns);
-
 /* Stops the thread (queued writes not begun are dropped: the copy failed) and frees @b.
  * Accepts NULL. */
 void ioh_filter_behind_free(IohFilterBehind *b);

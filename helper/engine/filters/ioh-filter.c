@@ -158,16 +158,6 @@ ioh_filter_out_wait(IohFilterOut *out, guint64 ticket, GError **error)
 }
 
 gboolean
-ioh_filter_out_written(const IohFilterOut *out, guint64 *ret_bytes, gint64 *ret_ns)
-{
-    if (!ioh_filter_out_behind_on(out)) {
-        return FALSE;
-    }
-    ioh_filter_behind_written(out->chain->behind, ret_bytes, ret_ns);
-    return TRUE;
-}
-
-gboolean
 ioh_filter_chain_data(IohFilterChain *chain, const void *buf, gsize len, GError **error)
 {
     return chain_data_from(chain, 0, buf, len, error);

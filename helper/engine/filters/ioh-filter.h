@@ -59,11 +59,6 @@ gboolean ioh_filter_out_behind(IohFilterOut *out, const void *buf, gsize len,
  * is the filter's again. FALSE with @error when a write failed. */
 gboolean ioh_filter_out_wait(IohFilterOut *out, guint64 ticket, GError **error);
 
-/* Where the sink writes behind @out: TRUE with the bytes written so far and the time
- * their writes took (what tells the sink's drain rate); else FALSE. */
-gboolean ioh_filter_out_written(const IohFilterOut *out, guint64 *ret_bytes,
-                                gint64 *ret_ns);
-
 /* @size bytes for a transforming filter's output to @out's sink (free() them), or NULL:
  * for an O_DIRECT sink (@out->align over 1) on huge pages, as the ring's buffers, since
  * each write pins the buffer's pages and 4 KiB pages cost a pin each (docs/engine.md,

@@ -45,7 +45,7 @@ typedef struct {
     gboolean compact;        /* O_DIRECT: raw frames copied, never padded (auto: an image
                               * within 0.1% of the stream, not 3.1% over) */
     gint64 out_ns;           /* wall time in the sink's writes (ioh_zstd_out_put(); written
-                              * behind: the writer thread's) */
+                              * behind: its waits for a free buffer) */
     guint64 out_bytes;       /* ... and the bytes handed on */
 } IohZstdOut;
 

@@ -137,12 +137,77 @@ ioh_copy_report_progress(IohCopy *c, gboolean final)
     }
 }
 
+/* Writes behind the filters (ioh-filter-behind.c): the writer thread writes with the sink
+ * through a copy of the IohCopy whose stats are its own (the sink counts its write calls
+ * there), so the copy's stats are only ever touched on the filters' thread: the writer's
+ * counts move over, atomically, as its writes are reaped there. */
+typedef struct {
+    IohCopy *c;
+    IohCopy shadow;          /* the writer's: c as at the first write, its own stats */
+    IohStats stats;
+    guint64 writes;          /* atomic: write calls not yet moved into c->stats */
+    guint64 synced;          /* atomic: ... and bytes written O_DIRECT */
+} Behind;
+
+/* IOHELPER_WRITE_BEHIND=off: the sink's writes on the filters' thread (for comparisons). */
+static gboolean
+behind_off(void)
+{
+    return g_strcmp0(g_getenv("IOHELPER_WRITE_BEHIND"), "off") == 0;
+}
+
+static void
+behind_start(gpointer data)
+{
+    Behind *b = data;
+
+    b->c->stats->writes_behind = TRUE;
+    b->shadow = *b->c;
+    b->stats = *b->c->stats;
+    b->shadow.stats = &b->stats;
+}
+
+/* The queued pieces in one vectored write where they are aligned (file_writev). */
+static gboolean
+behind_writev(gpointer data, const struct iovec *iov, int cnt, GError **error)
+{
+    Behind *b = data;
+    guint64 w0 = b->stats.writes, s0 = b->stats.synced;
+    gboolean ok = b->c->sink->writev(&b->shadow, iov, cnt, error);
+
+    __atomic_fetch_add(&b->writes, b->stats.writes - w0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&b->synced, b->stats.synced - s0, __ATOMIC_RELAXED);
+    return ok;
+}
+
+static void
+behind_done(gpointer data, gsize len)
+{
+    Behind *b = data;
+
+    b->c->stats->writes += __atomic_exchange_n(&b->writes, 0, __ATOMIC_RELAXED);
+    b->c->stats->synced += __atomic_exchange_n(&b->synced, 0, __ATOMIC_RELAXED);
+    ioh_copy_stored(b->c, len);
+}
+
 void
 ioh_copy_route_filters(IohCopy *c)
 {
     ioh_filter_chain_set_sink(c->filters, ioh_end_is_storage(c->dst) ? c->dst->name
                                                                      : c->src->name,
                               c->dst->direct ? c->align : 1, to_sink, to_sinkv, c);
+    /* Only on the ring: its reader thread keeps the pipe drained meanwhile (the io_uring
+     * stage writes behind on its own). Other sinks have writes of their own in flight
+     * (NBD, RBD) or the page cache's write-back. */
+    if (c->dst->direct && (c->dst->kind == IOH_KIND_FILE || c->dst->kind == IOH_KIND_BLOCK) &&
+        c->sink->writev && c->strategy == &ioh_strategy_ring &&
+        ioh_filter_chain_transforms(c->filters) && !behind_off()) {
+        Behind *b = g_new0(Behind, 1);
+        IohFilterBehindSink sink = { behind_start, behind_writev, behind_done, b, g_free };
+
+        b->c = c;
+        ioh_filter_chain_set_behind(c->filters, &sink);
+    }
 }
 
 gssize

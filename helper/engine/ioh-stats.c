@@ -120,7 +120,9 @@ ioh_stats_format_text(const IohStats *stats)
     g_autofree char *bc = stats->buffered ? g_strdup_printf(
         " (its last %" G_GUINT64_FORMAT " bytes through the page cache: O_DIRECT cleared for "
         "an unaligned rest)", stats->buffered) : g_strdup("");
-    g_autofree char *z = g_strconcat(bc, zc, ec, nbd, mem, ur, NULL);
+    g_autofree char *z = g_strconcat(bc, zc, ec, nbd, mem, ur,
+                                     stats->writes_behind ? ", writes behind the filters" : "",
+                                     NULL);
     g_autofree char *sum = hex ? g_strdup_printf(", %s %s%s", stats->checksum_algorithm, hex,
                                                  z)
                                : g_strdup(z);
@@ -259,6 +261,8 @@ ioh_stats_format_json(const IohStats *stats)
         json_builder_set_member_name(b, "io_uring");
         json_builder_add_string_value(b, stats->io_uring);
     }
+    json_builder_set_member_name(b, "writes_behind");
+    json_builder_add_boolean_value(b, stats->writes_behind);
     if (stats->checksum_algorithm) {
         g_autofree char *hex = ioh_stats_checksum_hex(stats);
 

@@ -49,6 +49,8 @@ typedef struct {
     IohMemLayer memory[IOH_MEM_LAYERS_MAX];
     char io_uring[80];      /* a --direct save from a pipe: "used..." or why not (a
                              * refusal of the kernel, IOHELPER_IO_URING=off); else "" */
+    gboolean writes_behind; /* a filter's output written by a thread of its own while it
+                             * made the next (ioh-filter-behind.h) */
     char nbd[256];          /* an NBD end: its connections and requests and why
                              * (ioh-nbd-adapt.h: "1 connection, 8 requests each
                              * (adaptive: ...)"), else "" */

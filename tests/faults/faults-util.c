@@ -364,6 +364,29 @@ ft_use_faulty_helper(const char *fault, const char *path, const char *real_helpe
 }
 
 char *
+ft_age_keygen(char **ret_recipient)
+{
+    g_autofree char *keygen = g_find_program_in_path("age-keygen");
+    g_autofree char *cmd = NULL;
+    g_autofree char *text = NULL;
+    char *key, *pub;
+    int status;
+
+    if (!keygen) {
+        return NULL;
+    }
+    key = g_build_filename(ft_workdir(), "key.txt", NULL);
+    cmd = g_strdup_printf("sh -c 'umask 077; age-keygen -o %s 2>/dev/null'", key);
+    g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, &status, NULL));
+    g_assert_cmpint(status, ==, 0);
+    g_assert_true(g_file_get_contents(key, &text, NULL, NULL));
+    pub = strstr(text, "age1");
+    g_assert_nonnull(pub);
+    *ret_recipient = g_strdup_printf("--recipient=%.*s", (int)strcspn(pub, "\n"), pub);
+    return key;
+}
+
+char *
 ft_make_source(const char *name, guint64 size, guint32 seed)
 {
     char *p = g_build_filename(ft_workdir(), name, NULL);

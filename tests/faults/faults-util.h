@@ -104,6 +104,10 @@ char *ft_make_source(const char *name, guint64 size, guint32 seed);
  * ones in turn. */
 char *ft_make_mixed_source(const char *name, guint64 size, guint32 seed);
 
+/* A new age identity in the work dir (age-keygen, mode 0600): its path, and
+ * "--recipient=age1..." in *@ret_recipient; NULL (and nothing set) without age-keygen. */
+char *ft_age_keygen(char **ret_recipient);
+
 /* The suite's totals, printed at the end by ft_report(). */
 extern guint ft_total_faults;
 extern guint ft_total_bad_inputs;

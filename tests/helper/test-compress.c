@@ -501,6 +501,42 @@ test_auto_round_trip(gconstpointer data)
                        c->mode), ==, 0);
 }
 
+/* A --direct save writes zstd's output behind it from up to 4 buffers, the ones past the
+ * first in the memory layer "zstd-out": under a budget of nothing that layer gets none
+ * (the writes go as before, on the filter's thread), with room all 3 (and --stats says
+ * the writes went behind); the image is the same format either way. */
+static void
+test_direct_write_behind_budget(void)
+{
+    g_autoptr(JsonParser) p1 = json_parser_new();
+    g_autoptr(JsonParser) p2 = json_parser_new();
+    g_autofree char *e1 = NULL;
+    g_autofree char *e2 = NULL;
+    JsonObject *o;
+
+    if (!have_direct) {
+        g_test_skip("no O_DIRECT here");
+        return;
+    }
+    make_mixed_pages("s", 24 * MiB);
+    g_assert_cmpint(sh(&e1, "mkdir -p run && cat s | IOHELPER_RUNDIR=$W/run $H --direct "
+                       "--compress=zstd:1 --memory-budget=0 --stats=json - img && "
+                       "zstd -q -dc img | cmp - s"), ==, 0);
+    o = ioht_sh_last_json(e1, p1);
+    g_assert_false(json_object_get_boolean_member(o, "writes_behind"));
+    g_assert_cmpint(json_object_get_int_member(json_object_get_object_member(
+        json_object_get_object_member(json_object_get_object_member(o, "memory"), "layers"),
+        "zstd-out"), "got"), ==, 0);
+    g_assert_cmpint(sh(&e2, "cat s | IOHELPER_RUNDIR=$W/run $H --direct --compress=zstd:1 "
+                       "--memory-budget=1G --stats=json - img && zstd -q -dc img | cmp - s"),
+                    ==, 0);
+    o = ioht_sh_last_json(e2, p2);
+    g_assert_true(json_object_get_boolean_member(o, "writes_behind"));
+    g_assert_cmpint(json_object_get_int_member(json_object_get_object_member(
+        json_object_get_object_member(json_object_get_object_member(o, "memory"), "layers"),
+        "zstd-out"), "got"), >, 0);
+}
+
 /* A disk throttled to 50 MB/s and text that level 1 stores at a tenth: auto compresses
  * (raw would take 4 times as long as any level, on any machine that compresses 100 MB/s),
  * and the image reads back. Skipped where cgroup-v1 blkio throttling is unavailable. */
@@ -577,6 +613,7 @@ main(int argc, char **argv)
     g_test_add_func("/compress/long-window", test_long_window);
     g_test_add_func("/compress/status-and-record", test_status_record);
     g_test_add_func("/compress/usage", test_usage);
+    g_test_add_func("/compress/direct-write-behind-budget", test_direct_write_behind_budget);
     for (gsize i = 0; i < G_N_ELEMENTS(autos); i++) {
         g_autofree char *path = g_strdup_printf("/compress/auto/round-trip/%s/%s",
                                                 *autos[i].mode ? autos[i].mode + 2

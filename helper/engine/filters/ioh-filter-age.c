@@ -12,6 +12,9 @@
  * is the caller's again then); only the chunk held back as maybe the last, and small
  * pieces, are gathered by copy. A batch's output starts where the previous one's tail (less than the sink's
  * alignment) ends, so the sink gets whole alignments from aligned memory but at the end.
+ * Sealed batches go into output buffers taken in turn: two when the sink writes each
+ * before the filter goes on, up to OUT_BEHIND when it writes behind (ioh_filter_out_behind:
+ * an O_DIRECT file), so the next batch seals while the ones before are written.
  */
 #include "ioh-filter.h"
 
@@ -26,6 +29,7 @@
 
 #define BATCH_CHUNKS 64            /* 4 MiB batches: the sink's writes (1 MiB: slower) */
 #define NONCE_LEN 16
+#define OUT_BEHIND 4               /* output buffers when the sink writes behind */
 /* Fewer whole chunks than this in one call are copied into the batch: sealing them where
  * they lie would hand the O_DIRECT sink small writes (a filter before, e.g. zstd, hands
  * on small pieces) */
@@ -35,6 +39,7 @@ typedef struct {
     guint8 *in;              /* the batch's plaintext */
     gsize in_len;
     guint8 *out;             /* aligned: the carry (@c bytes), then the sealed batch */
+    guint oi;                /* which output buffer @out is */
     gsize c;
     gsize n;                 /* sealed bytes */
     gboolean busy;           /* sealing or sealed, not yet handed on */
@@ -46,6 +51,10 @@ typedef struct {
     guint recipients;
     IohMemAccount *memory;
     Slot slot[2];
+    guint8 *outs[OUT_BEHIND]; /* output buffers, taken in turn by the slots sealed */
+    guint64 ticket[OUT_BEHIND]; /* ... each one's last write behind (0: none) */
+    guint nout;              /* how many: 2, or up to OUT_BEHIND writing behind */
+    guint next_out;
     gsize batch;             /* bytes a slot gathers: whole chunks, as the budget allows */
     guint cur;               /* the slot being filled */
     guint8 *carry;           /* aligned: what the last hand-on left (< align) */
@@ -71,7 +80,9 @@ age_free(gpointer data)
     }
     for (int i = 0; i < 2; i++) {
         g_free(a->slot[i].in);
-        free(a->slot[i].out);
+    }
+    for (guint i = 0; i < a->nout; i++) {
+        free(a->outs[i]);
     }
     free(a->carry);
     g_free(a);
@@ -156,26 +167,34 @@ age_out_size(guint64 chunks, gsize align)
     return (align + chunks * IOH_AGE_CT_CHUNK + align - 1) / align * align;
 }
 
-/* The filter's memory with batches of @chunks: two slots, the carry. */
+/* The filter's memory with batches of @chunks and @nout output buffers: two slots, the
+ * carry. */
 static guint64
-age_bytes(const Age *a, guint64 chunks)
+age_bytes(const Age *a, guint64 chunks, guint nout)
 {
-    return 2 * (chunks * IOH_AGE_CHUNK + age_out_size(chunks, a->align)) + a->header->len +
-           a->align;
+    return 2 * chunks * IOH_AGE_CHUNK + nout * age_out_size(chunks, a->align) +
+           a->header->len + a->align;
 }
 
-/* IohMemFitFunc: the largest batch within @bytes (one chunk at the floor). */
+/* IohMemFitFunc: the largest batch within @bytes, with as many output buffers as fit
+ * (fewer buffers before smaller batches: 4 MiB writes pay; one chunk and two buffers at
+ * the floor). */
 static guint64
 age_fit(guint64 bytes, gpointer data)
 {
     Age *a = data;
-    guint64 c = BATCH_CHUNKS;
+    guint max = a->nout;
 
-    while (c > 1 && age_bytes(a, c) > bytes) {
-        c--;
+    for (guint64 c = BATCH_CHUNKS; c >= 1; c--) {
+        for (guint n = max; n >= 2; n--) {
+            if (age_bytes(a, c, n) <= bytes || (c == 1 && n == 2)) {
+                a->batch = c * IOH_AGE_CHUNK;
+                a->nout = n;
+                return age_bytes(a, c, n);
+            }
+        }
     }
-    a->batch = c * IOH_AGE_CHUNK;
-    return age_bytes(a, c);
+    g_assert_not_reached();
 }
 
 /* The buffers, once the sink's alignment is known (their size from the memory
@@ -190,15 +209,18 @@ age_start(Age *a, IohFilterOut *out, GError **error)
     }
     a->align = MAX(out->align, 1);
     a->batch = BATCH_CHUNKS * IOH_AGE_CHUNK;
+    a->nout = ioh_filter_out_behind_on(out) ? OUT_BEHIND : 2;
     if (a->memory) {
-        ioh_mem_claim(a->memory, "age", age_bytes(a, 1), age_bytes(a, BATCH_CHUNKS), 0,
-                      age_fit, a);
+        ioh_mem_claim(a->memory, "age", age_bytes(a, 1, 2),
+                      age_bytes(a, BATCH_CHUNKS, a->nout), 0, age_fit, a);
     }
     out_size = age_out_size(a->batch / IOH_AGE_CHUNK, a->align);
     for (int i = 0; i < 2; i++) {
         a->slot[i].in = g_malloc(a->batch);
-        a->slot[i].out = ioh_filter_out_buffer(out, out_size);    /* huge pages */
-        if (!a->slot[i].out) {
+    }
+    for (guint i = 0; i < a->nout; i++) {
+        a->outs[i] = ioh_filter_out_buffer(out, out_size);    /* huge pages */
+        if (!a->outs[i]) {
             g_error("age: cannot allocate %" G_GSIZE_FORMAT " bytes", out_size);
         }
     }
@@ -217,7 +239,7 @@ age_emit(Age *a, Slot *s, gboolean all, IohFilterOut *out, GError **error)
 
     g_assert(a->carry_len == s->c);
     memcpy(s->out, a->carry, s->c);
-    if (k > 0 && !ioh_filter_out(out, s->out, k, error)) {
+    if (k > 0 && !ioh_filter_out_behind(out, s->out, k, &a->ticket[s->oi], error)) {
         return FALSE;
     }
     a->carry_len = total - k;
@@ -235,6 +257,16 @@ age_crypto_error(IohFilterOut *out, GError **error)
                          "chunk");
 }
 
+/* Gives slot @s the next output buffer, once its write behind is done. */
+static gboolean
+age_take_out(Age *a, Slot *s, IohFilterOut *out, GError **error)
+{
+    s->oi = a->next_out;
+    a->next_out = (a->next_out + 1) % a->nout;
+    s->out = a->outs[s->oi];
+    return ioh_filter_out_wait(out, a->ticket[s->oi], error);
+}
+
 /* Seals the current slot (the last chunks with @final: in this thread too, to the end),
  * then hands on the other one, sealed while this one filled. */
 static gboolean
@@ -244,6 +276,9 @@ age_launch(Age *a, gboolean final, IohFilterOut *out, GError **error)
 
     if (!ioh_age_stream_seal_wait(a->stream)) {
         return age_crypto_error(out, error);
+    }
+    if (!age_take_out(a, s, out, error)) {
+        return FALSE;
     }
     s->c = a->next_c;
     ioh_age_stream_seal_start(a->stream, s->in, s->in_len, final, s->out + s->c, &s->n,
@@ -256,16 +291,25 @@ age_launch(Age *a, gboolean final, IohFilterOut *out, GError **error)
 
 /* Seals the current slot's whole chunks, then @k chunks of @buf right after them, with no
  * copy of @buf: on the stream's threads while the other slot goes to the sink, and all
- * sealed before the return, as @buf is the caller's. */
+ * sealed before the return, as @buf is the caller's. Where the sink writes behind, the
+ * other slot is queued first and this thread seals (a part, with more threads): waking a
+ * sealing thread for each of the ring's buffers left the sealing idle between them. */
 static gboolean
 age_launch_direct(Age *a, const guint8 *buf, gsize k, IohFilterOut *out, GError **error)
 {
     Slot *s = &a->slot[a->cur], *prev = &a->slot[a->cur ^ 1];
+    gboolean behind = ioh_filter_out_behind_on(out);
     gsize held = 0, n = 0;
     gboolean ok;
 
     if (!ioh_age_stream_seal_wait(a->stream)) {
         return age_crypto_error(out, error);
+    }
+    if (behind && prev->busy && !age_emit(a, prev, FALSE, out, error)) {
+        return FALSE;
+    }
+    if (!age_take_out(a, s, out, error)) {
+        return FALSE;
     }
     s->c = a->next_c;
     if (s->in_len > 0 && !ioh_age_stream_seal(a->stream, s->in, s->in_len, FALSE,
@@ -273,7 +317,7 @@ age_launch_direct(Age *a, const guint8 *buf, gsize k, IohFilterOut *out, GError 
         return age_crypto_error(out, error);
     }
     ioh_age_stream_seal_start(a->stream, buf, k * IOH_AGE_CHUNK, FALSE,
-                              s->out + s->c + held, &n, TRUE);
+                              s->out + s->c + held, &n, !behind);
     s->n = held + n;
     s->busy = TRUE;
     a->next_c = (s->c + s->n) % a->align;

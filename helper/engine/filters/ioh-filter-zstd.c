@@ -232,6 +232,7 @@ zstd_open(const IohCopyOptions *opts, GError **error)
 
     z->level = opts->compress_auto ? IOH_ADAPT_LEVEL_MAX : opts->compress_level;
     zstd_claim(opts, z->level, &s);
+    z->o.memory = opts->memory;    /* its buffers written behind: layer zstd-out */
     z->threads = ioh_cpu_threads();
     z->cctx = ZSTD_createCCtx();
     z->probe = ZSTD_createCCtx();
@@ -298,11 +299,8 @@ compress(Zstd *z, ZSTD_inBuffer *in, ZSTD_EndDirective op, IohFilterOut *out,
                                  ZSTD_getErrorName(left));
         }
         z->o.have = ob.pos;
-        if (z->o.have == z->o.size) {
-            if (!ioh_zstd_out_put(&z->o, out, z->o.buf, z->o.size, error)) {
-                return FALSE;
-            }
-            z->o.have = 0;
+        if (z->o.have == z->o.size && !ioh_zstd_out_put(&z->o, out, z->o.size, error)) {
+            return FALSE;
         }
         if (op == ZSTD_e_continue ? in->pos == in->size : left == 0) {
             return TRUE;
@@ -553,11 +551,7 @@ zstd_flush(gpointer data, IohFilterOut *out, GError **error)
     if (!ioh_zstd_out_alloc(&z->o, out, error) || !end_frame(z, TRUE, out, error)) {
         return FALSE;
     }
-    if (z->o.have > 0 && !ioh_zstd_out_put(&z->o, out, z->o.buf, z->o.have, error)) {
-        return FALSE;
-    }
-    z->o.have = 0;
-    return TRUE;
+    return z->o.have == 0 || ioh_zstd_out_put(&z->o, out, z->o.have, error);
 }
 
 /* The decoder's memory: the filter's own, claimed with the first input, then the largest

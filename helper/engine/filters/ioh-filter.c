@@ -1,6 +1,7 @@
 /* ioh-filter.c - the chain of filters of one copy (the table is in ioh-layer.c) */
 #include "ioh-filter.h"
 #include "ioh-error.h"
+#include "ioh-filter-behind.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct _IohFilterChain {
     IohFilterSinkvFunc sinkv; /* NULL: sink per piece */
     gpointer sink_data;
     gboolean flushed;       /* a strategy flushed it already (ioh-uring-stage.c) */
+    IohFilterBehind *behind; /* writes behind the last filter, or NULL */
 };
 
 IohFilterChain *
@@ -68,6 +70,23 @@ ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
     chain->sink_data = sink_data;
 }
 
+void
+ioh_filter_chain_set_behind(IohFilterChain *chain, const IohFilterBehindSink *sink)
+{
+    if (!chain->behind) {
+        chain->behind = ioh_filter_behind_new(sink);
+    } else if (sink->free) {
+        sink->free(sink->data);
+    }
+}
+
+/* Before a synchronous write to the sink: the writes behind it done (they come first). */
+static gboolean
+chain_settle(IohFilterChain *chain, GError **error)
+{
+    return !chain->behind || ioh_filter_behind_drain(chain->behind, error);
+}
+
 /* Passes @len bytes through the filters from @first on, then to the sink. */
 static gboolean
 chain_data_from(IohFilterChain *chain, guint first, const void *buf, gsize len,
@@ -88,7 +107,8 @@ chain_data_from(IohFilterChain *chain, guint first, const void *buf, gsize len,
             return FALSE;
         }
     }
-    return !chain->sink || chain->sink(chain->sink_data, buf, len, error);
+    return !chain->sink ||
+           (chain_settle(chain, error) && chain->sink(chain->sink_data, buf, len, error));
 }
 
 gboolean
@@ -103,7 +123,7 @@ ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt, GError **er
     IohFilterChain *chain = out->chain;
 
     if (out->next == chain->filters->len && chain->sinkv) {
-        return chain->sinkv(chain->sink_data, iov, cnt, error);
+        return chain_settle(chain, error) && chain->sinkv(chain->sink_data, iov, cnt, error);
     }
     for (int i = 0; i < cnt; i++) {
         if (!chain_data_from(chain, out->next, iov[i].iov_base, iov[i].iov_len, error)) {
@@ -111,6 +131,30 @@ ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt, GError **er
         }
     }
     return TRUE;
+}
+
+gboolean
+ioh_filter_out_behind_on(const IohFilterOut *out)
+{
+    return out->chain->behind && out->chain->sink && out->next == out->chain->filters->len;
+}
+
+gboolean
+ioh_filter_out_behind(IohFilterOut *out, const void *buf, gsize len, guint64 *ret_ticket,
+                      GError **error)
+{
+    *ret_ticket = 0;
+    if (!ioh_filter_out_behind_on(out)) {
+        return ioh_filter_out(out, buf, len, error);
+    }
+    return len == 0 || ioh_filter_behind_submit(out->chain->behind, buf, len, ret_ticket,
+                                                error);
+}
+
+gboolean
+ioh_filter_out_wait(IohFilterOut *out, guint64 ticket, GError **error)
+{
+    return ticket == 0 || ioh_filter_behind_wait(out->chain->behind, ticket, error);
 }
 
 gboolean
@@ -135,7 +179,7 @@ ioh_filter_chain_flush(IohFilterChain *chain, GError **error)
             return FALSE;
         }
     }
-    return TRUE;
+    return chain_settle(chain, error);    /* every byte written before the sink's finish */
 }
 
 gboolean
@@ -157,6 +201,7 @@ ioh_filter_chain_free(IohFilterChain *chain)
     if (!chain) {
         return;
     }
+    ioh_filter_behind_free(chain->behind);    /* before the filters free its buffers */
     for (guint i = 0; chain->filters && i < chain->filters->len; i++) {
         IohFilter *f = &g_array_index(chain->filters, IohFilter, i);
         if (f->klass->free) {

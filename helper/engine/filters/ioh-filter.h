@@ -14,6 +14,7 @@
 #include "ioh-copy.h"
 #include "ioh-engine.h"    /* ioh_filter_checksum_lookup(), ioh_filter_checksum_names() */
 #include "ioh-file.h"
+#include "ioh-filter-behind.h"
 #include "ioh-stats.h"
 
 G_BEGIN_DECLS
@@ -41,6 +42,22 @@ gboolean ioh_filter_out(IohFilterOut *out, const void *buf, gsize len, GError **
  * (as ioh_filter_out() asks), but the stream's tail. */
 gboolean ioh_filter_outv(IohFilterOut *out, const struct iovec *iov, int cnt,
                          GError **error);
+
+/* TRUE when the sink writes behind @out (ioh_filter_out_behind() queues): the last
+ * filter before an O_DIRECT file sink on the ring (ioh_filter_chain_set_behind()). A
+ * filter then keeps a few output buffers in turn, so one fills while others are written. */
+gboolean ioh_filter_out_behind_on(const IohFilterOut *out);
+
+/* Hands on @len bytes as ioh_filter_out() does; where the sink writes behind, only queues
+ * them: @buf stays the writer's until ioh_filter_out_wait(*@ret_ticket) returns (else
+ * *@ret_ticket is 0: written). A failed write (an earlier one's too) is FALSE with
+ * @error naming the file. */
+gboolean ioh_filter_out_behind(IohFilterOut *out, const void *buf, gsize len,
+                               guint64 *ret_ticket, GError **error);
+
+/* Waits until the write of @ticket (0: none) and those before it are done: the buffer
+ * is the filter's again. FALSE with @error when a write failed. */
+gboolean ioh_filter_out_wait(IohFilterOut *out, guint64 ticket, GError **error);
 
 /* @size bytes for a transforming filter's output to @out's sink (free() them), or NULL:
  * for an O_DIRECT sink (@out->align over 1) on huge pages, as the ring's buffers, since
@@ -96,6 +113,11 @@ typedef gboolean (*IohFilterSinkvFunc)(gpointer data, const struct iovec *iov, i
 void ioh_filter_chain_set_sink(IohFilterChain *chain, const char *file, gsize align,
                                IohFilterSinkFunc sink, IohFilterSinkvFunc sinkv,
                                gpointer sink_data);
+
+/* The last filter's output buffers written behind it by a thread (ioh-filter-behind.h:
+ * @sink's write, in order), while it fills the next; synchronous writes to the sink wait
+ * for those first, and the flush for all of them. Once: a second call frees @sink's data. */
+void ioh_filter_chain_set_behind(IohFilterChain *chain, const IohFilterBehindSink *sink);
 
 /* Passes @len bytes through every filter, then to the sink (nothing when @len is 0). */
 gboolean ioh_filter_chain_data(IohFilterChain *chain, const void *buf, gsize len,

@@ -6,11 +6,14 @@
 #include <sys/uio.h>
 
 #include "ioh-filter.h"
+#include "ioh-mem-account.h"
 
 G_BEGIN_DECLS
 
 #define IOH_ZSTD_OUT_IOV 64     /* pieces of raw frames handed on in one call */
 #define IOH_ZSTD_OUT_SMALL 16   /* pieces up to this long are copied (headers, sums) */
+#define IOH_ZSTD_OUT_BUFS 4     /* output buffers at most: one fills while the others are
+                                 * written behind (ioh_filter_out_behind) */
 
 /* unzstd decodes frames whose window is at most 2^30 bytes (1 GiB: `zstd --long=30`;
  * libzstd's own default stops at 2^27); a larger window is refused as unsupported, not
@@ -21,7 +24,13 @@ G_BEGIN_DECLS
 #endif
 
 typedef struct {
-    guint8 *buf;             /* output, aligned to the sink's alignment */
+    guint8 *buf;             /* output, aligned to the sink's alignment: bufs[cur] */
+    guint8 *bufs[IOH_ZSTD_OUT_BUFS];
+    guint64 tickets[IOH_ZSTD_OUT_BUFS];  /* each one's last write behind (0: none) */
+    guint nbufs;             /* 1, or more when the sink writes behind (as the budget allows) */
+    guint cur;
+    IohMemAccount *memory;   /* the copy's (NULL: none), set by the filter: the buffers
+                              * past the first are the layer "zstd-out" */
     gsize size;
     gsize have;              /* bytes of buf not handed on yet */
     gsize queued;            /* O_DIRECT: of those, the first ones already in iov */
@@ -35,16 +44,18 @@ typedef struct {
     gint64 cpu_ns;           /* of the calling thread computing the frames' checksums */
     gboolean compact;        /* O_DIRECT: raw frames copied, never padded (auto: an image
                               * within 0.1% of the stream, not 3.1% over) */
-    gint64 out_ns;           /* wall time in the sink's writes (ioh_zstd_out_put()) */
+    gint64 out_ns;           /* wall time in the sink's writes (ioh_zstd_out_put(); written
+                              * behind: its waits for a free buffer) */
     guint64 out_bytes;       /* ... and the bytes handed on */
 } IohZstdOut;
 
 /* Allocates @o's buffer once the sink's alignment (@out->align) is known. */
 gboolean ioh_zstd_out_alloc(IohZstdOut *o, const IohFilterOut *out, GError **error);
 
-/* ioh_filter_out() of @len bytes at @buf, its time and bytes counted in @o. */
-gboolean ioh_zstd_out_put(IohZstdOut *o, IohFilterOut *out, const void *buf, gsize len,
-                          GError **error);
+/* Hands on the first @len bytes of @o's buffer (as ioh_filter_out(), written behind where
+ * the sink does), its time and bytes counted in @o; what the buffer holds past them
+ * (o->have - @len bytes) starts the next buffer, which becomes o->buf. */
+gboolean ioh_zstd_out_put(IohZstdOut *o, IohFilterOut *out, gsize len, GError **error);
 
 /* Frees @o's buffer (NULL: nothing). */
 void ioh_zstd_out_clear(IohZstdOut *o);

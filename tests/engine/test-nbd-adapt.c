@@ -160,6 +160,25 @@ test_confirmed(void)
     assert_describes(&a, "2 connections +20 %: did not pay");
 }
 
+/* A server limited in total on a busy machine (the windows of a save to nbdkit's rate
+ * filter, rate=400M, two busy loops beside it): its threads starved in one window, the
+ * bucket refilled then drained shows two windows at 2 connections 12-14 % over the
+ * baseline. Not a gain a connection brings: back to one. */
+static void
+test_total_limit_busy(void)
+{
+    static const double mib_s[] = { 76.1, 45.6, 40.7, 52.1, 51.2, 47.0, 46.5 };
+    IohNbdAdapt a;
+
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    for (guint i = 0; i < G_N_ELEMENTS(mib_s); i++) {
+        ioh_nbd_adapt_window(&a, mib_s[i] * (1 << 20), 0.95);
+    }
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
+    assert_describes(&a, "2 connections +14 %: did not pay");
+}
+
 /* A copy that waited little for the server (the pipe or the CPU limits: a save to a
  * local unthrottled server) tries no connection, though the model would pay for them. */
 static void
@@ -325,6 +344,7 @@ main(int argc, char **argv)
     g_test_add_func("/nbd-adapt/connections-cost-drop-back", test_connections_cost);
     g_test_add_func("/nbd-adapt/warm-up", test_warm_up);
     g_test_add_func("/nbd-adapt/one-lucky-window", test_confirmed);
+    g_test_add_func("/nbd-adapt/total-limit-busy", test_total_limit_busy);
     g_test_add_func("/nbd-adapt/not-waiting-for-the-server", test_not_waiting);
     g_test_add_func("/nbd-adapt/waited-once", test_waited_once);
     g_test_add_func("/nbd-adapt/fixed", test_fixed);

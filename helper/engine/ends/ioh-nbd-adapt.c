@@ -119,6 +119,13 @@ settled_window(IohNbdAdapt *a, double rate)
     }
 }
 
+/* The gain the step being tried must show to pay (ioh-nbd-adapt.h). */
+static double
+step_gain(const IohNbdAdapt *a)
+{
+    return a->phase == IOH_NBD_ADAPT_CONNS ? IOH_NBD_ADAPT_GAIN_CONNS : IOH_NBD_ADAPT_GAIN;
+}
+
 gboolean
 ioh_nbd_adapt_window(IohNbdAdapt *a, double rate, double waited)
 {
@@ -141,7 +148,7 @@ ioh_nbd_adapt_window(IohNbdAdapt *a, double rate, double waited)
         }
         a->best = a->cur;           /* the baseline */
         a->best_rate = rate;
-    } else if (rate < a->best_rate * (1.0 + IOH_NBD_ADAPT_GAIN)) {
+    } else if (rate < a->best_rate * (1.0 + step_gain(a))) {
         step_failed(a, (a->confirming ? (a->trial_rate + rate) / 2 : rate) / a->best_rate - 1.0);
         a->confirming = FALSE;
     } else if (!a->confirming) {

@@ -229,6 +229,25 @@ test_waited_once(void)
     g_assert_cmpuint(a.cur.conns, >, 1);
 }
 
+/* A producer starved at the start (a guest's stream starts slow, a busy host): the copy
+ * does not wait for the server and leaves connections untried, at about the rate one
+ * limited connection takes; once the copy waits window after window, they are tried, and
+ * grow, though the rate did not move. */
+static void
+test_starved_then_waits(void)
+{
+    IohNbdAdapt a;
+
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    for (guint i = 0; i < 6; i++) {
+        ioh_nbd_adapt_window(&a, 0.9 * per_conn(start), 0.1);
+    }
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    assert_describes(&a, "more connections not tried");
+    run(&a, per_conn, 12);
+    g_assert_cmpuint(a.cur.conns, ==, IOH_NBD_ADAPT_MAX_CONNECTIONS);
+}
+
 static void
 test_fixed(void)
 {
@@ -347,6 +366,7 @@ main(int argc, char **argv)
     g_test_add_func("/nbd-adapt/total-limit-busy", test_total_limit_busy);
     g_test_add_func("/nbd-adapt/not-waiting-for-the-server", test_not_waiting);
     g_test_add_func("/nbd-adapt/waited-once", test_waited_once);
+    g_test_add_func("/nbd-adapt/starved-then-waits", test_starved_then_waits);
     g_test_add_func("/nbd-adapt/fixed", test_fixed);
     g_test_add_func("/nbd-adapt/fixed-connections", test_fixed_connections);
     g_test_add_func("/nbd-adapt/fixed-requests", test_fixed_requests);

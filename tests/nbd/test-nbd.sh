@@ -233,6 +233,16 @@ disconnected_before_end() {
          END { exit !(d && last > d) }' "$1"
 }
 
+# slow_start FILE: FILE to stdout, its first 24 MiB at 20 MiB/s at most (a guest's stream
+# starting slow, a producer starved), the rest at once
+slow_start() {
+    python3 -c 'import sys, time
+d = open(sys.argv[1], "rb").read()
+for o in range(0, 24 << 20, 1 << 20):
+    sys.stdout.buffer.write(d[o:o + (1 << 20)]); sys.stdout.buffer.flush(); time.sleep(0.05)
+sys.stdout.buffer.write(d[24 << 20:])' "$1"
+}
+
 # Without --connections/--requests the shape is measured (ioh-nbd-adapt.h) against the
 # rate filter. Limited per connection (25 MB/s each), more connections pay twice over per
 # doubling: the save and the restore grow to several; limited in total (50 MB/s), neither
@@ -256,6 +266,11 @@ test_adaptive() {
     "$IOH" --stats=json --length=96M "$(unix_uri adc)" - 2>"$f.err" | cmp -s - "$f.in"
     check "adaptive, a per-connection limit: the restore byte-exact, read ahead over 4 \
 connections or more" [ "${PIPESTATUS[1]}" = 0 -a "$(conns_with "$f.log" Read)" -ge 4 ]
+    diag "$f.err"
+    slow_start "$f.in" | "$IOH" --stats=json - "$(unix_uri adc)" 2>"$f.err"
+    check "adaptive, a producer slow at first (under one connection's limit), then fast: \
+connections tried once the copy waits for the server, 2 or more" \
+        [ "$(nbd_json "$f.err" connections)" -ge 2 ]
     diag "$f.err"
     stop adc
     start_nbdkit adt --filter=log --filter=rate memory 128M rate=400M burstiness=0.1 \

@@ -99,10 +99,23 @@ step_failed(IohNbdAdapt *a, double gain)
 }
 
 /* Settled: a rate away from the best for IOH_NBD_ADAPT_PATIENCE windows in a row (the
- * server or the link changed) starts a new climb from the current shape. */
+ * server or the link changed) starts a new climb from the current shape; so does a copy
+ * that left connections untried because it did not wait for the server, once it waits
+ * window after window: a producer starved early (a guest's stream starts slow, a busy
+ * host) can deliver about what one limited connection takes, so the rate need not move. */
 static void
 settled_window(IohNbdAdapt *a, double rate)
 {
+    if (a->why_conns == IOH_NBD_WHY_BUSY &&
+        a->waited_windows >= IOH_NBD_ADAPT_WAITED_WINDOWS) {
+        a->why_conns = IOH_NBD_WHY_UNTRIED;
+        a->off_windows = 0;
+        a->best = a->cur;
+        a->best_rate = rate;
+        a->phase = IOH_NBD_ADAPT_CONNS;
+        a->climbs++;
+        return;
+    }
     gboolean off = rate < a->best_rate * (1.0 - IOH_NBD_ADAPT_MOVE) ||
                    rate > a->best_rate * (1.0 + IOH_NBD_ADAPT_MOVE);
 

@@ -10,7 +10,8 @@
  * connections). A step is kept only when two
  * windows in a row at it pay: on a busy machine one window of 150 ms can be 40 % off
  * either way. A second connection is tried only when the copy waited for the server
- * (IOH_NBD_ADAPT_WAITED_MIN). Settled, it climbs again from
+ * (IOH_NBD_ADAPT_WAITED_MIN), at once or later in the copy, when it comes to wait
+ * (a producer starved at the start). Settled, it climbs again from
  * there only after the rate moved by IOH_NBD_ADAPT_MOVE or more for
  * IOH_NBD_ADAPT_PATIENCE windows in a row (hysteresis: one slow window, a machine's
  * hiccup, changes nothing). An explicit --connections or --requests fixes that

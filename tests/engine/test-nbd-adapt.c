@@ -160,6 +160,25 @@ test_confirmed(void)
     assert_describes(&a, "2 connections +20 %: did not pay");
 }
 
+/* A server limited in total on a busy machine (the windows of a save to nbdkit's rate
+ * filter, rate=400M, two busy loops beside it): its threads starved in one window, the
+ * bucket refilled then drained shows two windows at 2 connections 12-14 % over the
+ * baseline. Not a gain a connection brings: back to one. */
+static void
+test_total_limit_busy(void)
+{
+    static const double mib_s[] = { 76.1, 45.6, 40.7, 52.1, 51.2, 47.0, 46.5 };
+    IohNbdAdapt a;
+
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    for (guint i = 0; i < G_N_ELEMENTS(mib_s); i++) {
+        ioh_nbd_adapt_window(&a, mib_s[i] * (1 << 20), 0.95);
+    }
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    g_assert_cmpint(a.phase, ==, IOH_NBD_ADAPT_SETTLED);
+    assert_describes(&a, "2 connections +14 %: did not pay");
+}
+
 /* A copy that waited little for the server (the pipe or the CPU limits: a save to a
  * local unthrottled server) tries no connection, though the model would pay for them. */
 static void
@@ -208,6 +227,25 @@ test_waited_once(void)
         ioh_nbd_adapt_window(&a, per_conn(a.cur), 0.95);
     }
     g_assert_cmpuint(a.cur.conns, >, 1);
+}
+
+/* A producer starved at the start (a guest's stream starts slow, a busy host): the copy
+ * does not wait for the server and leaves connections untried, at about the rate one
+ * limited connection takes; once the copy waits window after window, they are tried, and
+ * grow, though the rate did not move. */
+static void
+test_starved_then_waits(void)
+{
+    IohNbdAdapt a;
+
+    ioh_nbd_adapt_init(&a, start, most, FALSE, FALSE);
+    for (guint i = 0; i < 6; i++) {
+        ioh_nbd_adapt_window(&a, 0.9 * per_conn(start), 0.1);
+    }
+    g_assert_cmpuint(a.cur.conns, ==, 1);
+    assert_describes(&a, "more connections not tried");
+    run(&a, per_conn, 12);
+    g_assert_cmpuint(a.cur.conns, ==, IOH_NBD_ADAPT_MAX_CONNECTIONS);
 }
 
 static void
@@ -325,8 +363,10 @@ main(int argc, char **argv)
     g_test_add_func("/nbd-adapt/connections-cost-drop-back", test_connections_cost);
     g_test_add_func("/nbd-adapt/warm-up", test_warm_up);
     g_test_add_func("/nbd-adapt/one-lucky-window", test_confirmed);
+    g_test_add_func("/nbd-adapt/total-limit-busy", test_total_limit_busy);
     g_test_add_func("/nbd-adapt/not-waiting-for-the-server", test_not_waiting);
     g_test_add_func("/nbd-adapt/waited-once", test_waited_once);
+    g_test_add_func("/nbd-adapt/starved-then-waits", test_starved_then_waits);
     g_test_add_func("/nbd-adapt/fixed", test_fixed);
     g_test_add_func("/nbd-adapt/fixed-connections", test_fixed_connections);
     g_test_add_func("/nbd-adapt/fixed-requests", test_fixed_requests);

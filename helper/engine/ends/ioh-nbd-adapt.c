@@ -99,10 +99,23 @@ step_failed(IohNbdAdapt *a, double gain)
 }
 
 /* Settled: a rate away from the best for IOH_NBD_ADAPT_PATIENCE windows in a row (the
- * server or the link changed) starts a new climb from the current shape. */
+ * server or the link changed) starts a new climb from the current shape; so does a copy
+ * that left connections untried because it did not wait for the server, once it waits
+ * window after window: a producer starved early (a guest's stream starts slow, a busy
+ * host) can deliver about what one limited connection takes, so the rate need not move. */
 static void
 settled_window(IohNbdAdapt *a, double rate)
 {
+    if (a->why_conns == IOH_NBD_WHY_BUSY &&
+        a->waited_windows >= IOH_NBD_ADAPT_WAITED_WINDOWS) {
+        a->why_conns = IOH_NBD_WHY_UNTRIED;
+        a->off_windows = 0;
+        a->best = a->cur;
+        a->best_rate = rate;
+        a->phase = IOH_NBD_ADAPT_CONNS;
+        a->climbs++;
+        return;
+    }
     gboolean off = rate < a->best_rate * (1.0 - IOH_NBD_ADAPT_MOVE) ||
                    rate > a->best_rate * (1.0 + IOH_NBD_ADAPT_MOVE);
 
@@ -117,6 +130,13 @@ settled_window(IohNbdAdapt *a, double rate)
     if (a->phase != IOH_NBD_ADAPT_SETTLED) {
         a->climbs++;
     }
+}
+
+/* The gain the step being tried must show to pay (ioh-nbd-adapt.h). */
+static double
+step_gain(const IohNbdAdapt *a)
+{
+    return a->phase == IOH_NBD_ADAPT_CONNS ? IOH_NBD_ADAPT_GAIN_CONNS : IOH_NBD_ADAPT_GAIN;
 }
 
 gboolean
@@ -141,7 +161,7 @@ ioh_nbd_adapt_window(IohNbdAdapt *a, double rate, double waited)
         }
         a->best = a->cur;           /* the baseline */
         a->best_rate = rate;
-    } else if (rate < a->best_rate * (1.0 + IOH_NBD_ADAPT_GAIN)) {
+    } else if (rate < a->best_rate * (1.0 + step_gain(a))) {
         step_failed(a, (a->confirming ? (a->trial_rate + rate) / 2 : rate) / a->best_rate - 1.0);
         a->confirming = FALSE;
     } else if (!a->confirming) {

@@ -6,10 +6,12 @@
  * only a warm-up, not a rate: the server's buffers and a limiter's burst): it doubles the
  * requests per connection while that pays, then the connections (only when the server
  * advertises multi-conn: max.conns > 1), and goes back to the best shape the first time a
- * step does not pay (a gain under IOH_NBD_ADAPT_GAIN). A step is kept only when two
+ * step does not pay (a gain under IOH_NBD_ADAPT_GAIN, IOH_NBD_ADAPT_GAIN_CONNS for
+ * connections). A step is kept only when two
  * windows in a row at it pay: on a busy machine one window of 150 ms can be 40 % off
  * either way. A second connection is tried only when the copy waited for the server
- * (IOH_NBD_ADAPT_WAITED_MIN). Settled, it climbs again from
+ * (IOH_NBD_ADAPT_WAITED_MIN), at once or later in the copy, when it comes to wait
+ * (a producer starved at the start). Settled, it climbs again from
  * there only after the rate moved by IOH_NBD_ADAPT_MOVE or more for
  * IOH_NBD_ADAPT_PATIENCE windows in a row (hysteresis: one slow window, a machine's
  * hiccup, changes nothing). An explicit --connections or --requests fixes that
@@ -31,6 +33,12 @@ G_BEGIN_DECLS
 #define IOH_NBD_ADAPT_MAX_CONNECTIONS 8
 /* A step pays when the window's rate beats the best by this much (a fraction). */
 #define IOH_NBD_ADAPT_GAIN 0.10
+/* ... a step of connections by this much: a server or a link limiting each connection
+ * gives nearly twice the rate per doubling, while on a busy machine a server limited in
+ * total showed two windows in a row 12-14 % over one connection's (a stall of its
+ * threads refills nbdkit rate filter's bucket, drained in the next windows): such a gain
+ * is not one a connection more brings, and each costs the server a thread. */
+#define IOH_NBD_ADAPT_GAIN_CONNS 0.25
 /* Settled: a rate this far from the best (a fraction, either way), ... */
 #define IOH_NBD_ADAPT_MOVE 0.50
 /* More connections are tried only when the copy's thread waited for the server this

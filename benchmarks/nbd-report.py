@@ -98,7 +98,8 @@ class Raw:
 
 
 def speed_table(raw, plotdata):
-    print("### MiB/s, median (min-max) of %d run(s)\n" % raw.runs)
+    print("### MiB/s, median (min-max) of %d run(s); the pair-* rows of the pairs' rounds\n"
+          % raw.runs)
     print("| server | case | save: pipe -> NBD | restore: NBD -> pipe | CPU busy % save / restore |")
     print("| --- | --- | ---: | ---: | ---: |")
     done = set()

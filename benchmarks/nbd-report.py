@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """nbd-report.py - the tables of benchmarks/nbd from its raw.tsv.
 
-    benchmarks/nbd-report.py --runs N --ncpu N [--plotdata FILE] RAW
+    benchmarks/nbd-report.py --runs N --ncpu N [--plotdata FILE] [--pairs FILE] RAW
 
 Throughput is MiB/s = bytes / seconds / 2^20; medians and min-max over the runs. A ratio
 is taken run by run (the two cases of a pair ran a few seconds apart) and its median and
@@ -14,13 +14,17 @@ pipe end together use 85% or more of all cores (no side can go faster without ta
 from another); "CPU (shared)" when the cores are 90% busy with others' work too; "server
 CPU" or "client CPU" when that side uses 90% of a core or more (its one busy thread); else
 "server waits" (CPUs idle: the client waits for the server's rate or latency).
+The pairs (--pairs: pairs.tsv, our default against --connections=1 run one right after
+the other, round by round): each round's ratio, their median and min-max against the
+target, the medians of the rounds where the default ran first and second (an order that
+matters shows there, not as a cost of the default), and what the default chose.
 """
 import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stats import fmt_cell, median, per_round, summary  # noqa: E402
+from stats import fmt_cell, fmt_span, median, per_round, summary  # noqa: E402
 
 
 def pair(group, a, b, save=None, restore=None):
@@ -33,9 +37,12 @@ def pair(group, a, b, save=None, restore=None):
 # The ratio table: group, direction, case A, case B, target (0: none), note.
 C4, C1 = "ours connections=4", "ours connections=1"
 PERCONN = (0, "a limit per connection")
+# the older measure of the default against one connection: the cases several apart in
+# the runs (the pairs' table has them adjacent, over more rounds)
+APART = "cases apart: see the pairs"
 RATIOS = [
-    *pair("file", "ours", "ours-conn1", (0.97, ""), (0.97, "")),
-    *pair("memory", "ours", "ours-conn1", (0.97, ""), (0.97, "")),
+    *pair("file", "ours", "ours-conn1", (0.97, APART), (0.97, APART)),
+    *pair("memory", "ours", "ours-conn1", (0.97, APART), (0.97, APART)),
     *pair("perconn", "ours", C1, (4.0, ""), (4.0, "")),
     *pair("file", "ours", "nbdcopy", save=(1.3, "")),
     *pair("file", "ours", "ours-fadvise-local", save=(0.9, "")),
@@ -81,16 +88,18 @@ class Raw:
             self.perg.setdefault(k, []).append(sum(map(float, f[8:11])) / (self.size[k] / 2**30))
 
     def by_run(self, k):
-        """MiB/s of case @k per run (0: not run)."""
+        """MiB/s of case @k per run (0: not run); the pairs' cases have rounds of their own."""
+        runs = sorted({r for (kk, r) in self.secs if kk == k} | set(range(1, self.runs + 1)))
         return {r: self.size[k] / self.secs[(k, r)] / 1048576
-                if self.secs.get((k, r), 0) > 0 else 0 for r in range(1, self.runs + 1)}
+                if self.secs.get((k, r), 0) > 0 else 0 for r in runs}
 
     def series(self, k):
         return [v for v in self.by_run(k).values() if v > 0]
 
 
 def speed_table(raw, plotdata):
-    print("### MiB/s, median (min-max) of %d run(s)\n" % raw.runs)
+    print("### MiB/s, median (min-max) of %d run(s); the pair-* rows of the pairs' rounds\n"
+          % raw.runs)
     print("| server | case | save: pipe -> NBD | restore: NBD -> pipe | CPU busy % save / restore |")
     print("| --- | --- | ---: | ---: | ---: |")
     done = set()
@@ -124,6 +133,7 @@ def ratio_table(raw):
         m, lo, hi = summary(x)
         verdict = note if target <= 0 else (
             "met (every run)" if lo >= target else "met (median)" if m >= target else "NOT met")
+        verdict += " (%s)" % note if target > 0 and note else ""
         print("| %s | %s | %s / %s | %.2f | %.2f-%.2f | %s | %s |" % (
             g, d, a, b, m, lo, hi, ">= %g" % target if target > 0 else "-", verdict))
 
@@ -154,11 +164,53 @@ def where_table(raw, ncpu):
                  limit(b, w, sv, cl, en, ncpu))))
 
 
+TARGET_PAIR = 0.97
+
+
+def pair_choices(rows):
+    """What the default chose over the rounds: "1x8: 7, 1x16: 4; more than one
+    connection in 0 of 11 rounds; windows 2-4"."""
+    shapes = {}
+    for r in rows:
+        shape = "%sx%s" % (r["connections"], r["requests"])
+        shapes[shape] = shapes.get(shape, 0) + 1
+    wins = [int(r["windows"]) for r in rows]
+    tried = sum(1 for r in rows if int(r["most_connections"]) > 1)
+    return "%s; more than one connection in %d of %d rounds; windows %s" % (
+        ", ".join("%s: %d" % kv for kv in sorted(shapes.items())), tried, len(rows),
+        fmt_span(wins))
+
+
+def pair_table(path):
+    with open(path) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        rows = [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+    if not rows:
+        return
+    print("\n### Our default against --connections=1, the two adjacent (throughput ratio "
+          "default / --connections=1 round by round; rounds 1, 3, ... ran the default first)\n")
+    print("| server | dir | round by round | median | min-max | default first / second "
+          "(medians) | target | | what the default chose (connections x requests: rounds) |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- |")
+    for key in sorted({(r["group"], r["dir"]) for r in rows}, key=lambda k: (k[0], k[1] != "save")):
+        sel = [r for r in rows if (r["group"], r["dir"]) == key]
+        x = [float(r["conn1_s"]) / float(r["default_s"]) for r in sel]
+        first = [v for v, r in zip(x, sel) if r["first"] == "default"]
+        second = [v for v, r in zip(x, sel) if r["first"] != "default"]
+        m, lo, hi = summary(x)
+        verdict = ("met (every round)" if lo >= TARGET_PAIR else
+                   "met (median)" if m >= TARGET_PAIR else "NOT met")
+        print("| %s | %s | %s | %.2f | %.2f-%.2f | %.2f / %.2f | >= %g | %s | %s |" % (
+            *key, " ".join("%.2f" % v for v in x), m, lo, hi, median(first), median(second),
+            TARGET_PAIR, verdict, pair_choices(sel)))
+
+
 def main():
     ap = argparse.ArgumentParser(usage=__doc__)
     ap.add_argument("--runs", type=int, required=True)
     ap.add_argument("--ncpu", type=int, required=True)
     ap.add_argument("--plotdata", default="")
+    ap.add_argument("--pairs", default="")
     ap.add_argument("raw")
     a = ap.parse_args()
     raw = Raw(a.raw, a.runs)
@@ -168,6 +220,8 @@ def main():
     else:
         speed_table(raw, None)
     ratio_table(raw)
+    if a.pairs:
+        pair_table(a.pairs)
     where_table(raw, a.ncpu)
 
 

@@ -18,7 +18,7 @@ tap() {    # DESCRIPTION TEST...: one TAP line; the log as diagnostics when it f
     i=$((i + 1))
     if "$@"; then echo "ok $i $desc"; else echo "not ok $i $desc"; sed 's/^/# /' "$log"; fi
 }
-echo "1..6"
+echo "1..7"
 tap "benchmarks/nbd --quick exits 0" [ "$rc" = 0 ]
 tap "tables printed" grep -q '^| file | save | ours / nbdcopy |' "$log"
 tap "every case measured" [ "$(grep -c '^| [a-z-]* | [a-z].* | [0-9]' "$log")" -ge 30 ]
@@ -28,3 +28,5 @@ tap "results file: the command, the machine, the tables (--quick: in --out)" \
     grep -q '^| file | save | ours / nbdcopy |' "$out/nbd.md"
 tap "the memory servers filled before the runs (a first write allocates nbdkit memory's pages)" \
     grep -q '^# nbdkit memory filled: ' "$log"
+tap "the pairs: the default against --connections=1 adjacent, round by round, with its choice" \
+    grep -Eq '^\| file \| save \| [0-9.]+ [0-9.]+ \| .* \| 1x[0-9]+: ' "$log"

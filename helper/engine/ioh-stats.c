@@ -208,7 +208,8 @@ add_memory(JsonBuilder *b, const IohStats *stats)
     json_builder_end_object(b);
 }
 
-/* "nbd": {"connections": N, "requests": N, "adaptive": B, "why": "..."} */
+/* "nbd": {"connections": N, "requests": N, "adaptive": B, "windows": N,
+ * "most_connections": N, "why": "..."} */
 static void
 add_nbd(JsonBuilder *b, const IohStats *stats)
 {
@@ -218,6 +219,8 @@ add_nbd(JsonBuilder *b, const IohStats *stats)
     add_uint(b, "requests", stats->nbd_requests);
     json_builder_set_member_name(b, "adaptive");
     json_builder_add_boolean_value(b, stats->nbd_adaptive);
+    add_uint(b, "windows", stats->nbd_windows);
+    add_uint(b, "most_connections", stats->nbd_most_connections);
     json_builder_set_member_name(b, "why");
     json_builder_add_string_value(b, stats->nbd);
     json_builder_end_object(b);

@@ -57,6 +57,8 @@ typedef struct {
     guint nbd_connections;  /* ... at the end of the copy */
     guint nbd_requests;     /* ... in flight per connection */
     gboolean nbd_adaptive;  /* ... chosen by measuring (no --connections/--requests) */
+    guint nbd_windows;      /* ... windows measured (ioh-nbd-adapt.h: the first a warm-up) */
+    guint nbd_most_connections; /* ... the most open at once (a trial's included) */
 } IohStats;
 
 /* The checksum as 16 lower-case hex digits (newly allocated); NULL when none was computed. */

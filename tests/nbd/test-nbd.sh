@@ -259,7 +259,8 @@ test_adaptive() {
         burstiness=0.1 logfile="$f.log" || return
     "$IOH" --stats=json - "$(unix_uri adc)" <"$f.in" 2>"$f.err"
     check "adaptive, a per-connection limit: the save grows to 4 connections or more" \
-        [ "$(nbd_json "$f.err" connections)" -ge 4 -a "$(nbd_json "$f.err" adaptive)" = True ]
+        [ "$(nbd_json "$f.err" connections)" -ge 4 -a "$(nbd_json "$f.err" adaptive)" = True \
+          -a "$(nbd_json "$f.err" most_connections)" -ge "$(nbd_json "$f.err" connections)" ]
     check "log: its writes spread over 4 connections or more" \
         [ "$(conns_with "$f.log" Write)" -ge 4 ]
     : >"$f.log"
@@ -281,6 +282,8 @@ connections tried once the copy waits for the server, 2 or more" \
                  grep -q '2 connections .*did not pay' '$f.err'"
     check "log: the second connection was tried, and closed while the save went on" \
         disconnected_before_end "$f.log2"
+    check "--stats=json: the most connections 2 (the one tried), 3 windows or more measured" \
+        [ "$(nbd_json "$f.err" most_connections)" = 2 -a "$(nbd_json "$f.err" windows)" -ge 3 ]
     diag "$f.err"
     "$IOH" --length=96M "$(unix_uri adt)" - | cmp -s - "$f.in"
     check "adaptive, a limit in total: the restore byte-exact" [ "${PIPESTATUS[1]}" = 0 ]

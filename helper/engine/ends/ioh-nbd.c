@@ -60,6 +60,7 @@ struct _IohNbd {
     const IohEnd *end;
     Conn *conns;              /* conns_max of them, the first nconns in use */
     guint nconns;
+    guint most_conns;         /* the most open at once (--stats) */
     guint conns_max;
     guint rr;                 /* the next command's connection: rr % nconns */
     Req *reqs;
@@ -483,6 +484,8 @@ report_shape(IohNbd *n, gboolean log)
         n->stats->nbd_connections = n->nconns;
         n->stats->nbd_requests = n->adapt.cur.reqs;
         n->stats->nbd_adaptive = !ioh_nbd_adapt_is_fixed(&n->adapt);
+        n->stats->nbd_windows = n->adapt.windows;
+        n->stats->nbd_most_connections = n->most_conns;
     }
 }
 
@@ -502,6 +505,7 @@ open_conns(IohNbd *n, guint want, GError **error)
             return FALSE;
         }
         n->nconns++;
+        n->most_conns = MAX(n->most_conns, n->nconns);
     }
     return TRUE;
 }
@@ -557,7 +561,7 @@ ioh_nbd_connect(IohCopy *c, IohEnd *end, gboolean for_write, GError **error)
         nbd_close(h);
         return NULL;
     }
-    n->nconns = 1;
+    n->nconns = n->most_conns = 1;
     per_conn = c->opts->nbd_requests ? c->opts->nbd_requests : IOH_NBD_ADAPT_MAX_REQUESTS;
     if (!alloc_pool(n, c->opts->memory, &per_conn, error)) {
         return NULL;

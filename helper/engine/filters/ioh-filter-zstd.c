@@ -457,6 +457,7 @@ window_end(Zstd *z, gint64 end, IohFilterOut *out, GError **error)
     w->comp_cpu = seconds((process_cpu_ns() - z->win_cpu) - (ioh_cpu_thread_ns() - z->win_own));
     w->consumed = consumed - z->win_consumed;
     w->produced = produced - z->win_produced;
+    w->behind = z->o.nbufs > 1;
     k = ioh_adapt_next(z->adapt, w);
     g_debug("zstd auto: window %s: %.1f ms, sink %.1f ms for %" G_GUINT64_FORMAT " bytes, "
             "blocked %.1f ms, idle %.1f ms, workers' CPU %.1f ms; rates MB/s: sink %.0f, "

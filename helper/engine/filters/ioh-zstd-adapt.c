@@ -27,7 +27,6 @@
 #define ADAPT_DECAY 0.8         /* the sums of bytes and seconds, per window (add_rate()) */
 #define ADAPT_SINK_DECAY 0.95   /* ... of the sink's: a throttle's slice spans several
                                  * windows (100 ms: 7 at 600 MB/s) */
-#define ADAPT_GOT_DECAY 0.9     /* ... of a choice's end-to-end rate */
 #define ADAPT_TRY_WINDOWS 3     /* windows a tried choice runs after its first */
 #define ADAPT_FRESH 32          /* windows a measured choice's rates are trusted */
 #define ADAPT_BOUND 0.10        /* a share of the window: waiting that shows a bottleneck */
@@ -39,6 +38,8 @@
 #define ADAPT_TRY_SINK 0.4      /* ... a level, when the sink sets raw's pace (explore()) */
 #define ADAPT_GOT_FRESH 48      /* windows a choice's end-to-end rate is trusted */
 #define ADAPT_SINK_BOUND 0.5    /* a share of the window in the sink: the sink bounds it */
+#define ADAPT_BEHIND_BOUND 0.25 /* ... written behind, waiting for a free buffer (a
+                                 * compressed window hands on a 4 MiB buffer at a time) */
 #define ADAPT_HEADROOM 1.3      /* a compressor's margin over a source it shares cores with */
 
 /* The levels, and their speed and the bytes they save relative to level 1 (zstd 1.5's
@@ -74,16 +75,38 @@ source_bound(const IohAdaptRates *r)
  * the source is known to set raw's pace, a compressor counts for 1/ADAPT_HEADROOM of its
  * rate: its CPU is taken from the threads that read the source and from the producer
  * (the same cores), so it must outrun the source by that much not to slow it. */
+/* TRUE when measured choice @j went at its compressor's pace: its windows did not wait
+ * for the disk, and it went slower than the source. */
+static gboolean
+compressor_paced(const IohAdaptRates *r, int j)
+{
+    return j != IOH_ADAPT_RAW && r->got[j] > 0 && r->waited[j] < ADAPT_BOUND &&
+           !(r->source > 0 && r->got[j] >= ADAPT_TOLERANCE * r->source);
+}
+
 static double
 predict(const IohAdaptRates *r, int k)
 {
     double t = r->source > 0 ? r->source : G_MAXDOUBLE;
 
     if (r->got[k] > 0) {
-        return r->got[k];    /* measured: what it gave, whatever bound it */
+        /* measured: what it gave, whatever bound it; where its windows waited for the
+         * disk, never more than the disk drains of its output (a throttle lets a few
+         * windows through at memory speed, then holds one back) */
+        return r->sink > 0 && r->waited[k] >= ADAPT_BOUND
+                   ? MIN(r->got[k], r->sink / MAX(r->ratio[k], 1e-3)) : r->got[k];
     }
     if (k != IOH_ADAPT_RAW && r->comp[k] > 0) {
         t = MIN(t, source_bound(r) ? r->comp[k] / ADAPT_HEADROOM : r->comp[k]);
+    }
+    /* A level measured at its compressor's pace bounds the slower ones by the table: the
+     * compressor's estimates from a window's blocked time or CPU are noisy (one window
+     * of -5 said 3.6 GB/s, and level 3, predicted from it, replaced a -5 measured at
+     * 0.85: benchmarks/results/compress-slow.md). */
+    for (int j = 1; j < IOH_ADAPT_CHOICES && k != IOH_ADAPT_RAW; j++) {
+        if (levels[j].speed >= levels[k].speed && compressor_paced(r, j)) {
+            t = MIN(t, r->got[j] * levels[k].speed / levels[j].speed);
+        }
     }
     if (r->sink > 0) {
         t = MIN(t, r->sink / MAX(r->ratio[k], 1e-3));
@@ -107,20 +130,45 @@ reason(const IohAdaptRates *r, int pick)
     return shrinks ? IOH_ADAPT_WHY_COMPRESSOR : IOH_ADAPT_WHY_INCOMPRESSIBLE;
 }
 
+/* TRUE when choice @k, predicted at @speed, goes at the pace of the disk or the source
+ * (raw always: its compressor is free). Elsewhere its compressor sets the pace: a choice
+ * that stores less costs more CPU, and storing less saves nothing when the disk has time
+ * to spare (on 2 cores, zstd:-5 at 600 MB/s: the levels within each other's noise took
+ * turns, each slower than -5: benchmarks/results/compress-slow.md). */
+static gboolean
+paced_by_ends(const IohAdaptRates *r, int k, double speed)
+{
+    double ends = r->source > 0 ? r->source : G_MAXDOUBLE;
+
+    if (k == IOH_ADAPT_RAW) {
+        return TRUE;
+    }
+    if (r->sink > 0 && (r->got[k] <= 0 || r->waited[k] >= ADAPT_BOUND)) {
+        ends = MIN(ends, r->sink / MAX(r->ratio[k], 1e-3));
+    }
+    return ends < G_MAXDOUBLE && speed >= ADAPT_TOLERANCE * ends;
+}
+
 int
 ioh_adapt_decide(const IohAdaptRates *r, IohAdaptWhy *ret_why)
 {
     double best = 0;
-    int pick = IOH_ADAPT_RAW;
+    int pick = IOH_ADAPT_RAW, fastest = IOH_ADAPT_RAW;
 
     for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
-        best = MAX(best, predict(r, k));
+        if (predict(r, k) > best) {
+            best = predict(r, k);
+            fastest = k;
+        }
     }
     for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
         if (predict(r, k) >= ADAPT_TOLERANCE * best &&
             r->ratio[k] < ADAPT_SHRINK * r->ratio[pick]) {
             pick = k;
         }
+    }
+    if (!paced_by_ends(r, fastest, best)) {
+        pick = fastest;
     }
     if (ret_why) {
         *ret_why = reason(r, pick);
@@ -166,13 +214,24 @@ static void
 account_ends(IohAdapt *a, const IohAdaptWindow *w)
 {
     double got = w->wall > 0 ? (double)w->in / w->wall : 0;
-    double drain = w->sink > 0 ? (double)w->out / w->sink : 0;
+    double busy = w->behind ? MAX(w->wall - w->idle, 0) : w->sink;
+    double drain = busy > 0 ? (double)w->out / busy : 0;
+    gboolean bound = w->behind ? w->sink >= ADAPT_BEHIND_BOUND * w->wall
+                               : w->sink >= ADAPT_SINK_BOUND * w->wall;
 
     /* Only a window the sink bound (or one that shows it slower) measures it: a throttle
      * lets writes under its rate through at the disk's speed, and a compressed window's
-     * few writes would make raw, which the throttle holds, look fast. */
-    if (a->est.sink <= 0 || w->sink >= ADAPT_SINK_BOUND * w->wall || drain < a->est.sink) {
-        a->est.sink = add_rate(&a->sink, (double)w->out, w->sink, ADAPT_SINK_DECAY);
+     * few writes would make raw, which the throttle holds, look fast. Written behind, a
+     * window that waited for a free buffer kept the writer busy all the while the
+     * filter did not wait for the source: the disk took its bytes in that time (the
+     * waits alone, a fraction of it, made a 600 MB/s throttle look 1.5-3x faster). */
+    if (w->behind ? bound && a->stats.windows > 0
+                  : a->est.sink <= 0 || bound || drain < a->est.sink) {
+        a->est.sink = add_rate(&a->sink, (double)w->out, busy, ADAPT_SINK_DECAY);
+    }
+    if (w->wall > 0) {
+        a->est.waited[a->choice] = (1 - ADAPT_EWMA) * a->est.waited[a->choice] +
+                               ADAPT_EWMA * MIN(w->sink / w->wall, 1.0);
     }
     /* Only a raw window measures the source: compressing takes CPU from the thread that
      * reads it (and from its producer), and the filter then waits for a source that
@@ -266,6 +325,33 @@ account_raw(IohAdapt *a, const IohAdaptWindow *w)
     derive(a, ADAPT_LEVEL1, TRUE);
 }
 
+static int
+cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+
+    return (a > b) - (a < b);
+}
+
+/* The median of choice @k's last windows' rates (0: none). A window's rate is noisy on
+ * busy cores (a producer descheduled for 40 ms makes one window of a level 5x slower
+ * than the next) and the mean of a few windows took one such window for the level
+ * (benchmarks/results/compress-slow.md at 600 MB/s: auto stored most of the stream raw);
+ * what a throttle holds back of raw is the disk's rate, predict()'s bound. */
+static double
+got_median(const IohAdapt *a, int k)
+{
+    double v[IOH_ADAPT_GOT_N];
+    guint n = MIN(a->got_n[k], IOH_ADAPT_GOT_N);
+
+    if (n == 0) {
+        return 0;
+    }
+    memcpy(v, a->got[k], n * sizeof(v[0]));
+    qsort(v, n, sizeof(v[0]), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* The window's end-to-end rate into its choice's (not the first window after a switch:
  * a level's first fills the compressor's jobs at memory speed, raw's first waits for
  * the last level's jobs), and the rates measured lately into the estimates. */
@@ -277,17 +363,21 @@ account_got(IohAdapt *a, const IohAdaptWindow *w)
     for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
         a->got_age[k] += a->got_age[k] > 0;
     }
-    if (a->run > 0 && w->wall > 0 && w->in > 0) {
+    /* a level's window whose chunks its samples found incompressible went raw: it says
+     * nothing of the level (random pages at a level's pace made level 3 look as fast as
+     * raw, and it was kept for the compressible pages after) */
+    if (a->run > 0 && w->wall > 0 && w->in > 0 &&
+        (c == IOH_ADAPT_RAW || w->consumed >= w->in / 2)) {
         if (a->got_age[c] == 0 || a->got_age[c] > ADAPT_GOT_FRESH) {
-            a->got[c] = (IohAdaptSum){ 0, 0 };
+            a->got_n[c] = 0;
         }
-        add_rate(&a->got[c], (double)w->in, w->wall, ADAPT_GOT_DECAY);
+        a->got[c][a->got_n[c]++ % IOH_ADAPT_GOT_N] = (double)w->in / w->wall;
         a->got_age[c] = 1;
     }
     for (int k = 0; k < IOH_ADAPT_CHOICES; k++) {
         gboolean fresh = a->got_age[k] > 0 && a->got_age[k] <= ADAPT_GOT_FRESH;
 
-        a->est.got[k] = fresh && a->got[k].secs > 0 ? a->got[k].bytes / a->got[k].secs : 0;
+        a->est.got[k] = fresh ? got_median(a, k) : 0;
     }
 }
 
@@ -325,7 +415,7 @@ explore(const IohAdapt *a, int pick)
 {
     const IohAdaptRates *r = &a->est;
     int best = -1;
-    gboolean pick_sink_bound = r->sink > 0 &&
+    gboolean pick_sink_bound = r->sink > 0 && r->waited[pick] >= ADAPT_BOUND &&
                                r->got[pick] >= ADAPT_SINK_PACE * r->sink / r->ratio[pick];
     double try = pick == IOH_ADAPT_RAW || pick_sink_bound ? ADAPT_TRY : ADAPT_TRY_LEVEL;
 

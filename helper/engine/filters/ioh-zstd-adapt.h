@@ -19,6 +19,7 @@ G_BEGIN_DECLS
 #define IOH_ADAPT_WINDOW ((guint64)8 * 1024 * 1024)
 #define IOH_ADAPT_CHOICES 6      /* raw, then the levels of ioh_adapt_level() */
 #define IOH_ADAPT_RAW 0
+#define IOH_ADAPT_GOT_N 8        /* windows a choice's end-to-end rate is the median of */
 #define IOH_ADAPT_LEVEL_MAX IOH_ZSTD_AUTO_LEVEL_MAX  /* the highest level auto uses (its
                                                      * memory is claimed) */
 
@@ -43,6 +44,8 @@ typedef struct {
     double got[IOH_ADAPT_CHOICES];      /* stream bytes each choice's windows went at lately,
                                          * end to end (0: not measured lately): where known,
                                          * what it is predicted at */
+    double waited[IOH_ADAPT_CHOICES];   /* the share of each choice's windows spent
+                                         * waiting for the sink, lately (EWMA) */
 } IohAdaptRates;
 
 /* One window as the filter measured it (seconds of wall time unless said). */
@@ -59,6 +62,8 @@ typedef struct {
                              * compressor's workers, and the reader's share */
     double probe_ratio;     /* raw: level 1's ratio on the window's samples (0: none) */
     double probe_speed;     /* ... and its speed on one thread, stream bytes/s */
+    gboolean behind;        /* the sink writes behind the filter: @sink is the time the
+                             * filter waited for a free buffer, not the writes' own */
 } IohAdaptWindow;
 
 /* What --stats says: stream bytes stored per choice, and the reason given most for it. */
@@ -80,8 +85,9 @@ typedef struct {
     IohAdaptSum sink;       /* ... the sink's and the source's from these */
     IohAdaptSum source;
     guint64 age[IOH_ADAPT_CHOICES];   /* windows since each choice was measured (0: never) */
-    IohAdaptSum got[IOH_ADAPT_CHOICES];   /* each choice's stream bytes and wall time, as
-                                           * last measured ... */
+    double got[IOH_ADAPT_CHOICES][IOH_ADAPT_GOT_N];   /* each choice's last windows'
+                                                      * rates (stream bytes/s) ... */
+    guint got_n[IOH_ADAPT_CHOICES];       /* ... how many were measured (a ring) ... */
     guint64 got_age[IOH_ADAPT_CHOICES];   /* ... this many windows ago (0: never) */
     guint64 run;            /* windows the current choice has run since it was taken */
     double workers;         /* cores the compressor's workers can have */

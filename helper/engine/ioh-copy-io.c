@@ -203,8 +203,8 @@ ioh_copy_route_filters(IohCopy *c)
                                                                      : c->src->name,
                               c->dst->direct ? c->align : 1, to_sink, to_sinkv, c);
     /* Only on the ring (its reader thread keeps the pipe drained meanwhile) and inline (an
-     * encrypted save: the thread that reads seals too); the io_uring stage writes behind
-     * on its own. Other sinks have writes of their own in flight (NBD, RBD) or the page
+     * encrypted save with IOHELPER_AGE_INLINE=on: the thread that reads seals too); the
+     * io_uring stage writes behind on its own. Other sinks have writes of their own in flight (NBD, RBD) or the page
      * cache's write-back. */
     if (c->dst->direct && (c->dst->kind == IOH_KIND_FILE || c->dst->kind == IOH_KIND_BLOCK) &&
         c->sink->writev &&

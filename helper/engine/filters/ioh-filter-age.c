@@ -301,10 +301,10 @@ age_fits_after(const Age *a, const Slot *s, const Slot *prev, gsize k)
 }
 
 /* Seals slot @s's gathered chunks and @k chunks of @buf after what the sealed slot @prev
- * holds, on this thread; hands @prev on once a call of @k more would not fit. The inline
- * strategy hands on 1 MiB at a time (reads that keep the producer going while this thread
- * seals): without this, each was one O_DIRECT write of 1 MiB, where 4 MiB writes are
- * faster (docs/engine.md, "Sealed on the reading thread"). */
+ * holds, on this thread; hands @prev on once a call of @k more would not fit. The ring
+ * hands on each 1 MiB buffer as soon as it is filled when the sealing keeps up: without
+ * this, each was an O_DIRECT write of its own (1-2 MiB with the writer's coalescing), and
+ * the save was bound by those writes (docs/engine.md, "Sealed on the reading thread"). */
 static gboolean
 age_append_direct(Age *a, Slot *s, Slot *prev, const guint8 *buf, gsize k,
                   IohFilterOut *out, GError **error)

@@ -7,12 +7,11 @@
  * Inline"), while with O_DIRECT (no copy on the write side, the disk busy) the ring wins.
  * The buffer stays hot in this core's cache.
  *
- * An encrypted O_DIRECT save from a pipe (ioh-copy.c) reads and seals here, on one thread,
- * while its writes go behind the filters (ioh-filter-behind.c): the ring's reader thread
- * handed each buffer to the sealing thread, one more runnable thread on 2 cores, and the
- * writer's O_DIRECT writes then waited longer for a core (docs/engine.md, "Sealed on the
- * reading thread"). Its pipe is read through the relay pipe and its edge as the ring's
- * reader reads it (ioh-pipe-edge.h).
+ * With IOHELPER_AGE_INLINE=on (ioh-copy.c) an encrypted O_DIRECT save from a pipe reads and
+ * seals here, on one thread, while its writes go behind the filters (ioh-filter-behind.c):
+ * no reader thread handing each buffer to the sealing thread. Opt-in: the ring measured
+ * faster (docs/engine.md, "Sealed on the reading thread"). Its pipe is read through the
+ * relay pipe and its edge as the ring's reader reads it (ioh-pipe-edge.h).
  */
 #include "ioh-layer.h"
 #include "ioh-error.h"

@@ -143,7 +143,7 @@ ioh_copy_report_progress(IohCopy *c, gboolean final)
  * counts move over, atomically, as its writes are reaped there. */
 typedef struct {
     IohCopy *c;
-    IohCopy shadow;          /* the writer's: c as at the first write, its own stats */
+    IohCopy shadow;          /* the writer's: c's ends as at the first write, its own stats */
     IohStats stats;
     guint64 writes;          /* atomic: write calls not yet moved into c->stats */
     guint64 synced;          /* atomic: ... and bytes written O_DIRECT */
@@ -156,15 +156,21 @@ behind_off(void)
     return g_strcmp0(g_getenv("IOHELPER_WRITE_BEHIND"), "off") == 0;
 }
 
+/* The writer's IohCopy holds only what the sink's writes read (ioh-sink-file.c): a copy
+ * of the whole one raced with the counters other threads move (the ring reader's reads).
+ * No cancel: its O_DIRECT writes never wait for the fd (EAGAIN), and the strategy's
+ * cancel is gone before the last writes behind are. */
 static void
 behind_start(gpointer data)
 {
     Behind *b = data;
+    IohCopy *c = b->c;
 
-    b->c->stats->writes_behind = TRUE;
-    b->shadow = *b->c;
-    b->stats = *b->c->stats;
-    b->shadow.stats = &b->stats;
+    c->stats->writes_behind = TRUE;
+    b->stats = *c->stats;
+    b->shadow = (IohCopy){ .src = c->src, .dst = c->dst, .opts = c->opts, .stats = &b->stats,
+                           .source = c->source, .sink = c->sink, .align = c->align,
+                           .dst_start = c->dst_start };
 }
 
 /* The queued pieces in one vectored write where they are aligned (file_writev). */
@@ -196,11 +202,13 @@ ioh_copy_route_filters(IohCopy *c)
     ioh_filter_chain_set_sink(c->filters, ioh_end_is_storage(c->dst) ? c->dst->name
                                                                      : c->src->name,
                               c->dst->direct ? c->align : 1, to_sink, to_sinkv, c);
-    /* Only on the ring: its reader thread keeps the pipe drained meanwhile (the io_uring
-     * stage writes behind on its own). Other sinks have writes of their own in flight
-     * (NBD, RBD) or the page cache's write-back. */
+    /* Only on the ring (its reader thread keeps the pipe drained meanwhile) and inline (an
+     * encrypted save with IOHELPER_AGE_INLINE=on: the thread that reads seals too); the
+     * io_uring stage writes behind on its own. Other sinks have writes of their own in flight (NBD, RBD) or the page
+     * cache's write-back. */
     if (c->dst->direct && (c->dst->kind == IOH_KIND_FILE || c->dst->kind == IOH_KIND_BLOCK) &&
-        c->sink->writev && c->strategy == &ioh_strategy_ring &&
+        c->sink->writev &&
+        (c->strategy == &ioh_strategy_ring || c->strategy == &ioh_strategy_inline) &&
         ioh_filter_chain_transforms(c->filters) && !behind_off()) {
         Behind *b = g_new0(Behind, 1);
         IohFilterBehindSink sink = { behind_start, behind_writev, behind_done, b, g_free };

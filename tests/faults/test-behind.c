@@ -9,6 +9,10 @@
  *   success, and the image decodes to the stream byte for byte (age -d, zstd -dc);
  * - --stats says the writes went behind, and counts them (the writer thread's write calls
  *   moved into the copy's stats).
+ * The age cases run on both ways of an encrypted save: a reader thread with the ring (the
+ * default) and read and sealed on one thread (inline, IOHELPER_AGE_INLINE=on).
+ * - age's sealed 1 MiB reads go out in writes of about 4 MiB (several sealed into one
+ *   output buffer), and streams ending around 1 MiB and 4 MiB multiples decode exactly.
  * Skipped without age-keygen/age (the age cases) or zstd (the others). */
 #include "faults-util.h"
 #include "ioh-test.h"
@@ -26,13 +30,27 @@ typedef struct {
     const char *name;        /* in the test's path */
     const char *filter;      /* the option that makes the filter */
     const char *tool;        /* the CLI that decodes the image */
+    const char *age_inline;  /* IOHELPER_AGE_INLINE for the helper (NULL: unset) */
 } Filter;
 
 static const Filter filters[] = {
-    { "age", NULL, "age" },
-    { "auto", "--compress=auto", "zstd" },
-    { "zstd1", "--compress=zstd:1", "zstd" },
+    { "age", NULL, "age", NULL },
+    { "age-inline", NULL, "age", "on" },
+    { "auto", "--compress=auto", "zstd", NULL },
+    { "zstd1", "--compress=zstd:1", "zstd", NULL },
 };
+
+/* Saves @src into @img with @f's way (the helper inherits the environment). */
+static void
+save_with(const Filter *f, const char *src, const char *img, const char *const *o,
+          const FtSpawn *how, FtResult *r)
+{
+    if (f->age_inline) {
+        g_setenv("IOHELPER_AGE_INLINE", f->age_inline, TRUE);
+    }
+    ft_save(src, img, o, how, r, NULL);
+    g_unsetenv("IOHELPER_AGE_INLINE");
+}
 
 /* The filter's option ("" when its tool or key is missing: skipped). */
 static const char *
@@ -40,7 +58,7 @@ filter_opt(const Filter *f)
 {
     g_autofree char *tool = g_find_program_in_path(f->tool);
 
-    if (!tool || (g_str_equal(f->name, "age") && !key)) {
+    if (!tool || (g_str_has_prefix(f->name, "age") && !key)) {
         g_test_skip("age, age-keygen or zstd is not installed");
         return "";
     }
@@ -52,7 +70,7 @@ static gboolean
 decodes_to(const Filter *f, const char *img, const char *src)
 {
     g_autofree char *out = g_build_filename(ft_workdir(), "decoded", NULL);
-    g_autofree char *cmd = g_str_equal(f->name, "age")
+    g_autofree char *cmd = g_str_has_prefix(f->name, "age")
                                ? g_strdup_printf("age -d -i '%s' -o '%s' '%s'", key, out, img)
                                : g_strdup_printf("zstd -q -d -f -o '%s' '%s'", out, img);
     int status = -1;
@@ -89,7 +107,7 @@ test_fault(gconstpointer data)
         return;
     }
     src = make_source();
-    ft_save(src, img, o, &how, &r, NULL);
+    save_with(t->f, src, img, o, &how, &r);
     g_assert_cmpuint(ft_faults_logged(), >, 0);    /* a rule that never fired proves nothing */
     ft_count_faults(1);
     g_test_message("stderr: %s", r.err);
@@ -106,42 +124,119 @@ test_fault(gconstpointer data)
     ft_result_clear(&r);
 }
 
+/* The write calls in the shim's @trace: how many, and how many under @min bytes. */
+static guint
+write_calls(const char *trace, gsize min, guint *ret_small)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    guint calls = 0;
+
+    *ret_small = 0;
+    g_assert_true(g_file_get_contents(trace, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+        const char *len = strstr(lines[i], " len=");
+
+        if (g_str_has_prefix(lines[i], "write") && len) {
+            calls++;
+            *ret_small += g_ascii_strtoull(len + 5, NULL, 10) < min ? 1 : 0;
+        }
+    }
+    return calls;
+}
+
+/* Saves the source with @f, --direct and @more, the image's write calls traced: their
+ * number in *@ret_calls, those under @min bytes in *@ret_small. The save succeeds and the
+ * image decodes to the stream. FALSE: skipped (no tool). */
+static gboolean
+traced_save(const Filter *f, const char *more, gsize min, FtResult *r, guint *ret_calls,
+            guint *ret_small)
+{
+    const char *opt = filter_opt(f);
+    g_autofree char *src = NULL;
+    g_autofree char *img = g_build_filename(ft_workdir(), "img", NULL);
+    g_autofree char *trace = g_build_filename(ft_workdir(), "trace", NULL);
+    const char *o[] = { "--direct", opt, more, NULL };
+    FtSpawn how = { .fault = "write:99999:EIO", .fault_trace = trace };
+
+    if (!*opt) {
+        return FALSE;
+    }
+    src = make_source();
+    g_unlink(trace);
+    save_with(f, src, img, o, &how, r);
+    g_assert_cmpint(r->code, ==, 0);
+    *ret_calls = write_calls(trace, min, ret_small);
+    g_assert_true(decodes_to(f, img, src));
+    return TRUE;
+}
+
 /* Without faults: --stats=json says the writes went behind, counts the image's write
  * calls as the shim's trace saw them, and the image decodes to the stream. */
 static void
 test_stats(gconstpointer data)
 {
+    g_autofree char *want = NULL;
+    guint calls = 0, small = 0;
+    FtResult r;
+
+    if (!traced_save(data, "--stats=json", 0, &r, &calls, &small)) {
+        return;
+    }
+    g_assert_nonnull(strstr(r.err, "\"writes_behind\":true"));
+    want = g_strdup_printf("\"writes\":%u,", calls);
+    g_test_message("trace: %u write calls; stats: %s", calls, r.err);
+    g_assert_nonnull(strstr(r.err, want));
+    ft_result_clear(&r);
+}
+
+/* An encrypted save read 1 MiB at a time writes about 4 MiB per call: sealed reads are
+ * gathered in one output buffer (ioh-filter-age.c, age_append_direct). Inline, where each
+ * read is 1 MiB (the ring hands on 1-4 MiB as its reader is ahead or not). Before,
+ * each 1 MiB read was a write of its own unless the writer lagged (most calls under
+ * 3 MiB). At most the first, the last aligned one and the unaligned tail are smaller. */
+static void
+test_age_writes(gconstpointer data)
+{
+    guint calls = 0, small = 0;
+    FtResult r;
+
+    if (!traced_save(data, NULL, 3 * MiB, &r, &calls, &small)) {
+        return;
+    }
+    g_test_message("%u write calls, %u under 3 MiB", calls, small);
+    g_assert_cmpuint(small, <=, 3);
+    g_assert_cmpuint(calls, <=, 24 / 3 + 3);
+    ft_result_clear(&r);
+}
+
+/* Streams ending at and around 1 MiB and 4 MiB multiples (the reads, the output buffers,
+ * the chunks) decode to themselves on both ways. */
+static void
+test_age_lengths(gconstpointer data)
+{
+    static const guint64 sizes[] = { MiB - 1, MiB, 4 * MiB - 65536, 4 * MiB - 1, 4 * MiB + 1,
+                                     4 * MiB + 65536 + 1, 8 * MiB - 16, 9 * MiB + 65535,
+                                     16 * MiB + 65537 };
     const Filter *f = data;
     const char *opt = filter_opt(f);
-    g_autofree char *src = NULL;
     g_autofree char *img = g_build_filename(ft_workdir(), "img", NULL);
-    g_autofree char *trace = g_build_filename(ft_workdir(), "trace", NULL);
-    g_autofree char *text = NULL;
-    g_autofree char *want = NULL;
-    g_auto(GStrv) lines = NULL;
-    const char *o[] = { "--direct", "--stats=json", opt, NULL };
-    FtSpawn how = { .fault = "write:99999:EIO", .fault_trace = trace };
-    FtResult r;
-    guint calls = 0;
+    const char *o[] = { "--direct", opt, NULL };
 
     if (!*opt) {
         return;
     }
-    src = make_source();
-    g_unlink(trace);
-    ft_save(src, img, o, &how, &r, NULL);
-    g_assert_cmpint(r.code, ==, 0);
-    g_assert_nonnull(strstr(r.err, "\"writes_behind\":true"));
-    g_assert_true(g_file_get_contents(trace, &text, NULL, NULL));
-    lines = g_strsplit(text, "\n", -1);
-    for (guint i = 0; lines[i]; i++) {
-        calls += g_str_has_prefix(lines[i], "write") ? 1 : 0;
+    for (gsize i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_autofree char *src = ft_make_mixed_source("src", sizes[i], (guint32)i);
+        FtResult r;
+
+        save_with(f, src, img, o, NULL, &r);
+        g_test_message("%" G_GUINT64_FORMAT " bytes: exit %d", sizes[i], r.code);
+        g_assert_cmpint(r.code, ==, 0);
+        g_assert_true(decodes_to(f, img, src));
+        ft_result_clear(&r);
     }
-    want = g_strdup_printf("\"writes\":%u,", calls);
-    g_test_message("trace: %u write calls; stats: %s", calls, r.err);
-    g_assert_nonnull(strstr(r.err, want));
-    g_assert_true(decodes_to(f, img, src));
-    ft_result_clear(&r);
 }
 
 static void
@@ -169,6 +264,12 @@ add_cases(void)
             g_test_add_data_func_full(path, t, test_fault, g_free);
         }
         g_test_add_data_func(sp, &filters[f], test_stats);
+    }
+    g_test_add_data_func("/faults/behind/age-writes-4MiB", &filters[1], test_age_writes);
+    for (gsize f = 0; f < 2; f++) {
+        g_autofree char *lp = g_strdup_printf("/faults/behind/lengths/%s", filters[f].name);
+
+        g_test_add_data_func(lp, &filters[f], test_age_lengths);
     }
 }
 

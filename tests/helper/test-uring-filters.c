@@ -113,7 +113,7 @@ test_default_ring(void)
                        "cat s | IOHELPER_IO_URING= $H --direct --checksum=xxh3 --stats=json "
                        "- img && cmp img s"), ==, 0);
     said = uring_said(err);
-    g_assert_cmpstr(said, ==, "not used (filters: the ring, measured faster)");
+    g_assert_cmpstr(said, ==, "not used (filters: threads, measured faster)");
 }
 
 int

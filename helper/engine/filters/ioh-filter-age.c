@@ -289,6 +289,40 @@ age_launch(Age *a, gboolean final, IohFilterOut *out, GError **error)
     return !prev->busy || age_emit(a, prev, FALSE, out, error);
 }
 
+/* Where the sink writes behind: whether slot @s's gathered chunks and @k more fit in the
+ * output buffer of the sealed slot @prev, after what it holds, to go in the same write. */
+static gboolean
+age_fits_after(const Age *a, const Slot *s, const Slot *prev, gsize k)
+{
+    gsize chunks = s->in_len / IOH_AGE_CHUNK + k;
+
+    return prev->busy && prev->c + prev->n + chunks * IOH_AGE_CT_CHUNK <=
+                         age_out_size(a->batch / IOH_AGE_CHUNK, a->align);
+}
+
+/* Seals slot @s's gathered chunks and @k chunks of @buf after what the sealed slot @prev
+ * holds, on this thread; hands @prev on once a call of @k more would not fit. The ring
+ * hands on each 1 MiB buffer as soon as it is filled when the sealing keeps up: without
+ * this, each was an O_DIRECT write of its own (1-2 MiB with the writer's coalescing), and
+ * the save was bound by those writes (docs/engine.md, "Sealed on the reading thread"). */
+static gboolean
+age_append_direct(Age *a, Slot *s, Slot *prev, const guint8 *buf, gsize k,
+                  IohFilterOut *out, GError **error)
+{
+    guint8 *at = prev->out + prev->c + prev->n;
+    gsize held = 0, n = 0;
+
+    if ((s->in_len > 0 && !ioh_age_stream_seal(a->stream, s->in, s->in_len, FALSE, at,
+                                                &held)) ||
+        !ioh_age_stream_seal(a->stream, buf, k * IOH_AGE_CHUNK, FALSE, at + held, &n)) {
+        return age_crypto_error(out, error);
+    }
+    prev->n += held + n;
+    s->in_len = 0;
+    a->next_c = (prev->c + prev->n) % a->align;
+    return age_fits_after(a, s, prev, k) || age_emit(a, prev, FALSE, out, error);
+}
+
 /* Seals the current slot's whole chunks, then @k chunks of @buf right after them, with no
  * copy of @buf: on the stream's threads while the other slot goes to the sink, and all
  * sealed before the return, as @buf is the caller's. Where the sink writes behind, the
@@ -304,6 +338,9 @@ age_launch_direct(Age *a, const guint8 *buf, gsize k, IohFilterOut *out, GError 
 
     if (!ioh_age_stream_seal_wait(a->stream)) {
         return age_crypto_error(out, error);
+    }
+    if (behind && age_fits_after(a, s, prev, k)) {
+        return age_append_direct(a, s, prev, buf, k, out, error);
     }
     if (behind && prev->busy && !age_emit(a, prev, FALSE, out, error)) {
         return FALSE;

@@ -60,7 +60,7 @@ ioh_uring_stage_wanted(IohCopy *c, const char *env)
     if (!c->opts->filters || !c->opts->filters[0] || (env && g_str_equal(env, "filters"))) {
         return TRUE;
     }
-    g_strlcpy(c->stats->io_uring, "not used (filters: the ring, measured faster)",
+    g_strlcpy(c->stats->io_uring, "not used (filters: threads, measured faster)",
               sizeof(c->stats->io_uring));
     return FALSE;
 }

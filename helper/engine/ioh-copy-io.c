@@ -202,13 +202,11 @@ ioh_copy_route_filters(IohCopy *c)
     ioh_filter_chain_set_sink(c->filters, ioh_end_is_storage(c->dst) ? c->dst->name
                                                                      : c->src->name,
                               c->dst->direct ? c->align : 1, to_sink, to_sinkv, c);
-    /* Only on the ring (its reader thread keeps the pipe drained meanwhile) and inline (an
-     * encrypted save with IOHELPER_AGE_INLINE=on: the thread that reads seals too); the
-     * io_uring stage writes behind on its own. Other sinks have writes of their own in flight (NBD, RBD) or the page
-     * cache's write-back. */
+    /* Only on the ring: its reader thread keeps the pipe drained meanwhile (the io_uring
+     * stage writes behind on its own). Other sinks have writes of their own in flight
+     * (NBD, RBD) or the page cache's write-back. */
     if (c->dst->direct && (c->dst->kind == IOH_KIND_FILE || c->dst->kind == IOH_KIND_BLOCK) &&
-        c->sink->writev &&
-        (c->strategy == &ioh_strategy_ring || c->strategy == &ioh_strategy_inline) &&
+        c->sink->writev && c->strategy == &ioh_strategy_ring &&
         ioh_filter_chain_transforms(c->filters) && !behind_off()) {
         Behind *b = g_new0(Behind, 1);
         IohFilterBehindSink sink = { behind_start, behind_writev, behind_done, b, g_free };

@@ -16,8 +16,6 @@
  *   slower, docs/benchmarks.md, "Engine A/Bs: NBD").
  * - An O_DIRECT save from a pipe with no filter: io_uring, one thread
  *   (ioh-strategy-uring.c; the ring below where the kernel refuses io_uring).
- * - With IOHELPER_AGE_INLINE=on, an encrypted (not compressed) O_DIRECT save from a pipe:
- *   inline, read and sealed on one thread, written behind (ioh-strategy-inline.c).
  * - Everything else (every restore, an O_DIRECT save): a reader thread and a ring
  *   (ioh-strategy-ring.c).
  *
@@ -123,22 +121,6 @@ splice_fits(IohCopy *c)
     return save ? is_pipe_for(c->src, O_RDONLY) : is_pipe_for(c->dst, O_WRONLY);
 }
 
-/* IOHELPER_AGE_INLINE=on (for comparisons): an encrypted (not compressed) O_DIRECT save
- * from a pipe read and sealed on one thread, written behind (ioh-strategy-inline.c). The
- * ring measured faster once age gathered its sealed reads into 4 MiB writes, at less CPU
- * for the helper and the producer (docs/engine.md, "Sealed on the reading thread"). Not
- * with --memory-budget (the ring's buffers grow and shrink within it). */
-static gboolean
-age_inline_fits(const IohCopy *c)
-{
-    const char *const *f = c->opts->filters;
-
-    return c->src->kind == IOH_KIND_PIPE && c->poll_src && c->dst->direct &&
-           (c->dst->kind == IOH_KIND_FILE || c->dst->kind == IOH_KIND_BLOCK) &&
-           c->sink->writev && !c->opts->budget && f && g_strv_contains(f, "age") &&
-           !g_strv_contains(f, "zstd") && g_strcmp0(g_getenv("IOHELPER_AGE_INLINE"), "on") == 0;
-}
-
 /* The strategy, once the ends are prepared (O_DIRECT set or not): see the top. */
 static const IohStrategy *
 choose_strategy(IohCopy *c)
@@ -163,9 +145,6 @@ choose_strategy(IohCopy *c)
         return &ioh_strategy_uring;
     }
 #endif
-    if (age_inline_fits(c)) {
-        return &ioh_strategy_inline;
-    }
     return &ioh_strategy_ring;
 }
 

@@ -120,6 +120,20 @@ copy_tree() {
     fi
 }
 
+# What failed inside dpkg-buildpackage: the last lines of its log and, when a suite of
+# debian/rules failed, the whole record of each failing test (meson's testlog).
+build_failure_report() {
+    local log
+    tail -n 40 "$STATE/build.log"
+    for log in "$STATE"/src/obj-*/meson-logs/testlog.txt; do
+        [ -f "$log" ] || continue
+        awk '/^=+ [0-9]+\/[0-9]+ =+$/ { show = 0; buf = "" }
+             { buf = buf $0 "\n" }
+             /^result: / && !/exit status 0|^result: +skipped/ { show = 1 }
+             show { printf "%s", buf; buf = "" }' "$log" | head -n 200
+    done
+}
+
 build_packages() {
     local t=$SECONDS
     if ! copy_tree || [ ! -f "$STATE/src/debian/control" ]; then
@@ -133,7 +147,8 @@ build_packages() {
         grep -E '^ *[0-9]+/[0-9]+ .* (OK|SKIP|FAIL|TIMEOUT) ' "$STATE/build.log" |
             sed 's/^/# build: /'
     else
-        tail -n 40 "$STATE/build.log" | sed 's/^/# build: /'
+        # On stderr too: a CI log shows a failing test's stderr, not its TAP comments.
+        build_failure_report | tee /dev/stderr | sed 's/^/# build: /'
         bail "dpkg-buildpackage failed"
     fi
     CHANGES=$(ls "$STATE"/iohelper_*.changes)

@@ -314,6 +314,7 @@ retire(IohUring *u)
         GError *err = NULL;
         guint64 end = u->w[u->wh].start;
 
+        ioh_uring_write_retired(c, &u->w[u->wh]);
         u->wh = (u->wh + 1) % IOH_URING_WRITES;
         u->wn--;
         if (!ioh_copy_moved(c, (gsize)(end - u->done), FALSE, &err)) {

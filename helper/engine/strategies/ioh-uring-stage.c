@@ -175,6 +175,7 @@ stage_retire(IohUringStage *s)
     while (s->wn > 0 && s->w[s->wh].io.len == 0 && !s->w[s->wh].io.busy) {
         guint64 end = s->w[s->wh].io.start;
 
+        ioh_uring_write_retired(s->c, &s->w[s->wh].io);
         s->wh = (s->wh + 1) % STAGE_WRITES;
         s->wn--;
         ioh_copy_stored(s->c, (gsize)(end - s->done));
@@ -417,6 +418,13 @@ ioh_uring_stage_free(IohUringStage *s)
     g_free(s);
 }
 
+void
+ioh_uring_write_retired(IohCopy *c, IohUringWrite *w)
+{
+    c->stats->synced += w->synced;
+    w->synced = 0;
+}
+
 gboolean
 ioh_uring_write_done(IohCopy *c, IohUringWrite *w, int res, gboolean failed,
                      IohUringThroughFunc through, IohUringFailFunc fail, gpointer data)
@@ -442,7 +450,7 @@ ioh_uring_write_done(IohCopy *c, IohUringWrite *w, int res, gboolean failed,
     } else if (res <= 0) {
         ioh_error_set_errno(&err, res < 0 ? -res : EIO, "write", c->dst->name);
     } else {
-        c->stats->synced += w->direct ? (guint64)res : 0;
+        w->synced += w->direct ? (guint64)res : 0;
         w->start += (guint64)res;
         w->len -= (gsize)res;
         w->queued = w->len > 0;    /* a short write: the rest again */

@@ -74,7 +74,12 @@ typedef struct {
     gboolean queued;     /* to be submitted (new, or the rest after a short write) */
     gboolean busy;       /* submitted, not completed */
     gboolean direct;     /* submitted with O_DIRECT set */
+    guint64 synced;      /* bytes it wrote O_DIRECT: counted as synced when it retires, in
+                          * stream order with stored, so that synced never runs ahead */
 } IohUringWrite;
+
+/* Moves a retired write's O_DIRECT bytes into the stats' synced count. */
+void ioh_uring_write_retired(IohCopy *c, IohUringWrite *w);
 
 /* Writes @w's bytes through the file sink (an O_DIRECT write refused); @data the caller's. */
 typedef gboolean (*IohUringThroughFunc)(gpointer data, IohUringWrite *w, GError **error);

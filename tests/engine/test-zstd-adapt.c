@@ -524,6 +524,25 @@ test_decide_compressor_bound(void)
     g_assert_cmpint(ioh_adapt_decide(&r, &why), >, 1);
 }
 
+/* Random data (no level shrinks it) with raw's windows slowed (the machine busy) below
+ * what a level's compressor is predicted at: raw all the same. Storing as much as raw,
+ * the level cannot be faster but by noise; taking it compressed the last window of random
+ * data in test-compress's /compress/auto/round-trip/direct/random under load. */
+static void
+test_decide_random_raw_slowed(void)
+{
+    IohAdaptRates r = rates(0, 600 * MB, 150 * MB, 1.0);
+    IohAdaptWhy why;
+
+    for (int k = 1; k < IOH_ADAPT_CHOICES; k++) {
+        r.ratio[k] = 1.0;
+    }
+    r.comp[1] = 450 * MB;
+    r.got[IOH_ADAPT_RAW] = 400 * MB;
+    g_assert_cmpint(ioh_adapt_decide(&r, &why), ==, IOH_ADAPT_RAW);
+    g_assert_cmpint(why, ==, IOH_ADAPT_WHY_INCOMPRESSIBLE);
+}
+
 static void
 test_stats_text(void)
 {
@@ -564,6 +583,7 @@ main(int argc, char **argv)
     g_test_add_func("/adapt/model/slow-source", test_model_slow_source);
     g_test_add_func("/adapt/model/slowed-source", test_model_slowed_source);
     g_test_add_func("/adapt/decide/compressor-bound-fastest", test_decide_compressor_bound);
+    g_test_add_func("/adapt/decide/random-raw-slowed", test_decide_random_raw_slowed);
     g_test_add_func("/adapt/recorded/throttle-600", test_recorded_throttle_600);
     g_test_add_func("/adapt/recorded/throttle-600-sink", test_recorded_throttle_600_sink);
     g_test_add_func("/adapt/recorded/throttle-600-start", test_recorded_throttle_600_start);

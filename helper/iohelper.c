@@ -16,6 +16,7 @@
 #include "ioh-args-age.h"
 #include "ioh-clash.h"
 #include "ioh-conf.h"
+#include "ioh-cpus.h"
 #include "ioh-engine.h"
 #include "ioh-error.h"
 #include "ioh-escape.h"
@@ -299,6 +300,11 @@ iohelper_main(int argc, char **argv)
         report_failure(&args, error);
         ioh_args_clear(&args);
         return 2;
+    }
+    /* Before any thread or io_uring exists: they inherit the affinity. */
+    if (args.has_cpus && !ioh_cpus_apply(&args.cpus, &error)) {
+        g_prefix_error(&error, "--cpus: ");
+        return usage_failure(&args, &stats, error);
     }
     if (!ioh_conf_read(&args, &error)) {
         return usage_failure(&args, &stats, error);

@@ -47,7 +47,8 @@ qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info, gbool
     g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
     g_autofree char *sum = NULL;
 
-    if (!qg_mig_encrypt_options(o, opts, info, save, path, error)) {
+    if (!qg_mig_encrypt_options(o, opts, info, save, path, error) ||
+        !ioh_wrap_options_set_cpus(o, opts->helper_cpus, error)) {
         return NULL;
     }
     if (save) {

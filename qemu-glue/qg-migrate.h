@@ -85,6 +85,9 @@ typedef struct {
      * handed to the helper on an fd; an encrypted image without it is refused before
      * QEMU gets a byte. Unused for a plain image. */
     const char *identity;
+    /* the helpers' CPUs (their --cpus, "0-3,6"; qg-placement.h chooses it from QEMU's
+     * affinity); NULL: wherever this process may run */
+    const char *helper_cpus;
 } QgMigrateOptions;
 
 typedef struct {

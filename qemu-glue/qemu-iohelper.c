@@ -110,6 +110,23 @@ fill_options(QgMigrateOptions *mopts, GCancellable *cancellable)
     }
 }
 
+/* What the report says of the helpers' CPUs: auto's choice is not for an image that was
+ * compressed or encrypted (qg_placement_applies()). */
+static void
+placed_as(QgPlacement *place, const QgMigrateStats *stats)
+{
+    if (place->cpus &&
+        !qg_placement_applies(place->from_auto, stats->compressed, stats->encrypted)) {
+        char *why = g_strdup_printf("%s, but the helper compressed or encrypted: it ran on "
+                                    "every CPU", place->why);
+        g_clear_pointer(&place->cpus, g_free);
+        g_free(place->why);
+        place->why = why;
+    }
+    report.helper_cpus = place->cpus;
+    report.helper_cpus_why = place->why;
+}
+
 /* `save FILE` or `restore FILE`: the exit status. */
 static int
 run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable)
@@ -125,8 +142,7 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
     qg_placement_choose(opts.helper_cpus, qg_qmp_get_peer_pid(qmp), &place, NULL);
     g_debug("helper CPUs: %s (%s)", place.cpus ? place.cpus : "all", place.why);
     mopts.helper_cpus = place.cpus;
-    report.helper_cpus = place.cpus;
-    report.helper_cpus_why = place.why;
+    mopts.helper_cpus_auto = place.from_auto;
     if (g_str_equal(cmd, "save")) {
         ok = qg_migrate_save(qmp, file, &mopts, &stats, &err);
     } else {
@@ -138,6 +154,7 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
         return 1;
     }
     if (opts.stats) {
+        placed_as(&place, &stats);
         qg_report_stats(&report, cmd, file, &stats, g_str_equal(opts.stats, "json"));
     }
     return 0;

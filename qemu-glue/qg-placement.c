@@ -37,6 +37,7 @@ choose_auto(GPid qemu_pid, QgPlacement *ret)
                                    (int)qemu_pid, qemu_list, ours_list);
     } else if (ioh_cpus_narrower(&both, &ours)) {
         ret->cpus = ioh_cpus_format(&both);
+        ret->from_auto = TRUE;
         ret->why = g_strdup_printf("auto: QEMU (pid %d) runs on CPUs %s", (int)qemu_pid,
                                    qemu_list);
     } else {
@@ -65,6 +66,12 @@ qg_placement_choose(const char *spec, GPid qemu_pid, QgPlacement *ret, GError **
     ret->cpus = ioh_cpus_format(&set);
     ret->why = g_strdup("--helper-cpus");
     return TRUE;
+}
+
+gboolean
+qg_placement_applies(gboolean from_auto, gboolean compressed, gboolean encrypted)
+{
+    return !from_auto || (!compressed && !encrypted);
 }
 
 void

@@ -19,6 +19,7 @@ G_BEGIN_DECLS
 typedef struct {
     char *cpus;     /* the helper's --cpus; NULL: wherever this process may run */
     char *why;      /* one phrase: how it was chosen ("QEMU (pid 42) runs on CPUs 0") */
+    gboolean from_auto;  /* @cpus are QEMU's, not a list given */
 } QgPlacement;
 
 /* Whether @spec is "auto", "all" or a CPU list; else FALSE with the cause (the caller
@@ -30,6 +31,12 @@ gboolean qg_placement_check(const char *spec, GError **error);
  * FALSE only for a @spec that qg_placement_check() refuses. */
 gboolean qg_placement_choose(const char *spec, GPid qemu_pid, QgPlacement *ret,
                              GError **error);
+
+/* Whether CPUs chosen by "auto" (@from_auto) serve a helper that compresses or encrypts:
+ * no. zstd's and age's threads need more CPU than the pipe saves (a pinned QEMU often has
+ * one or two CPUs), so such a helper runs wherever this process may. A list given
+ * applies to every helper. */
+gboolean qg_placement_applies(gboolean from_auto, gboolean compressed, gboolean encrypted);
 
 void qg_placement_clear(QgPlacement *p);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(QgPlacement, qg_placement_clear)

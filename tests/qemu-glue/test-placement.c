@@ -2,7 +2,8 @@
  * restore of a real QEMU (TCG) started as under `taskset -c N` runs on CPU N (every task
  * of it, read from /proc while a save, throttled to last seconds, runs; a restore's
  * helper is given the same --cpus), and --stats=json says so and why; an unpinned QEMU, or --helper-cpus=all, leaves the helper where the tool
- * may run; a list is taken as it is; a bad one is a usage error. Skipped without QEMU,
+ * may run; a list is taken as it is; a bad one is a usage error. A helper that compresses
+ * (zstd's threads) is left on every CPU by auto, and --stats says why. Skipped without QEMU,
  * and the placement cases where this test may use one CPU only. */
 #include <string.h>
 #include <unistd.h>
@@ -78,6 +79,7 @@ typedef struct {
     gboolean want_first;   /* the helper on FIRST; else on every CPU (or on LAST) */
     gboolean want_last;
     const char *why;       /* in helper_cpus_why */
+    const char *compress;  /* the save's --compress=..., NULL: raw */
 } Case;
 
 /* The helpers' arguments since the last call hold @want (NULL: no --cpus at all). */
@@ -107,6 +109,9 @@ test_case(gconstpointer data)
     g_autofree char *opt = NULL;
     const char *want, *said;
     gboolean placed = c->want_first || c->want_last;
+    const char *save_args[6] = { "--bypass-cache", "--stats=json", "--max-bandwidth=16", NULL,
+                                 NULL, NULL };
+    int n = 3;
 
     if (!need_two()) {
         return;
@@ -117,8 +122,13 @@ test_case(gconstpointer data)
     g_setenv("IOH_SEEN", seen, TRUE);
     g_setenv("IOH_ARGS", args, TRUE);
     qgt_qemu_cpu = c->pin ? (int)g_ascii_strtoll(first_cpu, NULL, 10) : -1;
-    out = qgt_save_guest(data_file, img, (const char *const[]){ "--bypass-cache",
-                         "--stats=json", "--max-bandwidth=16", opt, NULL }, TRUE, NULL, NULL);
+    if (opt) {
+        save_args[n++] = opt;
+    }
+    if (c->compress) {
+        save_args[n++] = c->compress;
+    }
+    out = qgt_save_guest(data_file, img, save_args, TRUE, NULL, NULL);
     assert_stats(out, said, c->why);
     assert_seen(seen, want);
     assert_args(args, placed ? want : NULL);
@@ -169,10 +179,12 @@ setup(void)
 int
 main(int argc, char **argv)
 {
-    static const Case pinned = { TRUE, NULL, TRUE, FALSE, "runs on CPUs " };
-    static const Case unpinned = { FALSE, NULL, FALSE, FALSE, "is not pinned" };
-    static const Case all = { TRUE, "--helper-cpus=all", FALSE, FALSE, "--helper-cpus=all" };
-    static const Case list = { FALSE, NULL, FALSE, TRUE, "--helper-cpus" };   /* =LAST */
+    static const Case pinned = { TRUE, NULL, TRUE, FALSE, "runs on CPUs ", NULL };
+    static const Case unpinned = { FALSE, NULL, FALSE, FALSE, "is not pinned", NULL };
+    static const Case all = { TRUE, "--helper-cpus=all", FALSE, FALSE, "--helper-cpus=all", NULL };
+    static const Case list = { FALSE, NULL, FALSE, TRUE, "--helper-cpus", NULL };   /* =LAST */
+    static const Case compressed = { TRUE, NULL, FALSE, FALSE, "compressed or encrypted",
+                                     "--compress=zstd:1" };
 
     g_test_init(&argc, &argv, NULL);
     if (argc != 2) {
@@ -187,5 +199,6 @@ main(int argc, char **argv)
     g_test_add_data_func("/qemu/placement/unpinned", &unpinned, test_case);
     g_test_add_data_func("/qemu/placement/all", &all, test_case);
     g_test_add_data_func("/qemu/placement/list", &list, test_case);
+    g_test_add_data_func("/qemu/placement/compressed", &compressed, test_case);
     return ioht_run_tests(&workdir);
 }

@@ -16,6 +16,7 @@
 #include "ioh-args-age.h"
 #include "ioh-clash.h"
 #include "ioh-conf.h"
+#include "ioh-cpus.h"
 #include "ioh-engine.h"
 #include "ioh-error.h"
 #include "ioh-escape.h"
@@ -261,6 +262,19 @@ __lsan_default_suppressions(void)
     return "leak:librbd.so\nleak:librados.so\nleak:libceph-common.so\n";
 }
 
+/* What follows the checks of the command line and precedes the copy: the placement, the
+ * config file, the age keys. A failure is a usage error. */
+static gboolean
+prepare(IohArgs *a, GError **error)
+{
+    /* Before any thread or io_uring exists: they inherit the affinity. */
+    if (a->has_cpus && !ioh_cpus_apply(&a->cpus, error)) {
+        g_prefix_error(error, "--cpus: ");
+        return FALSE;
+    }
+    return ioh_conf_read(a, error) && ioh_args_age_load(a, error);
+}
+
 static int
 iohelper_main(int argc, char **argv)
 {
@@ -300,10 +314,7 @@ iohelper_main(int argc, char **argv)
         ioh_args_clear(&args);
         return 2;
     }
-    if (!ioh_conf_read(&args, &error)) {
-        return usage_failure(&args, &stats, error);
-    }
-    if (!ioh_args_age_load(&args, &error)) {
+    if (!prepare(&args, &error)) {
         return usage_failure(&args, &stats, error);
     }
     /* The host's budget for buffers (ioh-budget.h): a lease given back at exit. */

@@ -9,6 +9,7 @@
 
 #include "iohwrap.h"
 #include "iohwrap-private.h"
+#include "ioh-cpus.h"
 #include "ioh-number.h"
 #include "ioh-option-rules.h"
 
@@ -29,6 +30,7 @@ ioh_wrap_options_free(IohWrapOptions *options)
     }
     g_free(options->checksum);
     g_free(options->verify_checksum);
+    g_free(options->cpus);
     iohw_age_options_clear(options);
     g_free(options);
 }
@@ -49,6 +51,7 @@ iohw_options_copy(const IohWrapOptions *options)
         copy->connections = options->connections;
         copy->stall_timeout = options->stall_timeout;
         copy->region = options->region;
+        copy->cpus = g_strdup(options->cpus);
         iohw_age_options_copy(options, copy);
     }
     return copy;
@@ -159,6 +162,27 @@ ioh_wrap_options_set_threads(IohWrapOptions *options, guint threads, GError **er
     return TRUE;
 }
 
+/* ---- placement (0.5) --------------------------------------------------------------- */
+
+gboolean
+ioh_wrap_options_set_cpus(IohWrapOptions *options, const char *cpus, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    cpu_set_t set;
+
+    if (!options) {
+        return options_invalid(error, "set_cpus");
+    }
+    if (cpus && !ioh_cpus_parse(cpus, &set, &local)) {
+        g_set_error(error, IOH_WRAP_ERROR, IOH_WRAP_ERROR_INVALID,
+                    "ioh_wrap_options_set_cpus: %s", local->message);
+        return FALSE;
+    }
+    g_free(options->cpus);
+    options->cpus = cpus ? ioh_cpus_format(&set) : NULL;
+    return TRUE;
+}
+
 /* The age options' misfits (IOHWRAP_0.4): recipients on a restore, an identity on a
  * save; NULL when they fit. */
 static const char *
@@ -260,4 +284,7 @@ iohw_options_add_compress_args(const IohWrapOptions *options, GPtrArray *argv)
         g_ptr_array_add(argv, g_strdup_printf("--threads=%u", options->threads));
     }
     iohw_age_add_args(options, argv);
+    if (options->cpus) {
+        g_ptr_array_add(argv, g_strdup_printf("--cpus=%s", options->cpus));
+    }
 }

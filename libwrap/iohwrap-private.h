@@ -175,6 +175,7 @@ struct _IohWrapOptions {
     GPtrArray *recipients_files;  /* the helper's --recipients-file, NULL: none */
     char *identity_file;      /* opened at each spawn, handed over as IOHW_IDENTITY_FD */
     int identity_fd;          /* our copy of the caller's identity fd, -1: none */
+    char *cpus;               /* the helper's --cpus (0.5), folded; NULL: where we run */
 };
 
 /* ---- iohwrap-age.c: recipients and identities -------------------------------------- */
@@ -204,7 +205,8 @@ gboolean iohw_options_check(const IohWrapOptions *options, gboolean save, gboole
                             GError **error);
 /* Whether @options (de)compress: the helper is needed whatever the flags. */
 gboolean iohw_options_compressing(const IohWrapOptions *options);
-/* Appends the helper's compression arguments (--compress, --decompress, --threads). */
+/* Appends the helper's arguments for what it does besides copying: --compress,
+ * --decompress, --threads, age's, and --cpus (the placement). */
 void iohw_options_add_compress_args(const IohWrapOptions *options, GPtrArray *argv);
 
 /* ---- iohwrap-object.c: the object ----------------------------------------------- */

@@ -643,6 +643,25 @@ IohWrap *ioh_wrap_new_channel_uri(int stream_fd, const char *uri, gboolean save,
  * Since: 0.4
  */
 gboolean ioh_wrap_options_set_region(IohWrapOptions *options, guint64 size, GError **error);
+/* ---- placement (0.5) ------------------------------------------------------------- */
+
+/**
+ * ioh_wrap_options_set_cpus:
+ * @options: the options.
+ * @cpus: (nullable): a CPU list as `taskset -c` and cpusets write it ("0", "0-3,6");
+ *     NULL: the helper runs wherever the caller may (the default).
+ * @error: return location for a #GError.
+ *
+ * The helper's `--cpus`: the helper, its threads and its io_uring workers run on these
+ * CPUs only. Where the process writing the pipe (QEMU's migration thread) is pinned, a
+ * helper on the same CPUs spends about half the CPU per byte of one on another core
+ * (docs/engine.md). A list that does not parse is IOH_WRAP_ERROR_INVALID here; one with
+ * a CPU the helper may not use (its cgroup's cpuset) fails the constructor with the
+ * helper's line naming `--cpus`. (Since 0.5.)
+ */
+gboolean ioh_wrap_options_set_cpus(IohWrapOptions *options, const char *cpus,
+                                   GError **error);
+
 /* ---- encryption (0.4) ------------------------------------------------------------ */
 
 /**

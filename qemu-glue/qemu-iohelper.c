@@ -17,6 +17,7 @@
 #include "ioh-json.h"
 #include "qg-args.h"
 #include "qg-migrate.h"
+#include "qg-placement.h"
 #include "qg-qmp.h"
 #include "qg-report.h"
 #include "qg-signals.h"
@@ -84,6 +85,48 @@ run_qmp(QgQmp *qmp, const char *command, const char *args_json)
     }
 }
 
+/* The job's options from the command line. */
+static void
+fill_options(QgMigrateOptions *mopts, GCancellable *cancellable)
+{
+    mopts->cache = opts.cache;
+    mopts->live = opts.live;
+    mopts->max_bandwidth = (guint64)opts.max_bandwidth_mib << 20;
+    mopts->progress_interval_ms = 500;
+    mopts->cancellable = cancellable;
+    mopts->compress = opts.compress;
+    mopts->threads = (guint)opts.threads;
+    mopts->channels = (guint)opts.channels;
+    mopts->qemu_compress = opts.qemu_compress;
+    mopts->recipients = opts.recipients ? (const char *const *)opts.recipients->pdata : NULL;
+    mopts->recipients_files = opts.recipients_files
+                                  ? (const char *const *)opts.recipients_files->pdata : NULL;
+    mopts->identity = opts.identity;
+    mopts->stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
+                                                              : (guint)opts.stall_timeout_s;
+    if (opts.progress) {
+        mopts->progress = qg_report_progress;
+        mopts->progress_data = &report;
+    }
+}
+
+/* What the report says of the helpers' CPUs: auto's choice is not for an image that was
+ * compressed or encrypted (qg_placement_applies()). */
+static void
+placed_as(QgPlacement *place, const QgMigrateStats *stats)
+{
+    if (place->cpus &&
+        !qg_placement_applies(place->from_auto, stats->compressed, stats->encrypted)) {
+        char *why = g_strdup_printf("%s, but the helper compressed or encrypted: it ran on "
+                                    "every CPU", place->why);
+        g_clear_pointer(&place->cpus, g_free);
+        g_free(place->why);
+        place->why = why;
+    }
+    report.helper_cpus = place->cpus;
+    report.helper_cpus_why = place->why;
+}
+
 /* `save FILE` or `restore FILE`: the exit status. */
 static int
 run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable)
@@ -91,27 +134,15 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
     g_autoptr(GError) err = NULL;
     QgMigrateOptions mopts = { 0 };
     QgMigrateStats stats = { 0 };
+    g_auto(QgPlacement) place = { 0 };
     gboolean ok;
 
-    mopts.cache = opts.cache;
-    mopts.live = opts.live;
-    mopts.max_bandwidth = (guint64)opts.max_bandwidth_mib << 20;
-    mopts.progress_interval_ms = 500;
-    mopts.cancellable = cancellable;
-    mopts.compress = opts.compress;
-    mopts.threads = (guint)opts.threads;
-    mopts.channels = (guint)opts.channels;
-    mopts.qemu_compress = opts.qemu_compress;
-    mopts.recipients = opts.recipients ? (const char *const *)opts.recipients->pdata : NULL;
-    mopts.recipients_files = opts.recipients_files
-                                 ? (const char *const *)opts.recipients_files->pdata : NULL;
-    mopts.identity = opts.identity;
-    mopts.stall_timeout_s = opts.stall_timeout_s == G_MININT ? QG_MIGRATE_STALL_TIMEOUT_S
-                                                             : (guint)opts.stall_timeout_s;
-    if (opts.progress) {
-        mopts.progress = qg_report_progress;
-        mopts.progress_data = &report;
-    }
+    fill_options(&mopts, cancellable);
+    /* checked by the parser: only QEMU's affinity is read here, and that never fails */
+    qg_placement_choose(opts.helper_cpus, qg_qmp_get_peer_pid(qmp), &place, NULL);
+    g_debug("helper CPUs: %s (%s)", place.cpus ? place.cpus : "all", place.why);
+    mopts.helper_cpus = place.cpus;
+    mopts.helper_cpus_auto = place.from_auto;
     if (g_str_equal(cmd, "save")) {
         ok = qg_migrate_save(qmp, file, &mopts, &stats, &err);
     } else {
@@ -123,6 +154,7 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
         return 1;
     }
     if (opts.stats) {
+        placed_as(&place, &stats);
         qg_report_stats(&report, cmd, file, &stats, g_str_equal(opts.stats, "json"));
     }
     return 0;

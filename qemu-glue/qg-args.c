@@ -1,5 +1,6 @@
 /* qg-args.c - qemu-iohelper's command line: its options and their checks (qg-args.h) */
 #include "qg-args.h"
+#include "qg-placement.h"
 
 #include <stdio.h>
 
@@ -73,7 +74,7 @@ parse_int(const char *name, const char *value, gint64 min, gint64 max, gint64 *r
 typedef enum {
     OPT_QMP, OPT_BYPASS_CACHE, OPT_LIVE, OPT_MAX_BANDWIDTH, OPT_PROGRESS, OPT_STATS,
     OPT_WAIT_MIGRATION, OPT_TIMEOUT, OPT_STALL_TIMEOUT, OPT_COMPRESS, OPT_THREADS, OPT_HELP,
-    OPT_CHANNELS, OPT_QEMU_COMPRESS,
+    OPT_CHANNELS, OPT_QEMU_COMPRESS, OPT_HELPER_CPUS,
     OPT_RECIPIENT, OPT_RECIPIENTS_FILE, OPT_IDENTITY,
 } OptId;
 
@@ -134,6 +135,7 @@ static const IohOptEntry entries[] = {
     { "help", OPT_HELP, 'h', IOH_OPT_NONE, NULL },
     { "channels", OPT_CHANNELS, 0, IOH_OPT_REQUIRED, NULL },
     { "qemu-compress", OPT_QEMU_COMPRESS, 0, IOH_OPT_REQUIRED, NULL },
+    { "helper-cpus", OPT_HELPER_CPUS, 0, IOH_OPT_REQUIRED, NULL },
     { NULL, 0, 0, 0, NULL },
 };
 
@@ -172,6 +174,10 @@ static const char usage_text[] =
     "  --recipients-file=FILE   save: encrypt to every recipient in FILE (age's format)\n"
     "  --identity=FILE          restore an encrypted image with the age identities in\n"
     "                           FILE (age-keygen's format, mode 0600 or stricter)\n"
+    "  --helper-cpus=auto|all|LIST  where the helper runs: auto (the default) on QEMU's\n"
+    "                           CPUs when QEMU is pinned (its pipe then costs the\n"
+    "                           helper half the CPU), all: anywhere, or a CPU list\n"
+    "                           (0-3,6)\n"
     "  -h, --help               show this help\n"
     "\n"
     "An optional value follows '=' (--stats=json).\n";
@@ -195,6 +201,22 @@ apply_number(QgArgs *a, const IohOptEntry *e, const char *value, GError **error)
     } else {
         a->threads = (gint)v;
     }
+    return TRUE;
+}
+
+/* --helper-cpus=auto|all|LIST (qg-placement.h). */
+static gboolean
+parse_helper_cpus(QgArgs *a, const char *value, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (!qg_placement_check(value, &local)) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--helper-cpus takes auto, all or a CPU list: %s", local->message);
+        return FALSE;
+    }
+    g_free(a->helper_cpus);
+    a->helper_cpus = g_strdup(value);
     return TRUE;
 }
 
@@ -235,6 +257,8 @@ apply_option(const IohOptEntry *e, const char *value, gpointer data, GError **er
         return qg_args_parse_qemu_compress(a, value, error);
     case OPT_CHANNELS:
         return qg_args_parse_channels(a, value, error);
+    case OPT_HELPER_CPUS:
+        return parse_helper_cpus(a, value, error);
     default:
         return apply_number(a, e, value, error);
     }

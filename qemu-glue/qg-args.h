@@ -38,6 +38,7 @@ typedef struct {
     gboolean help;         /* --help */
     gint channels;         /* save --channels=N: QEMU's multifd channels; 0: one stream */
     char *qemu_compress;   /* save --qemu-compress: "zstd", "zlib"; NULL: none */
+    char *helper_cpus;     /* --helper-cpus: "auto", "all" or a CPU list; NULL: auto */
 } QgArgs;
 
 /* qg-args-channels.c: --channels and --qemu-compress, and their checks (usage errors

@@ -13,6 +13,7 @@
 
 #include "ioh-error.h"
 #include "qg-file.h"
+#include "qg-placement.h"
 
 gboolean
 qg_mig_compress_check(QgImageInfo *info, const QgMigrateOptions *opts, GError **error)
@@ -40,6 +41,13 @@ qg_mig_save_options(IohWrapOptions *o, const QgMigrateOptions *opts,
            ioh_wrap_options_set_threads(o, opts->threads, error);
 }
 
+const char *
+qg_mig_helper_cpus(const QgMigrateOptions *opts, const QgImageInfo *info)
+{
+    return qg_placement_applies(opts->helper_cpus_auto, info->compression != NULL,
+                                info->encryption != NULL) ? opts->helper_cpus : NULL;
+}
+
 IohWrapOptions *
 qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info, gboolean save,
                     const char *path, GError **error)
@@ -47,7 +55,8 @@ qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info, gbool
     g_autoptr(IohWrapOptions) o = ioh_wrap_options_new();
     g_autofree char *sum = NULL;
 
-    if (!qg_mig_encrypt_options(o, opts, info, save, path, error)) {
+    if (!qg_mig_encrypt_options(o, opts, info, save, path, error) ||
+        !ioh_wrap_options_set_cpus(o, qg_mig_helper_cpus(opts, info), error)) {
         return NULL;
     }
     if (save) {

@@ -206,6 +206,9 @@ gboolean qg_mig_compress_check(QgImageInfo *info, const QgMigrateOptions *opts,
  * restore's verification and decompression (from the header in @info). */
 IohWrapOptions *qg_mig_wrap_options(const QgMigrateOptions *opts, const QgImageInfo *info,
                                     gboolean save, const char *path, GError **error);
+/* The helper's CPUs for this image: @opts->helper_cpus unless auto chose them and the
+ * helper compresses or encrypts (qg_placement_applies()); NULL: anywhere. */
+const char *qg_mig_helper_cpus(const QgMigrateOptions *opts, const QgImageInfo *info);
 /* The compression figures of @info into @stats. */
 void qg_mig_compress_stats(const QgImageInfo *info, QgMigrateStats *stats);
 /* A failed restore of a compressed image (*@error), after QEMU loaded the stream when

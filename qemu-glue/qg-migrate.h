@@ -85,6 +85,12 @@ typedef struct {
      * handed to the helper on an fd; an encrypted image without it is refused before
      * QEMU gets a byte. Unused for a plain image. */
     const char *identity;
+    /* the helpers' CPUs (their --cpus, "0-3,6"; qg-placement.h chooses it from QEMU's
+     * affinity); NULL: wherever this process may run */
+    const char *helper_cpus;
+    /* helper_cpus are QEMU's (qemu-iohelper's --helper-cpus=auto): not for a helper that
+     * compresses or encrypts (qg_placement_applies()) */
+    gboolean helper_cpus_auto;
 } QgMigrateOptions;
 
 typedef struct {

@@ -50,6 +50,15 @@ qg_qmp_get_version(QgQmp *qmp)
     return qmp->version;
 }
 
+GPid
+qg_qmp_get_peer_pid(QgQmp *qmp)
+{
+    g_autoptr(GCredentials) creds = g_socket_get_credentials(qmp->socket, NULL);
+    pid_t pid = creds ? g_credentials_get_unix_pid(creds, NULL) : -1;
+
+    return pid > 0 ? pid : 0;
+}
+
 /* Takes one complete line, or returns NULL: then *@ret_overlong when a line longer than
  * QG_QMP_MAX_LINE came, or is coming. */
 static char *

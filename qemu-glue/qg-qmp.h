@@ -52,6 +52,10 @@ void qg_qmp_free(QgQmp *qmp);
 /* QEMU's version from the greeting, "MAJOR.MINOR.MICRO". */
 const char *qg_qmp_get_version(QgQmp *qmp);
 
+/* The pid of the process at the other end of the socket (SO_PEERCRED, fixed when it
+ * accepted the connection): QEMU's. 0 when the kernel does not say. */
+GPid qg_qmp_get_peer_pid(QgQmp *qmp);
+
 /**
  * qg_qmp_execute:
  * @command: the QMP command name.

@@ -159,6 +159,8 @@ print_stats_json(const QgReport *r, const char *what, const char *file,
     add_string(b, "checksum", sum);
     add_compression_json(b, s);
     add_connections_json(b, s);
+    add_string(b, "helper_cpus", r->helper_cpus ? r->helper_cpus : "all");
+    add_string(b, "helper_cpus_why", r->helper_cpus_why ? r->helper_cpus_why : "");
     /* this process moves no byte of the stream: its CPU stays near zero */
     add_double(b, "cpu_seconds", cpu_seconds(RUSAGE_SELF));
     add_double(b, "helper_cpu_seconds", cpu_seconds(RUSAGE_CHILDREN));
@@ -272,6 +274,11 @@ qg_report_stats(const QgReport *r, const char *what, const char *file,
                                          : (s->running ? ", guest resumed" : ", guest paused"),
                sum);
         print_stats_stored(s);
+        if (r->helper_cpus) {
+            g_autofree char *why = qg_text_one_line(r->helper_cpus_why ? r->helper_cpus_why
+                                                                       : "");
+            printf("helper cpus: %s (%s)\n", r->helper_cpus, why);
+        }
         if (s->channels) {
             g_autofree char *conns = connections_text(s->connection_bytes, s->channels + 1,
                                                       s->seconds);

@@ -18,6 +18,8 @@ typedef struct {
     gboolean compress;       /* save --compress: progress counts stream bytes compressed */
     gboolean tty;            /* stderr is a terminal: the progress line is redrawn */
     gboolean drew;           /* a progress line is drawn and not yet ended */
+    const char *helper_cpus;      /* the helpers' --cpus; NULL: anywhere (qg-placement.h) */
+    const char *helper_cpus_why;  /* how that was chosen */
 } QgReport;
 
 /* The only way a message reaches stderr: "qemu-iohelper: " and one line, control

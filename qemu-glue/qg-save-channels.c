@@ -268,6 +268,7 @@ qg_mfd_restore_options(const QgImageInfo *info, const QgMigrateOptions *opts, gu
     }
     sum = g_strdup_printf("%016" G_GINT64_MODIFIER "x", info->regions[i].checksum);
     if (!qg_mig_encrypt_options(o, opts, info, FALSE, path, error) ||
+        !ioh_wrap_options_set_cpus(o, qg_mig_helper_cpus(opts, info), error) ||
         !ioh_wrap_options_set_verify_checksum(o, sum, error) ||
         !ioh_wrap_options_set_decompress(o, info->compression != NULL, error)) {
         return NULL;

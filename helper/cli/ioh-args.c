@@ -7,6 +7,7 @@
 
 #include "ioh-args-age.h"
 #include "ioh-clash.h"
+#include "ioh-cpus.h"
 #include "ioh-engine.h"
 #include "ioh-limits.h"
 #include "ioh-nbd-uri.h"
@@ -74,6 +75,9 @@ static const char usage_text[] =
     "                         fails before any byte of it is sent); implies --no-truncate\n"
     "  --memory-budget=SIZE   buffers of all helpers on the host beyond one each\n"
     "                         (default: memory-budget in /etc/iohelper.conf, else none)\n"
+    "  --cpus=LIST            run the helper and all its threads on these CPUs only\n"
+    "                         (taskset -c's form: 0-3,6), e.g. where the writer of its\n"
+    "                         pipe is pinned: the pipe then costs half the CPU\n"
     "  -h, --help             show this help\n"
     "  -V, --version          show the version\n"
     "\n"
@@ -98,6 +102,7 @@ typedef enum {
     OPT_REQUESTS, OPT_REQUEST_SIZE, OPT_STALL_TIMEOUT, OPT_MEMORY_BUDGET, OPT_GROW,
     OPT_NO_TRUNCATE, OPT_REGION,
     OPT_RECIPIENT, OPT_RECIPIENTS_FILE, OPT_IDENTITY, OPT_IDENTITY_FD,
+    OPT_CPUS,
 } OptId;
 
 static const char *const stats_words[] = { "text", "json", NULL };
@@ -138,6 +143,7 @@ static const IohOptEntry entries[] = {
     VALUE("recipients-file", OPT_RECIPIENTS_FILE),
     VALUE("identity", OPT_IDENTITY),
     VALUE("identity-fd", OPT_IDENTITY_FD),
+    VALUE("cpus", OPT_CPUS),
     { NULL, 0, 0, 0, NULL },
 };
 
@@ -364,6 +370,19 @@ apply_record(IohArgs *a, const char *val, GError **error)
     return TRUE;
 }
 
+/* --cpus=LIST: applied by main() before any thread exists (ioh-cpus.h). */
+static gboolean
+apply_cpus(IohArgs *a, const char *val, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (!ioh_cpus_parse(val, &a->cpus, &local)) {
+        return ioh_args_usage_error(error, "--cpus: %s", local->message);
+    }
+    a->has_cpus = TRUE;
+    return TRUE;
+}
+
 /* ioh_opt_parse()'s callback: one option of @entries. */
 static gboolean
 apply_option(const IohOptEntry *e, const char *val, gpointer data, GError **error)
@@ -400,6 +419,8 @@ apply_option(const IohOptEntry *e, const char *val, gpointer data, GError **erro
         return apply_stats(a, val, error);
     case OPT_RECORD:
         return apply_record(a, val, error);
+    case OPT_CPUS:
+        return apply_cpus(a, val, error);
     case OPT_COMPRESS:
         return apply_compress(a, val, error);
     case OPT_CHECKSUM:

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sched.h>
 
 #include "ioh-age-keys.h"
 #include "ioh-args-value.h"
@@ -69,6 +70,8 @@ typedef struct {
     gboolean nbd_option;     /* --connections, --requests, --request-size or --stall-timeout */
     gboolean has_memory_budget;  /* --memory-budget, or memory-budget in the config file */
     guint64 memory_budget;
+    gboolean has_cpus;       /* --cpus=LIST */
+    cpu_set_t cpus;
 } IohArgs;
 
 /* Parses @argv (not modified) with the grammar of ioh-opt.h, and checks the options

@@ -168,6 +168,18 @@ typedef struct _JsonObject JsonObject;
 typedef struct _JsonParser JsonParser;
 JsonObject *ioht_sh_last_json(const char *err, JsonParser *parser);
 
+/* ---- placement (ioh-test-cpus.c) ---- */
+
+/* Every task of process @pid as "TID:CPUS" (its Cpus_allowed_list in /proc), once it has
+ * @want tasks or @timeout_ms passed (threads and io_uring workers start with the data). */
+GPtrArray *ioht_tasks_cpus(GPid pid, guint want, guint timeout_ms);
+/* Fails unless every task of @pid (waiting up to 10 s for @want of them) may run on
+ * exactly @cpus ("0", "0-1"). */
+void ioht_assert_tasks_on(GPid pid, guint want, const char *cpus);
+/* The last CPU this thread may use and the list of all (as /proc writes it); FALSE, the
+ * test skipped saying why, when it may use one only. */
+gboolean ioht_two_cpus(char **ret_last, char **ret_all);
+
 /* ---- age key pairs (ioh-test-age.c) ---- */
 
 /* TRUE when age and age-keygen are installed; else marks the test skipped, saying why. */

@@ -4,6 +4,7 @@
 #include "ioh-test.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,23 @@ qgt_test_init(int *argc, char ***argv)
     qgt_set_tool((*argv)[1]);
 }
 
+int qgt_qemu_cpu = -1;
+
 static void
 die_with_parent(gpointer data)
 {
     (void)data;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (qgt_qemu_cpu >= 0) {
+        /* taskset -c N: QEMU and every thread it starts on that CPU */
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(qgt_qemu_cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+            _exit(127);
+        }
+    }
 }
 
 const char *const *qgt_qemu_extra_args;

@@ -43,6 +43,10 @@ QgtQemu *qgt_qemu_start_full(const char *data_file, gboolean incoming, gboolean 
  * "-device loader,..." to fill more of the guest's RAM. */
 extern const char *const *qgt_qemu_extra_args;
 
+/* The CPU the QEMUs started from now on are pinned to, as under `taskset -c N`; -1 (the
+ * default): not pinned. */
+extern int qgt_qemu_cpu;
+
 /* Kills (SIGKILL) and reaps QEMU, removes its socket. NULL allowed. */
 void qgt_qemu_stop(QgtQemu *q);
 

@@ -538,8 +538,8 @@ gboolean ioh_wrap_options_set_decompress(IohWrapOptions *options, gboolean decom
 /**
  * ioh_wrap_options_set_threads:
  * @options: the options.
- * @threads: zstd's compression workers, 1 to 64; 0: the helper's default (the online
- *     CPUs).
+ * @threads: zstd's compression workers, 1 to 64; 0: the helper's default (the CPUs it
+ *     may use: ioh_wrap_options_set_cpus(), else the caller's affinity).
  * @error: return location for a #GError.
  *
  * The helper's `--threads`. Only with ioh_wrap_options_set_compress() (the constructor

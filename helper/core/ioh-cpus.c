@@ -145,6 +145,15 @@ ioh_cpus_get(pid_t pid, cpu_set_t *ret, GError **error)
     return TRUE;
 }
 
+guint
+ioh_cpus_usable(void)
+{
+    cpu_set_t set;
+
+    return ioh_cpus_get(0, &set, NULL) && CPU_COUNT(&set) > 0 ? (guint)CPU_COUNT(&set)
+                                                               : MAX(1, g_get_num_processors());
+}
+
 gboolean
 ioh_cpus_narrower(const cpu_set_t *narrow, const cpu_set_t *wide)
 {

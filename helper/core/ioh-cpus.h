@@ -39,6 +39,12 @@ gboolean ioh_cpus_allowed(const cpu_set_t *set, GError **error);
  * to @set, once ioh_cpus_allowed() said yes. */
 gboolean ioh_cpus_apply(const cpu_set_t *set, GError **error);
 
+/* How many CPUs this thread may use (its affinity: --cpus, taskset, a cpuset), the
+ * default number of compression and encryption threads: GLib's g_get_num_processors()
+ * counts every online CPU here (GLib 2.74), and a helper given one CPU would run a
+ * thread per online CPU on it. At least 1. */
+guint ioh_cpus_usable(void);
+
 /* Whether @narrow holds fewer CPUs than @wide, all of them in @wide's. */
 gboolean ioh_cpus_narrower(const cpu_set_t *narrow, const cpu_set_t *wide);
 

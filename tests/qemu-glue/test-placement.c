@@ -34,6 +34,15 @@ static const char spy_script[] =
     "grep -h Cpus_allowed_list /proc/$p/task/*/status >> \"$IOH_SEEN\" 2>/dev/null\n"
     "wait $p\n";
 
+/* ioht_two_cpus() into the globals, freeing what they held. */
+static gboolean
+two_cpus(void)
+{
+    g_clear_pointer(&last_cpu, g_free);
+    g_clear_pointer(&all_cpus, g_free);
+    return ioht_two_cpus(&last_cpu, &all_cpus);
+}
+
 static gboolean
 need_two(void)
 {
@@ -41,7 +50,7 @@ need_two(void)
         g_test_skip("no qemu-system-x86_64: no guest to save");
         return FALSE;
     }
-    return ioht_two_cpus(&last_cpu, &all_cpus);
+    return two_cpus();
 }
 
 /* Every line the spy wrote since the last call is "Cpus_allowed_list:\t@want"; at least
@@ -195,7 +204,7 @@ test_not_qemu(void)
     ToolRun r = { args, NULL, -1 };
     cpu_set_t all, last;
 
-    if (!ioht_two_cpus(&last_cpu, &all_cpus)) {
+    if (!two_cpus()) {
         return;
     }
     f = qgt_fake_start();

@@ -538,8 +538,8 @@ gboolean ioh_wrap_options_set_decompress(IohWrapOptions *options, gboolean decom
 /**
  * ioh_wrap_options_set_threads:
  * @options: the options.
- * @threads: zstd's compression workers, 1 to 64; 0: the helper's default (the online
- *     CPUs).
+ * @threads: zstd's compression workers, 1 to 64; 0: the helper's default (the CPUs it
+ *     may use: ioh_wrap_options_set_cpus(), else the caller's affinity).
  * @error: return location for a #GError.
  *
  * The helper's `--threads`. Only with ioh_wrap_options_set_compress() (the constructor
@@ -657,7 +657,10 @@ gboolean ioh_wrap_options_set_region(IohWrapOptions *options, guint64 size, GErr
  * helper on the same CPUs spends about half the CPU per byte of one on another core
  * (docs/engine.md). A list that does not parse is IOH_WRAP_ERROR_INVALID here; one with
  * a CPU the helper may not use (its cgroup's cpuset) fails the constructor with the
- * helper's line naming `--cpus`. (Since 0.5.)
+ * helper's line naming `--cpus`. A list alone needs no helper: where the flags and the
+ * other options need none (ioh_wrap_get_pid() is 0), nothing is placed nor checked.
+ * Calling it again replaces the list (one that does not parse leaves the list as it
+ * was); NULL removes it. (Since 0.5.)
  */
 gboolean ioh_wrap_options_set_cpus(IohWrapOptions *options, const char *cpus,
                                    GError **error);

@@ -18,6 +18,7 @@
 #include "qg-args.h"
 #include "qg-migrate.h"
 #include "qg-placement.h"
+#include "qg-qemu-pid.h"
 #include "qg-qmp.h"
 #include "qg-report.h"
 #include "qg-signals.h"
@@ -135,11 +136,14 @@ run_job(QgQmp *qmp, const char *cmd, const char *file, GCancellable *cancellable
     QgMigrateOptions mopts = { 0 };
     QgMigrateStats stats = { 0 };
     g_auto(QgPlacement) place = { 0 };
+    g_autofree char *no_pid = NULL;
+    GPid qemu_pid;
     gboolean ok;
 
     fill_options(&mopts, cancellable);
+    qemu_pid = qg_placement_is_auto(opts.helper_cpus) ? qg_qemu_pid(qmp, &no_pid) : 0;
     /* checked by the parser: only QEMU's affinity is read here, and that never fails */
-    qg_placement_choose(opts.helper_cpus, qg_qmp_get_peer_pid(qmp), &place, NULL);
+    qg_placement_choose(opts.helper_cpus, qemu_pid, no_pid, &place, NULL);
     g_debug("helper CPUs: %s (%s)", place.cpus ? place.cpus : "all", place.why);
     mopts.helper_cpus = place.cpus;
     mopts.helper_cpus_auto = place.from_auto;

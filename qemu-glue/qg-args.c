@@ -163,7 +163,7 @@ static const char usage_text[] =
     "                           disk's and the compressor's speeds); a restore reads it\n"
     "                           from the header\n"
     "  --threads=N              save --compress: zstd's compression threads (1 to 64;\n"
-    "                           default: the online CPUs); with encryption, age's too\n"
+    "                           default: the helper's CPUs); with encryption, age's too\n"
     "  --channels=N             save: N parallel channels (QEMU's multifd, 1 to 16),\n"
     "                           each through its own helper into its own region of FILE;\n"
     "                           a restore reads N from the header (docs/channels.md)\n"

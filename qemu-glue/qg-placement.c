@@ -8,13 +8,15 @@ qg_placement_check(const char *spec, GError **error)
 {
     cpu_set_t set;
 
+    /* A list with a CPU we may not use would fail every helper, and only once QEMU is
+     * set up (a restore's QEMU quit): a usage error now instead. */
     return !spec || g_str_equal(spec, "auto") || g_str_equal(spec, "all") ||
-           ioh_cpus_parse(spec, &set, error);
+           (ioh_cpus_parse(spec, &set, error) && ioh_cpus_allowed(&set, error));
 }
 
 /* "auto": QEMU's CPUs when they are fewer than ours, those of them we may use. */
 static void
-choose_auto(GPid qemu_pid, QgPlacement *ret)
+choose_auto(GPid qemu_pid, const char *no_pid, QgPlacement *ret)
 {
     g_autoptr(GError) error = NULL;
     g_autofree char *qemu_list = NULL;
@@ -22,7 +24,7 @@ choose_auto(GPid qemu_pid, QgPlacement *ret)
     cpu_set_t qemu, ours, both;
 
     if (qemu_pid <= 0) {
-        ret->why = g_strdup("auto: QEMU's pid unknown (the QMP socket's peer)");
+        ret->why = g_strdup_printf("auto: %s", no_pid ? no_pid : "QEMU's pid unknown");
         return;
     }
     if (!ioh_cpus_get(qemu_pid, &qemu, &error) || !ioh_cpus_get(0, &ours, &error)) {
@@ -47,13 +49,14 @@ choose_auto(GPid qemu_pid, QgPlacement *ret)
 }
 
 gboolean
-qg_placement_choose(const char *spec, GPid qemu_pid, QgPlacement *ret, GError **error)
+qg_placement_choose(const char *spec, GPid qemu_pid, const char *no_pid, QgPlacement *ret,
+                    GError **error)
 {
     cpu_set_t set;
 
     *ret = (QgPlacement){ 0 };
-    if (!spec || g_str_equal(spec, "auto")) {
-        choose_auto(qemu_pid, ret);
+    if (qg_placement_is_auto(spec)) {
+        choose_auto(qemu_pid, no_pid, ret);
         return TRUE;
     }
     if (g_str_equal(spec, "all")) {
@@ -66,6 +69,12 @@ qg_placement_choose(const char *spec, GPid qemu_pid, QgPlacement *ret, GError **
     ret->cpus = ioh_cpus_format(&set);
     ret->why = g_strdup("--helper-cpus");
     return TRUE;
+}
+
+gboolean
+qg_placement_is_auto(const char *spec)
+{
+    return !spec || g_str_equal(spec, "auto");
 }
 
 gboolean

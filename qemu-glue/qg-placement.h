@@ -22,15 +22,18 @@ typedef struct {
     gboolean from_auto;  /* @cpus are QEMU's, not a list given */
 } QgPlacement;
 
-/* Whether @spec is "auto", "all" or a CPU list; else FALSE with the cause (the caller
- * names its option). */
+/* Whether @spec is "auto", "all" or a CPU list of CPUs this process may use; else FALSE
+ * with the cause (the caller names its option). */
 gboolean qg_placement_check(const char *spec, GError **error);
 
-/* Chooses for @spec (NULL: "auto") and QEMU's @qemu_pid (0: unknown). QEMU's affinity
- * that cannot be read is no error: the helper then runs anywhere and *why says so.
- * FALSE only for a @spec that qg_placement_check() refuses. */
-gboolean qg_placement_choose(const char *spec, GPid qemu_pid, QgPlacement *ret,
-                             GError **error);
+/* Whether @spec (NULL too) is "auto": only then is QEMU's pid needed (qg-qemu-pid.h). */
+gboolean qg_placement_is_auto(const char *spec);
+
+/* Chooses for @spec (NULL: "auto") and QEMU's @qemu_pid (0: unknown, @no_pid says why).
+ * QEMU's affinity that cannot be read is no error: the helper then runs anywhere and
+ * *why says so. FALSE only for a @spec that does not parse. */
+gboolean qg_placement_choose(const char *spec, GPid qemu_pid, const char *no_pid,
+                             QgPlacement *ret, GError **error);
 
 /* Whether CPUs chosen by "auto" (@from_auto) serve a helper that compresses or encrypts:
  * no. zstd's and age's threads need more CPU than the pipe saves (a pinned QEMU often has

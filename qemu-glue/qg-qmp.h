@@ -52,8 +52,9 @@ void qg_qmp_free(QgQmp *qmp);
 /* QEMU's version from the greeting, "MAJOR.MINOR.MICRO". */
 const char *qg_qmp_get_version(QgQmp *qmp);
 
-/* The pid of the process at the other end of the socket (SO_PEERCRED, fixed when it
- * accepted the connection): QEMU's. 0 when the kernel does not say. */
+/* The pid of the process that listen()ed on the socket's other end (SO_PEERCRED): not
+ * necessarily QEMU (a proxy, a listener gone: qg-qemu-pid.h checks). 0 when the kernel
+ * does not say (a peer in another pid namespace). */
 GPid qg_qmp_get_peer_pid(QgQmp *qmp);
 
 /**

@@ -50,7 +50,7 @@ static const char usage_text[] =
     "                         from the disk's and the compressor's measured speeds\n"
     "  --decompress           restore: the file holds zstd frames; a corrupt one fails\n"
     "  --threads=N            zstd's compression threads, age's encryption threads\n"
-    "                         (default: the online CPUs)\n"
+    "                         (default: the CPUs it may use, see --cpus)\n"
     "  --recipient=RECIPIENT  save: encrypt to this age X25519 recipient (age1...);\n"
     "                         repeatable. The image is age v1 (age -d reads it)\n"
     "  --recipients-file=FILE save: encrypt to every recipient in FILE (age's format)\n"

@@ -7,7 +7,19 @@
 #include "ioh-error.h"
 #include "ioh-number.h"
 
-/* One number of a list: 1 to 4 decimal digits (CPU_SETSIZE is 1024), below CPU_SETSIZE. */
+/* @len bytes at @text as a message shows them: printable ASCII (a caller's bytes reach
+ * libwrap's GError and the helper's one line as they are), cut after 16 bytes. */
+static char *
+shown(const char *text, gsize len)
+{
+    g_autofree char *head = g_strndup(text, MIN(len, 16));
+    g_autofree char *escaped = g_strescape(head, NULL);
+
+    return g_strdup_printf("%s%s", escaped, len > 16 ? "..." : "");
+}
+
+/* One number of a list: 1 to 4 decimal digits (CPU_SETSIZE is 1024); FALSE for anything
+ * else. Past CPU_SETSIZE - 1: FALSE with @error set. */
 static gboolean
 parse_cpu(const char *text, gsize len, guint *ret, GError **error)
 {
@@ -19,8 +31,6 @@ parse_cpu(const char *text, gsize len, guint *ret, GError **error)
         digit = digit && g_ascii_isdigit(text[i]);
     }
     if (!digit) {
-        g_set_error(error, IOH_ERROR, EINVAL, "'%.*s' is not a CPU number (0 to %d)",
-                    (int)MIN(len, 16), text, CPU_SETSIZE - 1);
         return FALSE;
     }
     memcpy(digits, text, len);
@@ -38,19 +48,27 @@ static gboolean
 parse_item(const char *item, gsize len, cpu_set_t *set, GError **error)
 {
     const char *dash = memchr(item, '-', len);
+    GError *local = NULL;
     guint first, last;
 
     if (len == 0) {
         g_set_error_literal(error, IOH_ERROR, EINVAL, "an empty item in the CPU list");
         return FALSE;
     }
-    if (!parse_cpu(item, dash ? (gsize)(dash - item) : len, &first, error)) {
+    last = first = 0;
+    if (!parse_cpu(item, dash ? (gsize)(dash - item) : len, &first, &local) ||
+        (dash && !parse_cpu(dash + 1, len - (gsize)(dash - item) - 1, &last, &local))) {
+        g_autofree char *what = shown(item, len);
+
+        if (local) {
+            g_propagate_error(error, local);
+            return FALSE;
+        }
+        g_set_error(error, IOH_ERROR, EINVAL, "'%s' is not a CPU number or range (0 to %d)",
+                    what, CPU_SETSIZE - 1);
         return FALSE;
     }
-    last = first;
-    if (dash && !parse_cpu(dash + 1, len - (gsize)(dash - item) - 1, &last, error)) {
-        return FALSE;
-    }
+    last = dash ? last : first;
     if (last < first) {
         g_set_error(error, IOH_ERROR, EINVAL, "the range %u-%u is reversed", first, last);
         return FALSE;
@@ -127,6 +145,15 @@ ioh_cpus_get(pid_t pid, cpu_set_t *ret, GError **error)
     return TRUE;
 }
 
+guint
+ioh_cpus_usable(void)
+{
+    cpu_set_t set;
+
+    return ioh_cpus_get(0, &set, NULL) && CPU_COUNT(&set) > 0 ? (guint)CPU_COUNT(&set)
+                                                               : MAX(1, g_get_num_processors());
+}
+
 gboolean
 ioh_cpus_narrower(const cpu_set_t *narrow, const cpu_set_t *wide)
 {
@@ -137,7 +164,7 @@ ioh_cpus_narrower(const cpu_set_t *narrow, const cpu_set_t *wide)
 }
 
 gboolean
-ioh_cpus_apply(const cpu_set_t *set, GError **error)
+ioh_cpus_allowed(const cpu_set_t *set, GError **error)
 {
     cpu_set_t allowed;
 
@@ -151,6 +178,15 @@ ioh_cpus_apply(const cpu_set_t *set, GError **error)
                         "(its affinity and cgroup allow %s)", c, list);
             return FALSE;
         }
+    }
+    return TRUE;
+}
+
+gboolean
+ioh_cpus_apply(const cpu_set_t *set, GError **error)
+{
+    if (!ioh_cpus_allowed(set, error)) {
+        return FALSE;
     }
     if (sched_setaffinity(0, sizeof(*set), set) < 0) {
         int e = errno;

@@ -30,10 +30,20 @@ char *ioh_cpus_format(const cpu_set_t *set);
 /* The CPUs task @pid (0: the calling thread) may run on (sched_getaffinity). */
 gboolean ioh_cpus_get(pid_t pid, cpu_set_t *ret, GError **error);
 
+/* Whether every CPU of @set is one this thread may use now (its affinity, within its
+ * cgroup's cpuset): else FALSE, naming the first CPU that is not. A caller that hands
+ * @set on to a child (qemu-iohelper's helpers) checks it before it starts anything. */
+gboolean ioh_cpus_allowed(const cpu_set_t *set, GError **error);
+
 /* Restricts the calling thread, and so every thread and io_uring worker it creates after,
- * to @set. Every CPU of @set must be one this thread may use now (its affinity, within
- * its cgroup's cpuset): else FALSE, naming the first CPU that is not. */
+ * to @set, once ioh_cpus_allowed() said yes. */
 gboolean ioh_cpus_apply(const cpu_set_t *set, GError **error);
+
+/* How many CPUs this thread may use (its affinity: --cpus, taskset, a cpuset), the
+ * default number of compression and encryption threads: GLib's g_get_num_processors()
+ * counts every online CPU here (GLib 2.74), and a helper given one CPU would run a
+ * thread per online CPU on it. At least 1. */
+guint ioh_cpus_usable(void);
 
 /* Whether @narrow holds fewer CPUs than @wide, all of them in @wide's. */
 gboolean ioh_cpus_narrower(const cpu_set_t *narrow, const cpu_set_t *wide);

@@ -41,6 +41,13 @@ test_refused(void)
         { "0-1024", "out of range" }, { "00000", "not a CPU number" }, { "0-1-2", "not a CPU" },
         { "0x1", "not a CPU" }, { "0:2", "not a CPU" }, { "1e3", "not a CPU" },
         { "\xff", "not a CPU" },
+        /* the item is named whole, as typed: not the empty side of its dash */
+        { "-1", "'-1' is not a CPU number" }, { "0-", "'0-' is not a CPU number" },
+        { "3,4-x", "'4-x' is not a CPU number" },
+        /* a caller's bytes (libwrap's GError) shown as printable ASCII: no line break, no
+         * escape sequence, no byte sequence cut in two */
+        { "0\n1", "'0\\n1'" }, { "\x1b[31m", "'\\033[31m'" },
+        { "\xef\xbc\x91\xef\xbc\x92\xef\xbc\x93\xef\xbc\x94\xef\xbc\x95\xef\xbc\x96", "...'" },
     };
 
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -49,8 +56,11 @@ test_refused(void)
 
         g_assert_false(ioh_cpus_parse(bad[i][0], &set, &error));
         g_assert_error(error, IOH_ERROR, EINVAL);
+        g_test_message("%s", error->message);
         g_assert_nonnull(strstr(error->message, bad[i][1]));
-        g_assert_null(strchr(error->message, '\n'));
+        for (const char *c = error->message; *c; c++) {
+            g_assert_true(g_ascii_isprint(*c));
+        }
     }
 }
 

@@ -2,13 +2,15 @@
  * io_uring workers run on the CPUs given, read from /proc/PID/task/TID/status
  * (Cpus_allowed_list) while a --direct save from a real pipe runs; without --cpus every
  * one runs where this test may; hostile lists are usage errors (exit 2, one line naming
- * --cpus), and a CPU outside this process's affinity is refused naming the cause. On a
+ * --cpus), and a CPU outside this process's affinity is refused naming the cause; given
+ * one CPU, zstd gets one worker by default. On a
  * machine where this test may use only one CPU, the placement tests skip. */
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "ioh-test.h"
 
@@ -83,6 +85,37 @@ test_refused(void)
     }
 }
 
+/* The memory zstd's compressor wanted (its --stats=json), which grows with its workers,
+ * for a save of 4 MiB with --cpus=@cpu and @threads ("" for the default). */
+static gint64
+zstd_want(const char *cpu, const char *threads)
+{
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_autofree char *err = NULL;
+    JsonObject *o;
+
+    g_assert_cmpint(ioht_sh(workdir, &err, "head -c 4194304 /dev/zero | $H --cpus=%s "
+                            "--compress=zstd:1 %s --stats=json - z.img", cpu, threads), ==, 0);
+    o = ioht_sh_last_json(err, p);
+    o = json_object_get_object_member(json_object_get_object_member(o, "memory"), "layers");
+    return json_object_get_int_member(json_object_get_object_member(o, "zstd"), "want");
+}
+
+/* Given one CPU, the helper's default number of zstd workers is one (not one per online
+ * CPU, all on that CPU): its compressor wants what it wants with --threads=1. */
+static void
+test_threads(void)
+{
+    g_autofree char *all = NULL;
+    g_autofree char *last = NULL;
+
+    if (!ioht_two_cpus(&last, &all)) {
+        return;
+    }
+    g_assert_cmpint(zstd_want(last, ""), ==, zstd_want(last, "--threads=1"));
+    g_assert_cmpint(zstd_want(all, ""), >, zstd_want(all, "--threads=1"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -91,5 +124,6 @@ main(int argc, char **argv)
     g_test_add_data_func("/helper/cpus/honoured", GINT_TO_POINTER(1), test_placed);
     g_test_add_data_func("/helper/cpus/default", NULL, test_placed);
     g_test_add_func("/helper/cpus/refused", test_refused);
+    g_test_add_func("/helper/cpus/threads", test_threads);
     return ioht_run_tests(&workdir);
 }

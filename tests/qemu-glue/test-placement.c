@@ -10,7 +10,9 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ioh-cpus.h"
 #include "ioh-test.h"
+#include "qg-fake.h"
 #include "qg-test.h"
 
 static char *workdir, *data_file, *other_file;
@@ -32,6 +34,15 @@ static const char spy_script[] =
     "grep -h Cpus_allowed_list /proc/$p/task/*/status >> \"$IOH_SEEN\" 2>/dev/null\n"
     "wait $p\n";
 
+/* ioht_two_cpus() into the globals, freeing what they held. */
+static gboolean
+two_cpus(void)
+{
+    g_clear_pointer(&last_cpu, g_free);
+    g_clear_pointer(&all_cpus, g_free);
+    return ioht_two_cpus(&last_cpu, &all_cpus);
+}
+
 static gboolean
 need_two(void)
 {
@@ -39,7 +50,7 @@ need_two(void)
         g_test_skip("no qemu-system-x86_64: no guest to save");
         return FALSE;
     }
-    return ioht_two_cpus(&last_cpu, &all_cpus);
+    return two_cpus();
 }
 
 /* Every line the spy wrote since the last call is "Cpus_allowed_list:\t@want"; at least
@@ -147,6 +158,10 @@ test_usage(void)
     static const char *const bad[][2] = {
         { "--helper-cpus=", "an empty CPU list" }, { "--helper-cpus=some", "not a CPU" },
         { "--helper-cpus=3-1", "reversed" }, { "--helper-cpus=4096", "out of range" },
+        /* parses, but no process here may use it: refused before QEMU is touched, not
+         * by each helper once it is (a restore's QEMU then quit) */
+        { "--helper-cpus=1023", "--helper-cpus takes auto, all or a CPU list: CPU 1023 is "
+          "not one this process may use" },
     };
 
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -154,6 +169,60 @@ test_usage(void)
                                NULL };
         qgt_assert_usage(args, bad[i][1]);
     }
+}
+
+typedef struct {
+    const char *const *args;
+    char *err;
+    int code;
+} ToolRun;
+
+/* The tool run from a thread on every CPU this test may use (the tool inherits that),
+ * while the main thread, whose affinity is this process's, is pinned elsewhere. */
+static gpointer
+tool_thread(gpointer data)
+{
+    ToolRun *r = data;
+    cpu_set_t all;
+
+    g_assert_true(ioh_cpus_parse(all_cpus, &all, NULL));
+    g_assert_cmpint(sched_setaffinity(0, sizeof(all), &all), ==, 0);
+    r->code = qgt_tool_run_timeout(r->args, 60, NULL, &r->err);
+    return NULL;
+}
+
+/* The QMP socket's peer is not QEMU (a proxy in between, a reused pid: here this test,
+ * as the hostile peer qg-fake.c, pinned to LAST): auto must neither pin the helpers to
+ * the peer's CPUs nor call it QEMU. The save fails at query-status; the debug line
+ * before says where the helper would have run. */
+static void
+test_not_qemu(void)
+{
+    g_autoptr(QgtFake) f = NULL;
+    g_autofree char *img = g_build_filename(workdir, "nq.img", NULL);
+    const char *args[] = { "save", "--qmp", NULL, img, NULL };
+    ToolRun r = { args, NULL, -1 };
+    cpu_set_t all, last;
+
+    if (!two_cpus()) {
+        return;
+    }
+    f = qgt_fake_start();
+    args[2] = qgt_fake_socket(f);
+    qgt_fake_reply(f, "query-status", "!{\"error\": {\"class\": \"GenericError\", "
+                   "\"desc\": \"not QEMU\"}, \"id\": @ID@}", NULL);
+    g_assert_true(ioh_cpus_parse(all_cpus, &all, NULL));
+    g_assert_true(ioh_cpus_parse(last_cpu, &last, NULL));
+    g_setenv("G_MESSAGES_DEBUG", "iohelper", TRUE);
+    g_assert_cmpint(sched_setaffinity(0, sizeof(last), &last), ==, 0);
+    g_thread_join(g_thread_new("tool", tool_thread, &r));
+    g_assert_cmpint(sched_setaffinity(0, sizeof(all), &all), ==, 0);
+    g_unsetenv("G_MESSAGES_DEBUG");
+    g_assert_cmpint(r.code, ==, 1);
+    ioht_assert_contains(r.err, "helper CPUs: all (auto: the QMP socket's peer (pid ");
+    ioht_assert_contains(r.err, ") is not known to be QEMU");
+    g_assert_false(g_file_test(img, G_FILE_TEST_EXISTS));
+    g_free(r.err);
 }
 
 /* The spy in place of the helper, the first CPU this test may use. */
@@ -195,6 +264,7 @@ main(int argc, char **argv)
     qgt_guest_files(&workdir, &data_file, &other_file, 30);
     setup();
     g_test_add_func("/qemu/placement/usage", test_usage);
+    g_test_add_func("/qemu/placement/not-qemu", test_not_qemu);
     g_test_add_data_func("/qemu/placement/pinned", &pinned, test_case);
     g_test_add_data_func("/qemu/placement/unpinned", &unpinned, test_case);
     g_test_add_data_func("/qemu/placement/all", &all, test_case);

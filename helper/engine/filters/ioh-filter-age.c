@@ -24,6 +24,7 @@
 
 #include "ioh-age-header.h"
 #include "ioh-age-stream.h"
+#include "ioh-cpus.h"
 #include "ioh-error.h"
 #include "ioh-secmem.h"
 
@@ -105,7 +106,7 @@ age_make_header(Age *a, const IohCopyOptions *opts)
          * thread made --direct saves slower (docs/encryption.md). */
         a->stream = ioh_age_stream_new_payload(file_key, nonce,
                                                opts->threads ? opts->threads
-                                               : MAX(1, g_get_num_processors() / 2));
+                                               : MAX(1, ioh_cpus_usable() / 2));
         g_string_append_len(a->header, (const char *)nonce, sizeof(nonce));
     }
     ioh_secmem_free(file_key, IOH_AGE_FILE_KEY_LEN);

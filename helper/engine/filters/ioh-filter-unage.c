@@ -16,6 +16,7 @@
 
 #include "ioh-age-header.h"
 #include "ioh-age-stream.h"
+#include "ioh-cpus.h"
 #include "ioh-error.h"
 #include "ioh-secmem.h"
 
@@ -67,7 +68,7 @@ unage_open(const IohCopyOptions *opts, GError **error)
     ioh_age_crypto_init();
     u = g_new0(Unage, 1);
     u->keys = opts->age;
-    u->threads = opts->threads ? opts->threads : g_get_num_processors();
+    u->threads = opts->threads ? opts->threads : ioh_cpus_usable();
     u->memory = opts->memory;
     u->base = opts->has_offset ? opts->offset : 0;
     u->head = g_byte_array_new();

@@ -33,6 +33,7 @@
  */
 #include "ioh-filter.h"
 #include "ioh-cpu.h"
+#include "ioh-cpus.h"
 #include "ioh-error.h"
 #include "ioh-layer.h"
 #include "ioh-zstd-adapt.h"
@@ -192,7 +193,7 @@ static void
 zstd_claim(const IohCopyOptions *opts, int level, ZstdShape *s)
 {
     s->level = level;
-    s->threads = opts->threads ? opts->threads : g_get_num_processors();
+    s->threads = opts->threads ? opts->threads : ioh_cpus_usable();
     s->wdef = (int)ZSTD_getCParams(s->level, 0, 0).windowLog;
     s->wmin = MIN(s->wdef, ZSTD_FLOOR_WLOG);
     s->workers = s->threads;
@@ -252,7 +253,7 @@ zstd_open(const IohCopyOptions *opts, GError **error)
     z->workers = s.workers;
     if (opts->compress_auto) {
         z->adapt = g_new(IohAdapt, 1);
-        ioh_adapt_init(z->adapt, MAX(s.workers, 1), g_get_num_processors());
+        ioh_adapt_init(z->adapt, MAX(s.workers, 1), ioh_cpus_usable());
         z->o.compact = TRUE;
     }
     g_debug("zstd: level %d%s, %u worker threads (%u asked), window 2^%d", z->level,

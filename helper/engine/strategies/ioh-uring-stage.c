@@ -443,10 +443,16 @@ ioh_uring_write_done(IohCopy *c, IohUringWrite *w, int res, gboolean failed,
          * write was submitted with counts, not the mode now: another write's EINVAL,
          * handled first in the same batch, may have had the sink clear O_DIRECT (an
          * unaligned rest), and this one's refusal is then no error of its own. */
+        guint64 synced = c->stats->synced;
+
         if (through(data, w, &err)) {
             w->start += w->len;
             w->len = 0;
         }
+        /* The sink counted what it wrote O_DIRECT as synced at once: it counts when this
+         * write retires, in stream order with stored, like the write's own bytes. */
+        w->synced += c->stats->synced - synced;
+        c->stats->synced = synced;
     } else if (res <= 0) {
         ioh_error_set_errno(&err, res < 0 ? -res : EIO, "write", c->dst->name);
     } else {

@@ -23,9 +23,10 @@ class _Tee(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def published(name, table_path, plot=""):
+def published(name, table_path, plot="", script=""):
     """Run the body with its printed report captured; when it ends without an exception,
-    write the report to table_path and publish it with the command line of this run."""
+    write the report to table_path and publish it with the command line of this run
+    (benchmarks/SCRIPT, default benchmarks/NAME)."""
     state = subprocess.run([WRITER, "start"], capture_output=True, text=True,
                            check=True).stdout.strip()
     tee = _Tee(sys.stdout)
@@ -34,5 +35,5 @@ def published(name, table_path, plot=""):
     sys.stdout.flush()
     with open(table_path, "w") as f:
         f.write(tee.buf.getvalue())
-    subprocess.run([WRITER, name, state, table_path, plot, "benchmarks/" + name] + sys.argv[1:],
+    subprocess.run([WRITER, name, state, table_path, plot, "benchmarks/" + (script or name)] + sys.argv[1:],
                    check=True)
